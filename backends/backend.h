@@ -1,0 +1,55 @@
+// The backend interface: a backend instantiates a case's layer graph and
+// returns a Runner that executes one step per call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generators/spec.h"
+
+namespace paradnn {
+
+struct RunOptions {
+  int threads = 1;
+  uint64_t seed = 1;
+  int warmup = 1;  // steps run by Prepare before returning
+};
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // One training or inference step; returns when its results are complete
+  // (synchronized on asynchronous devices). Allocates nothing of its own.
+  virtual void Step() = 0;
+  // Mean softmax cross-entropy of the last step's logits.
+  virtual double Loss() = 0;
+  // Logits of the last step, as fp32.
+  virtual std::vector<float> Output() = 0;
+  // Current values of Graph::Params()[index], as fp32.
+  virtual std::vector<float> Param(int index) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Why this backend cannot run the case here, or "" when it can.
+  virtual std::string Unsupported(const Case& c) const = 0;
+  // Builds the model, initializes weights and inputs from the seed and warms
+  // up. Throws std::exception with the reason on failure.
+  virtual std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
+                                          const RunOptions& opt) const = 0;
+  // One line describing the library and its settings, for the run context.
+  virtual std::string Describe() const = 0;
+};
+
+// Adds a backend next to the built-in ones; throws std::invalid_argument on
+// a duplicate name.
+void RegisterBackend(std::unique_ptr<Backend> backend);
+// nullptr when there is no such backend.
+const Backend* FindBackend(const std::string& name);
+std::vector<std::string> BackendNames();
+
+}  // namespace paradnn

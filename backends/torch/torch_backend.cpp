@@ -1,0 +1,347 @@
+// LibTorch backend: torch::nn modules built from the layer graph, run by
+// interpreting the graph in order.
+#include "backends/torch/torch_backend.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include "generators/check.h"
+#include "generators/init.h"
+
+namespace paradnn {
+namespace {
+
+// The modules of one layer; at most one is set.
+struct LayerModules {
+  torch::nn::Linear linear{nullptr};
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::BatchNorm2d bn{nullptr};
+  torch::nn::Embedding embedding{nullptr};
+  torch::nn::RNN rnn{nullptr};
+  torch::nn::LSTM lstm{nullptr};
+  torch::nn::GRU gru{nullptr};
+  torch::nn::Module* base = nullptr;  // whichever of the above is set
+};
+
+class TorchModel : public torch::nn::Module {
+ public:
+  explicit TorchModel(const Graph& g) : graph_(g), layers_(g.size()) {
+    for (int i = 0; i < g.size(); ++i) {
+      const Layer& l = g.layer(i);
+      const std::string name = "layer" + std::to_string(i);
+      const int64_t in = l.inputs.empty() ? 0 : g.layer(l.inputs[0]).shape.back();
+      LayerModules& m = layers_[i];
+      switch (l.op) {
+        case Op::kDense:
+          m.linear = register_module(
+              name, torch::nn::Linear(
+                        torch::nn::LinearOptions(in, l.units).bias(l.bias)));
+          m.base = m.linear.get();
+          break;
+        case Op::kConv2d:
+          m.conv = register_module(
+              name, torch::nn::Conv2d(
+                        torch::nn::Conv2dOptions(g.layer(l.inputs[0]).shape[1],
+                                                 l.units, l.kernel)
+                            .stride(l.stride)
+                            .padding(l.pad)
+                            .bias(false)));
+          m.base = m.conv.get();
+          break;
+        case Op::kBatchNorm:
+          m.bn = register_module(name, torch::nn::BatchNorm2d(l.units));
+          m.base = m.bn.get();
+          break;
+        case Op::kEmbedding:
+          m.embedding =
+              register_module(name, torch::nn::Embedding(l.vocab, l.units));
+          m.base = m.embedding.get();
+          break;
+        case Op::kRecurrent:
+          AddRecurrent(name, l, in, m);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  // Parameters in the order of Graph::Params().
+  std::vector<torch::Tensor> OrderedParams() {
+    std::vector<torch::Tensor> out;
+    for (const ParamTensor& p : graph_.Params()) {
+      LayerModules& m = layers_[p.layer];
+      torch::nn::Module* module = m.base;
+      // LibTorch names a recurrent layer's tensors per stacked layer.
+      const std::string key = (m.rnn || m.lstm || m.gru) ? p.role + "_l0" : p.role;
+      PARADNN_CHECK(module != nullptr, "parameter of a layer without module");
+      torch::Tensor* t = module->named_parameters(false).find(key);
+      PARADNN_CHECK(t != nullptr, "module lacks a graph parameter");
+      out.push_back(*t);
+    }
+    return out;
+  }
+
+  // Returns the logits; in training also sets `loss`.
+  torch::Tensor Forward(const torch::Tensor& input, const torch::Tensor& labels,
+                        torch::Tensor* loss) {
+    values_.resize(graph_.size());
+    torch::Tensor logits;
+    for (int i = 0; i < graph_.size(); ++i) {
+      const Layer& l = graph_.layer(i);
+      LayerModules& m = layers_[i];
+      const torch::Tensor& x = l.inputs.empty() ? input : values_[l.inputs[0]];
+      torch::Tensor& y = values_[i];
+      switch (l.op) {
+        case Op::kInput:
+        case Op::kTokens:
+          y = input;
+          break;
+        case Op::kDense:
+          y = m.linear(x);
+          break;
+        case Op::kConv2d:
+          y = m.conv(x);
+          break;
+        case Op::kBatchNorm:
+          y = m.bn(x);
+          break;
+        case Op::kReLU:
+          y = torch::relu(x);
+          break;
+        case Op::kMaxPool:
+          y = torch::max_pool2d(x, l.kernel, l.stride, l.pad);
+          break;
+        case Op::kAdd:
+          y = x + values_[l.inputs[1]];
+          break;
+        case Op::kGlobalAvgPool:
+          y = x.mean({2, 3});
+          break;
+        case Op::kEmbedding:
+          y = m.embedding(x);
+          break;
+        case Op::kRecurrent:
+          y = m.rnn    ? std::get<0>(m.rnn(x))
+              : m.lstm ? std::get<0>(m.lstm(x))
+                       : std::get<0>(m.gru(x));
+          break;
+        case Op::kSoftmaxCrossEntropy:
+          logits = x;
+          if (loss != nullptr) *loss = CrossEntropy(x, labels);
+          break;
+      }
+    }
+    // Activations are released as soon as backward no longer needs them.
+    for (torch::Tensor& v : values_) v.reset();
+    return logits;
+  }
+
+  static torch::Tensor CrossEntropy(const torch::Tensor& logits,
+                                    const torch::Tensor& labels) {
+    return torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), labels);
+  }
+
+ private:
+  void AddRecurrent(const std::string& name, const Layer& l, int64_t in,
+                    LayerModules& m) {
+    switch (l.cell) {
+      case Cell::kRnn:
+        m.rnn = register_module(
+            name, torch::nn::RNN(torch::nn::RNNOptions(in, l.units)
+                                     .nonlinearity(torch::kTanh)));
+        m.base = m.rnn.get();
+        break;
+      case Cell::kLstm:
+        m.lstm = register_module(
+            name, torch::nn::LSTM(torch::nn::LSTMOptions(in, l.units)));
+        m.base = m.lstm.get();
+        break;
+      case Cell::kGru:
+        m.gru = register_module(
+            name, torch::nn::GRU(torch::nn::GRUOptions(in, l.units)));
+        m.base = m.gru.get();
+        break;
+    }
+  }
+
+  const Graph& graph_;
+  std::vector<LayerModules> layers_;
+  std::vector<torch::Tensor> values_;
+};
+
+// A tensor that owns a copy of the values.
+template <typename T>
+torch::Tensor FromVector(const std::vector<T>& v, const Shape& shape) {
+  return torch::from_blob(const_cast<T*>(v.data()), shape,
+                          c10::CppTypeToScalarType<T>::value)
+      .clone();
+}
+
+std::vector<float> ToVector(const torch::Tensor& t) {
+  torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// LibTorch's messages carry a backtrace; the reason is the part before it.
+template <typename F>
+auto Translated(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(e.what_without_backtrace());
+  }
+}
+
+class TorchRunner : public Runner {
+ public:
+  TorchRunner(const Case& c, const Graph& g, const RunOptions& opt,
+              torch::Device device)
+      : graph_(g), train_(c.mode == Mode::kTrain), device_(device) {
+    torch::set_num_threads(opt.threads);
+    model_ = std::make_shared<TorchModel>(graph_);
+    params_ = model_->OrderedParams();
+    {
+      torch::NoGradGuard no_grad;
+      const std::vector<ParamTensor> specs = graph_.Params();
+      for (size_t i = 0; i < specs.size(); ++i) {
+        params_[i].copy_(FromVector(InitParam(graph_, opt.seed, i), specs[i].shape));
+      }
+    }
+    const auto dtype = c.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
+    model_->to(device_, dtype);
+    params_ = model_->OrderedParams();
+    model_->train(train_);
+
+    const Layer& first = graph_.layer(0);
+    if (first.op == Op::kTokens) {
+      input_ = FromVector(InitTokens(graph_, opt.seed), first.shape).to(device_);
+    } else {
+      input_ = FromVector(InitInput(graph_, opt.seed), first.shape)
+                   .to(device_, dtype);
+    }
+    const std::vector<int64_t> labels = InitLabels(graph_, opt.seed);
+    labels_ = FromVector(labels, {static_cast<int64_t>(labels.size())})
+                  .to(device_);
+    if (train_) {
+      optimizer_ = std::make_unique<torch::optim::SGD>(
+          params_, torch::optim::SGDOptions(0.01));
+    }
+    for (int i = 0; i < opt.warmup; ++i) TimedStep();
+  }
+
+  void Step() override {
+    Translated([this] { TimedStep(); });
+  }
+
+  void TimedStep() {
+    if (train_) {
+      optimizer_->zero_grad();
+      torch::Tensor loss;
+      logits_ = model_->Forward(input_, labels_, &loss);
+      loss.backward();
+      optimizer_->step();
+      loss_ = loss.detach();
+    } else {
+      c10::InferenceMode guard;
+      logits_ = model_->Forward(input_, labels_, nullptr);
+    }
+    if (device_.is_cuda()) torch::cuda::synchronize();
+  }
+
+  double Loss() override {
+    return Translated([this] { return ComputeLoss(); });
+  }
+
+  std::vector<float> Output() override {
+    return Translated([this] { return ToVector(logits_); });
+  }
+
+  std::vector<float> Param(int index) override {
+    return Translated([&] { return ToVector(params_.at(index)); });
+  }
+
+ private:
+  double ComputeLoss() {
+    if (!logits_.defined()) return std::nan("");
+    if (train_) return loss_.item<double>();
+    c10::InferenceMode guard;
+    return TorchModel::CrossEntropy(logits_.to(torch::kFloat), labels_)
+        .item<double>();
+  }
+
+  const Graph graph_;
+  const bool train_;
+  const torch::Device device_;
+  std::shared_ptr<TorchModel> model_;
+  std::vector<torch::Tensor> params_;
+  torch::Tensor input_, labels_, logits_, loss_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+};
+
+// The BLAS library LibTorch loaded, as the dynamic linker resolved it.
+std::string LoadedBlas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    size_t at = line.find('/');
+    if (at == std::string::npos) continue;
+    std::string path = line.substr(at);
+    if (path.find("blas") != std::string::npos ||
+        path.find("mkl") != std::string::npos) {
+      return path;
+    }
+  }
+  return "none loaded";
+}
+
+class TorchBackend : public Backend {
+ public:
+  explicit TorchBackend(bool cuda) : cuda_(cuda) {}
+
+  std::string name() const override { return cuda_ ? "torch_cuda" : "torch"; }
+
+  std::string Unsupported(const Case&) const override {
+    if (cuda_ && !torch::cuda::is_available()) {
+      return "torch_cuda: this LibTorch has no CUDA or no GPU is present";
+    }
+    return "";
+  }
+
+  std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
+                                  const RunOptions& opt) const override {
+    return Translated([&] {
+      return std::make_unique<TorchRunner>(
+          c, g, opt, cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
+    });
+  }
+
+  std::string Describe() const override {
+    return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
+           ", intra-op threads " + std::to_string(torch::get_num_threads()) +
+           (cuda_ ? ", CUDA device 0" : ", CPU");
+  }
+
+ private:
+  bool cuda_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeTorchBackend(bool cuda) {
+  return std::make_unique<TorchBackend>(cuda);
+}
+
+int64_t TorchModuleParameterCount(const Graph& g) {
+  TorchModel model(g);
+  int64_t n = 0;
+  for (const torch::Tensor& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace paradnn

@@ -1,0 +1,18 @@
+// The LibTorch backend. This header includes no LibTorch header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backends/backend.h"
+
+namespace paradnn {
+
+// "torch" on the CPU, or "torch_cuda" on the first GPU.
+std::unique_ptr<Backend> MakeTorchBackend(bool cuda);
+
+// The number of values in the parameters of the LibTorch modules built for
+// the graph, counted by LibTorch.
+int64_t TorchModuleParameterCount(const Graph& g);
+
+}  // namespace paradnn

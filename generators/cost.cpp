@@ -1,0 +1,95 @@
+#include "generators/cost.h"
+
+#include <algorithm>
+
+namespace paradnn {
+
+int64_t ForwardFlops(const Graph& g, int i) {
+  const Layer& l = g.layer(i);
+  const Shape& in = l.inputs.empty() ? l.shape : g.layer(l.inputs[0]).shape;
+  switch (l.op) {
+    case Op::kDense:
+      return 2 * Elements(l.shape) * in.back();
+    case Op::kConv2d:
+      return 2 * Elements(l.shape) * in[1] * l.kernel * l.kernel;
+    case Op::kRecurrent:
+      // Every gate multiplies the step's input and the previous hidden state.
+      return 2 * Elements(l.shape) * Gates(l.cell) * (in.back() + l.units);
+    default:
+      return 0;
+  }
+}
+
+namespace {
+
+int64_t ForwardElementwise(const Graph& g, const Layer& l) {
+  switch (l.op) {
+    case Op::kDense:
+      return l.bias ? Elements(l.shape) : 0;
+    case Op::kBatchNorm:
+    case Op::kReLU:
+    case Op::kAdd:
+      return Elements(l.shape);
+    case Op::kMaxPool:
+      return Elements(l.shape) * l.kernel * l.kernel;
+    case Op::kGlobalAvgPool:
+      return Elements(g.layer(l.inputs[0]).shape);
+    case Op::kRecurrent:
+      // Gate activations and the state update, per gate element.
+      return Elements(l.shape) * Gates(l.cell);
+    case Op::kSoftmaxCrossEntropy:
+      return Elements(g.layer(l.inputs[0]).shape);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
+  const bool train = mode == Mode::kTrain;
+  const std::vector<bool> needs_grad = g.NeedsGrad();
+  const int64_t e = ElementSize(dtype);
+  Cost c;
+  for (const ParamTensor& p : g.Params()) c.params += Elements(p.shape);
+
+  int64_t activation_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t largest = 0;
+  for (int i = 0; i < g.size(); ++i) {
+    const Layer& l = g.layer(i);
+    if (l.op == Op::kSoftmaxCrossEntropy && !train) continue;
+    const int64_t fwd = ForwardFlops(g, i);
+    c.flops += fwd;
+    c.elementwise += ForwardElementwise(g, l);
+    const int64_t out = Elements(l.shape);
+    activation_bytes += out * (l.op == Op::kTokens ? 8 : e);
+    largest = std::max(largest, out * e);
+    if (!train) continue;
+    // Backward: the weight gradient always, the input gradient only where
+    // the input depends on something trainable.
+    if (fwd > 0) {
+      c.flops += fwd;
+      if (needs_grad[l.inputs[0]]) c.flops += fwd;
+    }
+    c.elementwise += ForwardElementwise(g, l);
+    if (needs_grad[i]) gradient_bytes += out * e;
+  }
+  if (train) c.elementwise += 2 * c.params;  // SGD: w -= lr * grad
+
+  const int64_t weight_bytes = c.params * e;
+  if (train) {
+    c.bytes = 2 * weight_bytes + activation_bytes + gradient_bytes;
+    // Everything above is alive at once in the backward pass.
+    c.memory = c.bytes;
+  } else {
+    c.bytes = weight_bytes + activation_bytes;
+    // Inference frees activations as it goes: a layer's input, its output
+    // and a residual branch at most.
+    c.memory = weight_bytes + 3 * largest;
+  }
+  c.intensity = c.bytes > 0 ? static_cast<double>(c.flops) / c.bytes : 0;
+  return c;
+}
+
+}  // namespace paradnn

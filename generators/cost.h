@@ -1,0 +1,25 @@
+// The cost model: every number paradnn reports about a model comes from here,
+// computed over the layer graph (docs/cost_model.md has the rules).
+#pragma once
+
+#include <cstdint>
+
+#include "generators/graph.h"
+
+namespace paradnn {
+
+struct Cost {
+  int64_t params = 0;       // trainable values
+  int64_t flops = 0;        // matrix-like work per step, 2 per multiply-add
+  int64_t elementwise = 0;  // elementwise operations per step, not in flops
+  int64_t bytes = 0;        // minimum traffic of one step
+  double intensity = 0;     // flops / bytes
+  int64_t memory = 0;       // estimated peak bytes a backend holds
+};
+
+Cost ComputeCost(const Graph& g, Mode mode, DType dtype);
+
+// Matrix-like FLOPs of one layer's forward pass (0 for other layers).
+int64_t ForwardFlops(const Graph& g, int layer);
+
+}  // namespace paradnn

@@ -1,0 +1,266 @@
+#include "generators/graph.h"
+
+#include <cmath>
+
+#include "generators/check.h"
+
+namespace paradnn {
+
+const char* ToString(DType d) { return d == DType::kFp32 ? "fp32" : "bf16"; }
+const char* ToString(Mode m) { return m == Mode::kTrain ? "train" : "infer"; }
+int ElementSize(DType d) { return d == DType::kFp32 ? 4 : 2; }
+
+const char* ToString(Op op) {
+  switch (op) {
+    case Op::kInput: return "input";
+    case Op::kTokens: return "tokens";
+    case Op::kDense: return "dense";
+    case Op::kConv2d: return "conv2d";
+    case Op::kBatchNorm: return "batchnorm";
+    case Op::kReLU: return "relu";
+    case Op::kMaxPool: return "maxpool";
+    case Op::kAdd: return "add";
+    case Op::kGlobalAvgPool: return "avgpool";
+    case Op::kEmbedding: return "embedding";
+    case Op::kRecurrent: return "recurrent";
+    case Op::kSoftmaxCrossEntropy: return "softmax_xent";
+  }
+  return "?";
+}
+
+const char* ToString(Cell c) {
+  switch (c) {
+    case Cell::kRnn: return "rnn";
+    case Cell::kLstm: return "lstm";
+    case Cell::kGru: return "gru";
+  }
+  return "?";
+}
+
+int Gates(Cell c) {
+  switch (c) {
+    case Cell::kRnn: return 1;
+    case Cell::kLstm: return 4;
+    case Cell::kGru: return 3;
+  }
+  return 0;
+}
+
+int64_t Elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+int Graph::Append(Layer l) {
+  for (int in : l.inputs) {
+    PARADNN_CHECK(in >= 0 && in < size(), "layer input out of range");
+  }
+  for (int64_t d : l.shape) PARADNN_CHECK(d > 0, "non-positive dimension");
+  layers_.push_back(std::move(l));
+  return size() - 1;
+}
+
+int Graph::Input(Shape shape) {
+  batch_ = shape.at(0);
+  Layer l;
+  l.op = Op::kInput;
+  l.shape = std::move(shape);
+  return Append(std::move(l));
+}
+
+int Graph::Tokens(int64_t length, int64_t batch, int64_t vocab) {
+  batch_ = batch;
+  Layer l;
+  l.op = Op::kTokens;
+  l.shape = {length, batch};
+  l.vocab = vocab;
+  return Append(std::move(l));
+}
+
+int Graph::Dense(int x, int64_t units, bool bias) {
+  Layer l;
+  l.op = Op::kDense;
+  l.inputs = {x};
+  l.shape = layer(x).shape;
+  l.shape.back() = units;
+  l.units = units;
+  l.bias = bias;
+  return Append(std::move(l));
+}
+
+namespace {
+int64_t Window(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+}  // namespace
+
+int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
+                  int64_t pad) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 4, "conv2d needs NCHW input");
+  Layer l;
+  l.op = Op::kConv2d;
+  l.inputs = {x};
+  l.shape = {in[0], channels, Window(in[2], kernel, stride, pad),
+             Window(in[3], kernel, stride, pad)};
+  l.units = channels;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.pad = pad;
+  return Append(std::move(l));
+}
+
+int Graph::BatchNorm(int x) {
+  Layer l;
+  l.op = Op::kBatchNorm;
+  l.inputs = {x};
+  l.shape = layer(x).shape;
+  l.units = l.shape.at(1);
+  return Append(std::move(l));
+}
+
+int Graph::ReLU(int x) {
+  Layer l;
+  l.op = Op::kReLU;
+  l.inputs = {x};
+  l.shape = layer(x).shape;
+  return Append(std::move(l));
+}
+
+int Graph::MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 4, "max pool needs NCHW input");
+  Layer l;
+  l.op = Op::kMaxPool;
+  l.inputs = {x};
+  l.shape = {in[0], in[1], Window(in[2], kernel, stride, pad),
+             Window(in[3], kernel, stride, pad)};
+  l.kernel = kernel;
+  l.stride = stride;
+  l.pad = pad;
+  return Append(std::move(l));
+}
+
+int Graph::Add(int a, int b) {
+  PARADNN_CHECK(layer(a).shape == layer(b).shape, "add of unequal shapes");
+  Layer l;
+  l.op = Op::kAdd;
+  l.inputs = {a, b};
+  l.shape = layer(a).shape;
+  return Append(std::move(l));
+}
+
+int Graph::GlobalAvgPool(int x) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 4, "global average pool needs NCHW input");
+  Layer l;
+  l.op = Op::kGlobalAvgPool;
+  l.inputs = {x};
+  l.shape = {in[0], in[1]};
+  return Append(std::move(l));
+}
+
+int Graph::Embedding(int tokens, int64_t units) {
+  const Layer& t = layer(tokens);
+  PARADNN_CHECK(t.op == Op::kTokens, "embedding reads token ids");
+  Layer l;
+  l.op = Op::kEmbedding;
+  l.inputs = {tokens};
+  l.shape = {t.shape[0], t.shape[1], units};
+  l.units = units;
+  l.vocab = t.vocab;
+  return Append(std::move(l));
+}
+
+int Graph::Recurrent(int x, Cell cell, int64_t hidden) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 3, "recurrent layer needs [length, batch, in]");
+  Layer l;
+  l.op = Op::kRecurrent;
+  l.inputs = {x};
+  l.shape = {in[0], in[1], hidden};
+  l.units = hidden;
+  l.cell = cell;
+  l.bias = true;
+  return Append(std::move(l));
+}
+
+int Graph::SoftmaxCrossEntropy(int logits) {
+  Layer l;
+  l.op = Op::kSoftmaxCrossEntropy;
+  l.inputs = {logits};
+  l.shape = {1};
+  l.vocab = layer(logits).shape.back();
+  logits_ = logits;
+  return Append(std::move(l));
+}
+
+std::vector<ParamTensor> Graph::Params() const {
+  std::vector<ParamTensor> params;
+  auto add = [&](int i, const char* role, Shape shape, int64_t fan_in) {
+    ParamTensor p;
+    p.layer = i;
+    p.role = role;
+    p.shape = std::move(shape);
+    p.bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    params.push_back(std::move(p));
+  };
+  for (int i = 0; i < size(); ++i) {
+    const Layer& l = layers_[i];
+    switch (l.op) {
+      case Op::kDense: {
+        int64_t in = layer(l.inputs[0]).shape.back();
+        add(i, "weight", {l.units, in}, in);
+        if (l.bias) add(i, "bias", {l.units}, in);
+        break;
+      }
+      case Op::kConv2d: {
+        int64_t in = layer(l.inputs[0]).shape[1];
+        add(i, "weight", {l.units, in, l.kernel, l.kernel},
+            in * l.kernel * l.kernel);
+        break;
+      }
+      case Op::kBatchNorm:
+        add(i, "weight", {l.units}, 1);
+        params.back().bound = 0;
+        params.back().fill = 1;
+        add(i, "bias", {l.units}, 1);
+        params.back().bound = 0;
+        params.back().fill = 0;
+        break;
+      case Op::kEmbedding:
+        // fan-in 1: one row is selected per token, so rows are uniform in
+        // [-1, 1].
+        add(i, "weight", {l.vocab, l.units}, 1);
+        break;
+      case Op::kRecurrent: {
+        int64_t in = layer(l.inputs[0]).shape.back();
+        int64_t rows = Gates(l.cell) * l.units;
+        add(i, "weight_ih", {rows, in}, in);
+        add(i, "weight_hh", {rows, l.units}, l.units);
+        add(i, "bias_ih", {rows}, l.units);
+        add(i, "bias_hh", {rows}, l.units);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return params;
+}
+
+std::vector<bool> Graph::NeedsGrad() const {
+  std::vector<bool> needs(size(), false);
+  for (int i = 0; i < size(); ++i) {
+    const Layer& l = layers_[i];
+    bool trainable = l.op == Op::kDense || l.op == Op::kConv2d ||
+                     l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
+                     l.op == Op::kRecurrent;
+    needs[i] = trainable;
+    for (int in : l.inputs) needs[i] = needs[i] || needs[in];
+  }
+  return needs;
+}
+
+}  // namespace paradnn

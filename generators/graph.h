@@ -1,0 +1,107 @@
+// The layer graph: the single description of a model that generators write
+// and the cost model and backends read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace paradnn {
+
+enum class DType { kFp32, kBf16 };
+enum class Mode { kTrain, kInfer };
+
+const char* ToString(DType d);
+const char* ToString(Mode m);
+int ElementSize(DType d);
+
+enum class Op {
+  kInput,      // float data fed to the model
+  kTokens,     // integer ids in [0, vocab), shape [length, batch]
+  kDense,      // y = x W^T (+ b) over the last dimension
+  kConv2d,     // NCHW, square kernel, no bias
+  kBatchNorm,  // per channel of dimension 1; scale and shift are trainable
+  kReLU,
+  kMaxPool,        // square window
+  kAdd,            // inputs[0] + inputs[1] (residual connection)
+  kGlobalAvgPool,  // [N, C, H, W] -> [N, C]
+  kEmbedding,      // [length, batch] ids -> [length, batch, units]
+  kRecurrent,      // one layer of rnn/lstm/gru cells over [length, batch, in]
+  kSoftmaxCrossEntropy,  // mean over all rows of the logits; only in training
+};
+
+const char* ToString(Op op);
+
+enum class Cell { kRnn, kLstm, kGru };
+const char* ToString(Cell c);
+// Gate count: the number of hidden-sized blocks in a cell's weight matrices.
+int Gates(Cell c);
+
+using Shape = std::vector<int64_t>;
+int64_t Elements(const Shape& s);
+
+struct Layer {
+  Op op = Op::kInput;
+  std::vector<int> inputs;  // indices of earlier layers
+  Shape shape;              // output shape
+  // Attributes; each op reads the ones it needs.
+  int64_t units = 0;  // dense/embedding outputs, conv channels, hidden size
+  int64_t kernel = 0;
+  int64_t stride = 1;
+  int64_t pad = 0;
+  int64_t vocab = 0;  // token range, embedding rows, loss classes
+  bool bias = false;
+  Cell cell = Cell::kRnn;
+};
+
+// A trainable tensor, in the layout LibTorch's modules use. Its position in
+// Graph::Params() is its tensor index for deterministic initialization.
+struct ParamTensor {
+  int layer = 0;
+  std::string role;  // weight, bias, weight_ih, weight_hh, bias_ih, bias_hh
+  Shape shape;
+  // Initial values are uniform in [-bound, bound] when bound > 0, else
+  // constant fill.
+  double bound = 0;
+  double fill = 0;
+};
+
+class Graph {
+ public:
+  // Builders append a layer, infer its shape and return its index.
+  int Input(Shape shape);
+  int Tokens(int64_t length, int64_t batch, int64_t vocab);
+  int Dense(int x, int64_t units, bool bias = true);
+  int Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
+             int64_t pad);
+  int BatchNorm(int x);
+  int ReLU(int x);
+  int MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad);
+  int Add(int a, int b);
+  int GlobalAvgPool(int x);
+  int Embedding(int tokens, int64_t units);
+  int Recurrent(int x, Cell cell, int64_t hidden);
+  int SoftmaxCrossEntropy(int logits);
+
+  const std::vector<Layer>& layers() const { return layers_; }
+  const Layer& layer(int i) const { return layers_.at(i); }
+  int size() const { return static_cast<int>(layers_.size()); }
+  // The examples per step (batch size of the data input).
+  int64_t batch() const { return batch_; }
+  // The layer whose output is the model's prediction (input to the loss).
+  int logits() const { return logits_; }
+
+  // Trainable tensors in a fixed order.
+  std::vector<ParamTensor> Params() const;
+  // True when the layer's output depends on a trainable tensor, so backward
+  // must produce its gradient.
+  std::vector<bool> NeedsGrad() const;
+
+ private:
+  int Append(Layer l);
+  std::vector<Layer> layers_;
+  int64_t batch_ = 0;
+  int logits_ = -1;
+};
+
+}  // namespace paradnn

@@ -1,0 +1,182 @@
+#include "generators/spec.h"
+
+#include <charconv>
+#include <sstream>
+
+#include "generators/check.h"
+
+namespace paradnn {
+
+const std::vector<FamilyDef>& Families() {
+  static const std::vector<FamilyDef> families = {FcFamily(), CnnFamily(),
+                                                  RnnFamily()};
+  return families;
+}
+
+const FamilyDef* FindFamily(std::string_view name) {
+  for (const FamilyDef& f : Families()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::string Join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const std::string& s : items) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+std::string FamilyNames() {
+  std::vector<std::string> names;
+  for (const FamilyDef& f : Families()) names.push_back(f.name);
+  return Join(names, ", ");
+}
+
+std::vector<std::string> Split(std::string_view s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = s.find(sep, start);
+    parts.emplace_back(s.substr(start, end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+int ParamIndex(const FamilyDef& def, std::string_view key) {
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    if (def.params[i].key == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string CanonicalValue(const ParamDef& def, std::string_view value) {
+  if (!def.choices.empty()) {
+    for (const std::string& c : def.choices) {
+      if (c == value) return c;
+    }
+    throw SpecError("'" + std::string(value) + "' is not a valid " + def.key +
+                    ": expected one of " + Join(def.choices, ", "));
+  }
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v <= 0) {
+    throw SpecError("'" + std::string(value) + "' is not a valid " + def.key +
+                    ": expected a positive integer");
+  }
+  return std::to_string(v);
+}
+
+DType ParseDType(std::string_view s) {
+  if (s == "fp32") return DType::kFp32;
+  if (s == "bf16") return DType::kBf16;
+  throw SpecError("'" + std::string(s) +
+                  "' is not a data type: expected fp32 or bf16");
+}
+
+Mode ParseMode(std::string_view s) {
+  if (s == "train") return Mode::kTrain;
+  if (s == "infer") return Mode::kInfer;
+  throw SpecError("'" + std::string(s) +
+                  "' is not a mode: expected train or infer");
+}
+
+ModelSpec ModelSpec::Make(std::string_view family,
+                          std::vector<std::string> values) {
+  const FamilyDef* def = FindFamily(family);
+  if (def == nullptr) {
+    throw SpecError("'" + std::string(family) +
+                    "' is not a model family: expected one of " +
+                    FamilyNames());
+  }
+  if (values.size() != def->params.size()) {
+    throw SpecError(def->name + " takes " +
+                    std::to_string(def->params.size()) + " parameters, got " +
+                    std::to_string(values.size()));
+  }
+  ModelSpec spec;
+  spec.family = def->name;
+  for (size_t i = 0; i < values.size(); ++i) {
+    spec.values.push_back(CanonicalValue(def->params[i], values[i]));
+  }
+  return spec;
+}
+
+const FamilyDef& ModelSpec::def() const {
+  const FamilyDef* d = FindFamily(family);
+  PARADNN_CHECK(d != nullptr, "spec of an unknown family");
+  return *d;
+}
+
+const std::string& ModelSpec::Str(std::string_view key) const {
+  int i = ParamIndex(def(), key);
+  PARADNN_CHECK(i >= 0, "family has no such parameter");
+  return values.at(i);
+}
+
+int64_t ModelSpec::Int(std::string_view key) const {
+  return std::stoll(Str(key));
+}
+
+std::string ModelSpec::Name() const {
+  std::string name = family;
+  const FamilyDef& d = def();
+  for (size_t i = 0; i < values.size(); ++i) {
+    name += "/" + d.params[i].key + ":" + values[i];
+  }
+  return name;
+}
+
+std::string Case::Name() const {
+  return model.Name() + "/" + backend + "/" + ToString(dtype) + "/" +
+         ToString(mode);
+}
+
+Case ParseCaseName(std::string_view name) {
+  std::vector<std::string> parts = Split(name, '/');
+  const std::string quoted = "'" + std::string(name) + "'";
+  const FamilyDef* def = FindFamily(parts[0]);
+  if (def == nullptr) {
+    throw SpecError(quoted + ": '" + parts[0] +
+                    "' is not a model family: expected one of " +
+                    FamilyNames());
+  }
+  std::string expected = def->name;
+  for (const ParamDef& p : def->params) expected += "/" + p.key + ":<value>";
+  expected += "/<backend>/<fp32|bf16>/<train|infer>";
+  if (parts.size() != def->params.size() + 4) {
+    throw SpecError(quoted + " is not a case name: expected " + expected);
+  }
+  std::vector<std::string> values;
+  for (size_t i = 0; i < def->params.size(); ++i) {
+    const std::string& part = parts[i + 1];
+    const std::string prefix = def->params[i].key + ":";
+    if (part.compare(0, prefix.size(), prefix) != 0) {
+      throw SpecError(quoted + ": segment '" + part + "' should start with '" +
+                      prefix + "': expected " + expected);
+    }
+    values.push_back(part.substr(prefix.size()));
+  }
+  try {
+    Case c;
+    c.model = ModelSpec::Make(def->name, std::move(values));
+    size_t k = def->params.size() + 1;
+    c.backend = parts[k];
+    if (c.backend.empty()) throw SpecError("the backend is empty");
+    c.dtype = ParseDType(parts[k + 1]);
+    c.mode = ParseMode(parts[k + 2]);
+    return c;
+  } catch (const SpecError& e) {
+    throw SpecError(quoted + ": " + e.what());
+  }
+}
+
+}  // namespace paradnn

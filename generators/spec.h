@@ -1,0 +1,90 @@
+// Model and case specifications as values, the family table, and canonical
+// names that round-trip: FC/layers:4/nodes:1024/.../torch/fp32/train.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generators/graph.h"
+
+namespace paradnn {
+
+struct ModelSpec;
+
+// One parameter of a family: a positive integer, or one of `choices`.
+struct ParamDef {
+  std::string key;
+  std::vector<std::string> choices;
+};
+
+struct FamilyDef {
+  std::string name;              // name prefix, e.g. "CNN"
+  std::vector<ParamDef> params;  // in canonical order
+  Graph (*build)(const ModelSpec&);
+};
+
+// The built-in families, in one explicit table.
+const std::vector<FamilyDef>& Families();
+// nullptr when there is no such family.
+const FamilyDef* FindFamily(std::string_view name);
+
+// Thrown for text that does not describe a valid spec; the message says what
+// was wrong and what was expected.
+class SpecError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct ModelSpec {
+  std::string family;
+  // Canonical text of each parameter, in the family's order.
+  std::vector<std::string> values;
+
+  // Builds a spec, checking every value (SpecError on a bad one).
+  static ModelSpec Make(std::string_view family,
+                        std::vector<std::string> values);
+
+  const FamilyDef& def() const;
+  int64_t Int(std::string_view key) const;
+  const std::string& Str(std::string_view key) const;
+  Graph BuildGraph() const { return def().build(*this); }
+  // "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256"
+  std::string Name() const;
+
+  bool operator==(const ModelSpec& o) const {
+    return family == o.family && values == o.values;
+  }
+};
+
+struct Case {
+  ModelSpec model;
+  std::string backend;
+  DType dtype = DType::kFp32;
+  Mode mode = Mode::kTrain;
+
+  std::string Name() const;
+  bool operator==(const Case& o) const {
+    return model == o.model && backend == o.backend && dtype == o.dtype &&
+           mode == o.mode;
+  }
+};
+
+// Checks one parameter value against its definition and returns its
+// canonical text ("0010" -> "10"); SpecError names the key, value and what
+// was expected.
+std::string CanonicalValue(const ParamDef& def, std::string_view value);
+DType ParseDType(std::string_view s);
+Mode ParseMode(std::string_view s);
+
+// Parses a canonical case name; backend names are not checked here.
+Case ParseCaseName(std::string_view name);
+
+// Family generators (generators/<family>.cpp).
+FamilyDef FcFamily();
+FamilyDef CnnFamily();
+FamilyDef RnnFamily();
+
+}  // namespace paradnn

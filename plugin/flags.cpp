@@ -1,0 +1,146 @@
+#include "plugin/flags.h"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace paradnn {
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr char kPrefix[] = "--paradnn_";
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+po::options_description Describe(Options& o, std::string& backends,
+                                  std::string& dtypes, std::string& modes,
+                                  std::string& max_memory) {
+  po::options_description d("paradnn flags");
+  d.add_options()
+      ("paradnn_help", po::bool_switch(&o.help), "print these flags")
+      ("paradnn_config", po::value(&o.config),
+       "YAML sweep (default: the built-in configs/quickstart.yaml)")
+      ("paradnn_case", po::value(&o.cases)->composing(),
+       "run this case, given by canonical name; repeatable")
+      ("paradnn_backends", po::value(&backends),
+       "comma-separated backends, replacing the config's")
+      ("paradnn_dtypes", po::value(&dtypes),
+       "comma-separated data types (fp32, bf16), replacing the config's")
+      ("paradnn_modes", po::value(&modes),
+       "comma-separated modes (train, infer), replacing the config's")
+      ("paradnn_threads", po::value(&o.threads),
+       "intra-op threads (default: the config's, else all cores)")
+      ("paradnn_seed", po::value(&o.seed), "seed of weights and inputs")
+      ("paradnn_max_memory", po::value(&max_memory),
+       "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
+       "80% of available memory)")
+      ("paradnn_progress", po::value(&o.progress),
+       "print progress lines on stderr (default: true)");
+  return d;
+}
+
+}  // namespace
+
+int64_t ParseSize(const std::string& text) {
+  size_t end = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  double scale = 1;
+  std::string suffix = text.substr(end);
+  if (suffix == "K" || suffix == "k") scale = 1024.0;
+  if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
+  if (end == 0 || v <= 0 || (!suffix.empty() && scale == 1)) {
+    throw FlagError("'" + text +
+                    "' is not a memory size: expected a positive number "
+                    "with an optional K, M or G suffix");
+  }
+  return static_cast<int64_t>(v * scale);
+}
+
+Options ParseFlags(int* argc, char** argv) {
+  Options o;
+  std::string backends, dtypes, modes, max_memory;
+  po::options_description desc =
+      Describe(o, backends, dtypes, modes, max_memory);
+
+  std::vector<std::string> ours;
+  if (argc != nullptr) {
+    int kept = 1;
+    for (int i = 1; i < *argc; ++i) {
+      std::string arg = argv[i];
+      if (arg.rfind(kPrefix, 0) != 0) {
+        argv[kept++] = argv[i];
+        continue;
+      }
+      ours.push_back(arg);
+      // "--paradnn_x value": the value is ours too, except after a switch.
+      if (arg.find('=') == std::string::npos && arg != "--paradnn_help" &&
+          i + 1 < *argc) {
+        ours.push_back(argv[++i]);
+      }
+    }
+    *argc = kept;
+    argv[kept] = nullptr;
+  }
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(ours).options(desc).run(), vm);
+    po::store(po::parse_environment(desc,
+                                    [&](const std::string& env) -> std::string {
+                                      if (env.rfind("PARADNN_", 0) != 0) return "";
+                                      std::string name = "paradnn_" + env.substr(8);
+                                      std::transform(name.begin(), name.end(),
+                                                     name.begin(), ::tolower);
+                                      return desc.find_nothrow(name, false)
+                                                 ? name
+                                                 : "";
+                                    }),
+              vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw FlagError(std::string(e.what()) + " (see --paradnn_help)");
+  }
+  o.backends = SplitList(backends);
+  o.dtypes = SplitList(dtypes);
+  o.modes = SplitList(modes);
+  if (!max_memory.empty()) o.max_memory = ParseSize(max_memory);
+  if (vm.count("paradnn_threads") && o.threads <= 0) {
+    throw FlagError("--paradnn_threads=" + std::to_string(o.threads) +
+                    ": expected a positive thread count");
+  }
+  if (vm.count("paradnn_seed") && o.seed < 0) {
+    throw FlagError("--paradnn_seed=" + std::to_string(o.seed) +
+                    ": expected a non-negative seed");
+  }
+  return o;
+}
+
+std::string FlagsHelp() {
+  Options o;
+  std::string a, b, c, d;
+  std::ostringstream out;
+  out << Describe(o, a, b, c, d)
+      << "\nEach flag can also be set as PARADNN_<NAME> in the environment "
+         "(PARADNN_CONFIG=...).\nAll other flags are Google Benchmark's "
+         "(--benchmark_filter, --benchmark_format, --benchmark_out, ...).\n";
+  return out.str();
+}
+
+}  // namespace paradnn

@@ -1,0 +1,36 @@
+// paradnn's own flags: --paradnn_*, taken out of argv before Google
+// Benchmark sees it, with PARADNN_* environment variables as defaults.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace paradnn {
+
+class FlagError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  bool help = false;
+  std::string config;              // empty: the built-in default
+  std::vector<std::string> cases;  // canonical names
+  std::vector<std::string> backends, dtypes, modes;  // empty: the config's
+  int threads = 0;                 // 0: the config's, else all cores
+  int64_t seed = -1;               // -1: the config's
+  int64_t max_memory = 0;          // bytes; 0: 80% of available memory
+  bool progress = true;
+};
+
+// Removes every --paradnn_* argument (and the value of "--paradnn_x value")
+// from argv. With argc == nullptr only the environment is read.
+Options ParseFlags(int* argc, char** argv);
+std::string FlagsHelp();
+
+// "8G", "512M", "1000000" -> bytes.
+int64_t ParseSize(const std::string& text);
+
+}  // namespace paradnn

@@ -1,0 +1,72 @@
+// paradnn: ParaDnn's parameterized synthetic models as Google Benchmark
+// cases, on pluggable backends.
+//
+// In a benchmark binary with its own main:
+//
+//   #include <benchmark/benchmark.h>
+//   #include <paradnn/paradnn.h>
+//
+//   int main(int argc, char** argv) {
+//     paradnn_register(&argc, argv);  // takes the --paradnn_* flags
+//     benchmark::Initialize(&argc, argv);
+//     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+//     benchmark::RunSpecifiedBenchmarks();
+//     return paradnn::Finish();  // "paradnn: N passed, M skipped, K failed"
+//   }
+//
+// In a binary that uses BENCHMARK_MAIN(), at file scope:
+//
+//   PARADNN_REGISTER_STATIC();
+//
+// which takes its flags from the environment (PARADNN_CONFIG=sweep.yaml for
+// --paradnn_config=sweep.yaml, and so on) and prints the summary at exit.
+//
+// Flags (each also read from PARADNN_<NAME> in the environment):
+//   --paradnn_config=FILE     YAML sweep (default: the built-in quickstart)
+//   --paradnn_case=NAME       one case by canonical name, repeatable
+//   --paradnn_backends=A,B    replace the config's backends
+//   --paradnn_dtypes=fp32,bf16, --paradnn_modes=train,infer
+//   --paradnn_threads=N       intra-op threads (default: all cores)
+//   --paradnn_seed=N          weights and inputs seed
+//   --paradnn_max_memory=SIZE skip cases estimated larger (e.g. 8G)
+//   --paradnn_progress=BOOL   progress lines on stderr (default true)
+//   --paradnn_help            list these flags
+//
+// Case names are canonical and parse back to the same case, e.g.
+//   FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/train
+// so --benchmark_filter=FC/ selects a family and --paradnn_case=NAME
+// reproduces one result.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+namespace paradnn {
+
+using Benchmarks = std::vector<benchmark::internal::Benchmark*>;
+
+// Removes the --paradnn_* flags from argv, expands the sweep and registers
+// one benchmark per case; returns them so callers can chain settings
+// (->Repetitions(3), ...). On bad input it prints the file, line, value and
+// what was expected, registers nothing and exits with status 2.
+Benchmarks Register(int* argc, char** argv);
+
+// Register() with flags from PARADNN_* environment variables only; prints
+// the summary at exit. For PARADNN_REGISTER_STATIC().
+int RegisterFromEnvironment();
+
+// Releases the last prepared model, prints
+// "paradnn: N passed, M skipped, K failed" on stderr and returns the exit
+// status: 1 when a case failed, else 0.
+int Finish();
+
+}  // namespace paradnn
+
+inline paradnn::Benchmarks paradnn_register(int* argc, char** argv) {
+  return paradnn::Register(argc, argv);
+}
+
+#define PARADNN_REGISTER_STATIC()                    \
+  static const int paradnn_static_registration_ = \
+      ::paradnn::RegisterFromEnvironment()

@@ -1,0 +1,313 @@
+// Registration of a sweep with Google Benchmark, and what runs per case.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "backends/backend.h"
+#include "generators/cost.h"
+#include "generators/sweep.h"
+#include "paradnn/paradnn.h"
+#include "plugin/default_config.h"
+#include "plugin/flags.h"
+
+namespace paradnn {
+namespace {
+
+enum class Status { kNotRun, kPassed, kSkipped, kFailed };
+
+struct Entry {
+  Case c;
+  Cost cost;
+  int64_t batch = 0;
+  Status status = Status::kNotRun;
+};
+
+// The state of the sweep this process registered.
+struct Run {
+  std::vector<Entry> entries;
+  RunOptions options;
+  int64_t max_memory = 0;
+  bool progress = true;
+  // The prepared model of the case running now: Google Benchmark calls a
+  // case's function several times, and a model is built once per case.
+  int prepared = -1;
+  std::unique_ptr<Runner> runner;
+  // Progress.
+  int to_run = -1;
+  int started = 0;
+  std::chrono::steady_clock::time_point start;
+};
+
+Run& TheRun() {
+  static Run* run = new Run();
+  return *run;
+}
+
+int64_t AvailableMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+std::string Gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
+std::string Duration(double seconds) {
+  char buf[32];
+  const int s = static_cast<int>(seconds + 0.5);
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%dh%02dm", s / 3600, s / 60 % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%dm%02ds", s / 60, s % 60);
+  }
+  return buf;
+}
+
+// How many registered cases Google Benchmark's filter selects, matched as
+// Google Benchmark matches them.
+int CountSelected(const Run& run) {
+  std::string filter = benchmark::GetBenchmarkFilter();
+  bool negate = !filter.empty() && filter[0] == '-';
+  if (negate) filter = filter.substr(1);
+  if (filter.empty() || filter == "all") filter = ".";
+  try {
+    const std::regex re(filter, std::regex::extended);
+    return static_cast<int>(std::count_if(
+        run.entries.begin(), run.entries.end(), [&](const Entry& e) {
+          return std::regex_search(e.c.Name(), re) != negate;
+        }));
+  } catch (const std::regex_error&) {
+    return static_cast<int>(run.entries.size());
+  }
+}
+
+void NoteStart(Run& run, int index) {
+  Entry& e = run.entries[index];
+  if (e.status != Status::kNotRun || !run.progress) return;
+  if (run.to_run < 0) {
+    run.to_run = CountSelected(run);
+    run.start = std::chrono::steady_clock::now();
+  }
+  ++run.started;
+  const double elapsed = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - run.start)
+                             .count();
+  std::string left = "?";
+  if (run.started > 1) {
+    left = Duration(elapsed / (run.started - 1) *
+                    std::max(0, run.to_run - run.started + 1));
+  }
+  std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
+               run.started, std::max(run.to_run, run.started),
+               e.c.Name().c_str(), Duration(elapsed).c_str(), left.c_str());
+}
+
+void End(benchmark::State& state, Entry& e, Status status,
+         const std::string& why) {
+  e.status = status;
+  state.SkipWithError(why.c_str());
+}
+
+Runner* Prepared(Run& run, int index) {
+  if (run.prepared == index) return run.runner.get();
+  run.runner.reset();  // free the previous model first
+  run.prepared = -1;
+  const Entry& e = run.entries[index];
+  run.runner = FindBackend(e.c.backend)
+                   ->Prepare(e.c, e.c.model.BuildGraph(), run.options);
+  run.prepared = index;
+  return run.runner.get();
+}
+
+void RunCase(benchmark::State& state, int index) {
+  Run& run = TheRun();
+  Entry& e = run.entries[index];
+  NoteStart(run, index);
+  const Backend* backend = FindBackend(e.c.backend);
+  const std::string unsupported = backend->Unsupported(e.c);
+  if (!unsupported.empty()) return End(state, e, Status::kSkipped, unsupported);
+  if (e.cost.memory > run.max_memory) {
+    return End(state, e, Status::kSkipped,
+               "needs about " + Gib(e.cost.memory) +
+                   " by the cost model, over the " + Gib(run.max_memory) +
+                   " limit (--paradnn_max_memory)");
+  }
+  Runner* runner = nullptr;
+  try {
+    runner = Prepared(run, index);
+  } catch (const std::exception& ex) {
+    return End(state, e, Status::kFailed,
+               std::string("preparing the model failed: ") + ex.what());
+  }
+  double loss = 0;
+  try {
+    for (auto _ : state) runner->Step();
+    loss = runner->Loss();
+  } catch (const std::exception& ex) {
+    return End(state, e, Status::kFailed,
+               std::string("step failed: ") + ex.what());
+  }
+  if (!std::isfinite(loss)) {
+    return End(state, e, Status::kFailed,
+               "the loss is not finite (" + std::to_string(loss) + ")");
+  }
+  using benchmark::Counter;
+  const double flops = static_cast<double>(e.cost.flops);
+  state.SetItemsProcessed(state.iterations() * e.batch);
+  state.counters["examples_per_second"] =
+      Counter(static_cast<double>(e.batch), Counter::kIsIterationInvariantRate);
+  state.counters["FLOPS"] = Counter(flops, Counter::kIsIterationInvariantRate);
+  state.counters["flop_per_step"] = flops;
+  state.counters["params"] = static_cast<double>(e.cost.params);
+  state.counters["bytes_per_step"] = static_cast<double>(e.cost.bytes);
+  state.counters["intensity"] = e.cost.intensity;
+  e.status = Status::kPassed;
+}
+
+// The cases to run: --paradnn_case names, else the config (or the default).
+Sweep LoadCases(const Options& o) {
+  const std::vector<std::string> backends = BackendNames();
+  if (o.cases.empty()) {
+    return o.config.empty()
+               ? ParseSweep(DefaultConfigText(), kDefaultConfigName, backends)
+               : LoadSweep(o.config, backends);
+  }
+  Sweep sweep;
+  for (const std::string& name : o.cases) {
+    Case c = ParseCaseName(name);
+    if (FindBackend(c.backend) == nullptr) {
+      throw SpecError("--paradnn_case='" + name + "': '" + c.backend +
+                      "' is not a backend");
+    }
+    sweep.cases.push_back(std::move(c));
+  }
+  return sweep;
+}
+
+// Replaces the backends, dtypes or modes of every case with the flags'.
+std::vector<Case> Override(const std::vector<Case>& cases, const Options& o) {
+  for (const std::string& b : o.backends) {
+    if (FindBackend(b) == nullptr) {
+      throw FlagError("--paradnn_backends: '" + b + "' is not a backend");
+    }
+  }
+  std::vector<DType> dtypes;
+  for (const std::string& d : o.dtypes) dtypes.push_back(ParseDType(d));
+  std::vector<Mode> modes;
+  for (const std::string& m : o.modes) modes.push_back(ParseMode(m));
+  std::vector<Case> out;
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    for (const std::string& b :
+         o.backends.empty() ? std::vector<std::string>{c.backend} : o.backends) {
+      for (DType d : dtypes.empty() ? std::vector<DType>{c.dtype} : dtypes) {
+        for (Mode m : modes.empty() ? std::vector<Mode>{c.mode} : modes) {
+          Case v{c.model, b, d, m};
+          if (seen.insert(v.Name()).second) out.push_back(std::move(v));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Benchmarks RegisterWith(int* argc, char** argv) {
+  Run& run = TheRun();
+  Options o;
+  Sweep sweep;
+  try {
+    o = ParseFlags(argc, argv);
+    if (o.help) {
+      std::cout << FlagsHelp();
+      std::exit(0);
+    }
+    sweep = LoadCases(o);
+    sweep.cases = Override(sweep.cases, o);
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "paradnn: %s\n", ex.what());
+    std::exit(2);
+  }
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  run.options.threads =
+      o.threads > 0 ? o.threads : sweep.threads > 0 ? sweep.threads : cores;
+  run.options.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : sweep.seed;
+  run.max_memory = o.max_memory > 0
+                       ? o.max_memory
+                       : static_cast<int64_t>(0.8 * AvailableMemory());
+  run.progress = o.progress;
+
+  benchmark::AddCustomContext("paradnn_config",
+                              o.config.empty() && o.cases.empty()
+                                  ? kDefaultConfigName
+                                  : o.config);
+  benchmark::AddCustomContext("paradnn_threads",
+                              std::to_string(run.options.threads));
+  benchmark::AddCustomContext("paradnn_seed", std::to_string(run.options.seed));
+  std::set<std::string> used;
+  for (const Case& c : sweep.cases) used.insert(c.backend);
+  for (const std::string& b : used) {
+    benchmark::AddCustomContext("paradnn_backend_" + b,
+                                FindBackend(b)->Describe());
+  }
+
+  Benchmarks registered;
+  for (Case& c : sweep.cases) {
+    Entry e;
+    const Graph g = c.model.BuildGraph();
+    e.cost = ComputeCost(g, c.mode, c.dtype);
+    e.batch = g.batch();
+    e.c = std::move(c);
+    const int index = static_cast<int>(run.entries.size());
+    run.entries.push_back(std::move(e));
+    registered.push_back(
+        benchmark::RegisterBenchmark(
+            run.entries.back().c.Name().c_str(),
+            [index](benchmark::State& state) { RunCase(state, index); })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond));
+  }
+  return registered;
+}
+
+void PrintSummaryAtExit() { Finish(); }
+
+}  // namespace
+
+Benchmarks Register(int* argc, char** argv) { return RegisterWith(argc, argv); }
+
+int RegisterFromEnvironment() {
+  const int n = static_cast<int>(RegisterWith(nullptr, nullptr).size());
+  std::atexit(PrintSummaryAtExit);
+  return n;
+}
+
+int Finish() {
+  Run& run = TheRun();
+  run.runner.reset();
+  run.prepared = -1;
+  int passed = 0, skipped = 0, failed = 0;
+  for (const Entry& e : run.entries) {
+    passed += e.status == Status::kPassed;
+    skipped += e.status == Status::kSkipped;
+    failed += e.status == Status::kFailed;
+  }
+  std::fprintf(stderr, "paradnn: %d passed, %d skipped, %d failed\n", passed,
+               skipped, failed);
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace paradnn
