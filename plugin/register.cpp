@@ -187,7 +187,13 @@ Sweep LoadCases(const Options& o) {
                : LoadSweep(o.config, backends);
   }
   Sweep sweep;
-  for (const std::string& name : o.cases) {
+  for (std::string name : o.cases) {
+    // Accept names as Google Benchmark reports them, with its time suffix.
+    const std::string suffix = "/real_time";
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      name.resize(name.size() - suffix.size());
+    }
     Case c = ParseCaseName(name);
     if (FindBackend(c.backend) == nullptr) {
       throw SpecError("--paradnn_case='" + name + "': '" + c.backend +

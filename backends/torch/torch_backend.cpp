@@ -307,7 +307,7 @@ class TorchBackend : public Backend {
   std::string name() const override { return cuda_ ? "torch_cuda" : "torch"; }
 
   std::string Unsupported(const Case&) const override {
-    if (cuda_ && !torch::cuda::is_available()) {
+    if (cuda_ && !TorchHasCuda()) {
       return "torch_cuda: this LibTorch has no CUDA or no GPU is present";
     }
     return "";
@@ -323,7 +323,6 @@ class TorchBackend : public Backend {
 
   std::string Describe() const override {
     return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
-           ", intra-op threads " + std::to_string(torch::get_num_threads()) +
            (cuda_ ? ", CUDA device 0" : ", CPU");
   }
 
@@ -343,5 +342,9 @@ int64_t TorchModuleParameterCount(const Graph& g) {
   for (const torch::Tensor& p : model.parameters()) n += p.numel();
   return n;
 }
+
+int TorchThreads() { return torch::get_num_threads(); }
+
+bool TorchHasCuda() { return torch::cuda::is_available(); }
 
 }  // namespace paradnn

@@ -15,4 +15,9 @@ std::unique_ptr<Backend> MakeTorchBackend(bool cuda);
 // the graph, counted by LibTorch.
 int64_t TorchModuleParameterCount(const Graph& g);
 
+// LibTorch's intra-op thread count now.
+int TorchThreads();
+// Whether this LibTorch has CUDA and sees a GPU.
+bool TorchHasCuda();
+
 }  // namespace paradnn

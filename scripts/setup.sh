@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages paradnn needs, only those missing, and
+# makes sure LibTorch's BLAS is OpenBLAS rather than the reference BLAS.
+#   scripts/setup.sh          build, run and test dependencies
+#   scripts/setup.sh --bench  also what bench/ compares against
+set -euo pipefail
+
+packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
+          libyaml-cpp-dev libboost-program-options-dev catch2
+          nlohmann-json3-dev libopenblas0-openmp)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch)
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if (( ${#missing[@]} )); then
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's LibTorch calls whatever libblas.so.3 points to; the reference BLAS
+# is about 35x slower than OpenBLAS.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+for lib in libblas.so.3 liblapack.so.3; do
+  want="/usr/lib/$arch/openblas-openmp/$lib"
+  now=$(update-alternatives --query "$lib-$arch" 2>/dev/null | sed -n 's/^Value: //p')
+  if [[ "$now" != "$want" ]]; then
+    echo "setup: pointing $lib at OpenBLAS (was ${now:-unset})"
+    $sudo update-alternatives --set "$lib-$arch" "$want"
+  fi
+done
+echo "setup: ok ($(update-alternatives --query "libblas.so.3-$arch" | sed -n 's/^Value: //p'))"

@@ -1,0 +1,136 @@
+// The LibTorch backend against the cost model and against itself.
+#include "backends/torch/torch_backend.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "generators/cost.h"
+#include "generators/sweep.h"
+
+namespace paradnn {
+namespace {
+
+std::vector<Case> SmokeCases() {
+  return LoadSweep(std::string(PARADNN_SOURCE_DIR) + "/configs/smoke.yaml",
+                   {"torch"})
+      .cases;
+}
+
+std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
+                                int warmup = 0, uint64_t seed = 1) {
+  RunOptions opt;
+  opt.threads = 1;
+  opt.seed = seed;
+  opt.warmup = warmup;
+  return MakeTorchBackend(false)->Prepare(c, g, opt);
+}
+
+TEST_CASE("LibTorch's modules hold exactly the cost model's params",
+          "[torch]") {
+  std::vector<ModelSpec> models;
+  for (const Case& c : SmokeCases()) models.push_back(c.model);
+  for (const char* block : {"residual", "bottleneck"}) {
+    models.push_back(
+        ModelSpec::Make("CNN", {block, "3", "16", "200", "500", "64"}));
+  }
+  for (const char* cell : {"rnn", "lstm", "gru"}) {
+    models.push_back(
+        ModelSpec::Make("RNN", {cell, "5", "100", "1024", "10", "16"}));
+  }
+  models.push_back(ModelSpec::Make("FC", {"8", "512", "2000", "1000", "64"}));
+  for (const ModelSpec& m : models) {
+    INFO(m.Name());
+    Graph g = m.BuildGraph();
+    CHECK(TorchModuleParameterCount(g) ==
+          ComputeCost(g, Mode::kTrain, DType::kFp32).params);
+  }
+}
+
+TEST_CASE("every smoke case runs, with the loss of an untrained model",
+          "[torch]") {
+  for (const Case& c : SmokeCases()) {
+    INFO(c.Name());
+    Graph g = c.model.BuildGraph();
+    auto runner = Prepare(c, g);
+    runner->Step();
+    const Shape& logits = g.layer(g.logits()).shape;
+    CHECK(runner->Output().size() == static_cast<size_t>(Elements(logits)));
+    // Small random weights: cross-entropy near log(classes) at the start.
+    CHECK(runner->Loss() ==
+          Approx(std::log(static_cast<double>(logits.back()))).epsilon(0.25));
+  }
+}
+
+TEST_CASE("same seed, same numbers; another seed, others", "[torch]") {
+  for (const Case& c : SmokeCases()) {
+    if (c.mode != Mode::kInfer) continue;
+    INFO(c.Name());
+    Graph g = c.model.BuildGraph();
+    auto a = Prepare(c, g, 1, 5);
+    auto b = Prepare(c, g, 1, 5);
+    auto other = Prepare(c, g, 1, 6);
+    CHECK(a->Output() == b->Output());
+    CHECK(a->Output() != other->Output());
+    CHECK(a->Param(0) == b->Param(0));
+  }
+}
+
+TEST_CASE("training steps update weights and lower the loss", "[torch]") {
+  Case c = ParseCaseName(
+      "FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train");
+  Graph g = c.model.BuildGraph();
+  auto runner = Prepare(c, g);
+  const std::vector<float> before = runner->Param(0);
+  runner->Step();
+  const double first = runner->Loss();
+  const std::vector<float> after = runner->Param(0);
+  REQUIRE(after.size() == before.size());
+  // SGD with learning rate 0.01 moves weights, but only a little.
+  double moved = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    moved = std::max(moved, std::abs(double(after[i]) - before[i]));
+  }
+  CHECK(moved > 0);
+  CHECK(moved < 0.01);
+  for (int i = 0; i < 50; ++i) runner->Step();
+  CHECK(runner->Loss() < first);
+}
+
+TEST_CASE("bf16 follows fp32 within bf16's precision", "[torch]") {
+  for (const Case& c : SmokeCases()) {
+    INFO(c.Name());
+    Graph g = c.model.BuildGraph();
+    Case bf16 = c;
+    bf16.dtype = DType::kBf16;
+    auto full = Prepare(c, g);
+    auto half = Prepare(bf16, g);
+    full->Step();
+    half->Step();
+    CHECK(std::isfinite(half->Loss()));
+    CHECK(half->Loss() == Approx(full->Loss()).epsilon(0.03));
+  }
+}
+
+TEST_CASE("the thread count is applied", "[torch]") {
+  Case c = SmokeCases().front();
+  Graph g = c.model.BuildGraph();
+  RunOptions opt;
+  opt.threads = 2;
+  MakeTorchBackend(false)->Prepare(c, g, opt);
+  CHECK(TorchThreads() == 2);
+  opt.threads = 1;
+  MakeTorchBackend(false)->Prepare(c, g, opt);
+  CHECK(TorchThreads() == 1);
+}
+
+TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {
+  auto cuda = MakeTorchBackend(true);
+  CHECK(cuda->name() == "torch_cuda");
+  if (!TorchHasCuda()) {
+    CHECK_THAT(cuda->Unsupported(SmokeCases().front()),
+               Catch::Matchers::Contains("no CUDA or no GPU"));
+  }
+}
+
+}  // namespace
+}  // namespace paradnn

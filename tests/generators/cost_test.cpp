@@ -1,0 +1,90 @@
+#include "generators/cost.h"
+
+#include <catch2/catch.hpp>
+
+#include "generators/spec.h"
+
+namespace paradnn {
+namespace {
+
+Cost CostOf(const std::string& family, std::vector<std::string> values,
+            Mode mode, DType dtype = DType::kFp32) {
+  return ComputeCost(ModelSpec::Make(family, std::move(values)).BuildGraph(),
+                     mode, dtype);
+}
+
+TEST_CASE("FC: DESIGN.md's worked example", "[cost]") {
+  std::vector<std::string> v = {"4", "1024", "2000", "1000", "256"};
+  Cost train = CostOf("FC", v, Mode::kTrain);
+  // 3 x 2·256·Σ(in·out) − 2·256·2000·1024
+  CHECK(train.flops == 8501854208);
+  CHECK(CostOf("FC", v, Mode::kInfer).flops == 2LL * 256 * 6217728);
+  // 2000·1024+1024 + 3·(1024·1024+1024) + 1024·1000+1000
+  CHECK(train.params == 6222824);
+}
+
+TEST_CASE("FC: a model small enough to count every number", "[cost]") {
+  // input 2 -> dense 3 -> relu -> dense 4, batch 5
+  std::vector<std::string> v = {"1", "3", "2", "4", "5"};
+  Cost infer = CostOf("FC", v, Mode::kInfer);
+  CHECK(infer.params == 2 * 3 + 3 + 3 * 4 + 4);
+  CHECK(infer.flops == 2 * 5 * (2 * 3 + 3 * 4));
+  // weights 25 + activations (10 + 15 + 15 + 20), 4 bytes each
+  CHECK(infer.bytes == 4 * (25 + 60));
+  CHECK(infer.intensity == Approx(180.0 / 340.0));
+  // bias adds 15 + 20, relu 15
+  CHECK(infer.elementwise == 50);
+
+  Cost train = CostOf("FC", v, Mode::kTrain);
+  CHECK(train.flops == 3 * 180 - 2 * 5 * 2 * 3);
+  // weights and their gradients 2·25, activations 60 + loss 1, activation
+  // gradients 15 + 15 + 20 + 1 (none for the input)
+  CHECK(train.bytes == 4 * (50 + 61 + 51));
+  // forward and backward elementwise (50 + softmax 20) x 2, SGD 2 x 25
+  CHECK(train.elementwise == 2 * 70 + 50);
+
+  CHECK(CostOf("FC", v, Mode::kInfer, DType::kBf16).bytes == 2 * 85);
+}
+
+TEST_CASE("CNN residual: hand-counted ResNet", "[cost]") {
+  std::vector<std::string> v = {"residual", "1", "4", "32", "10", "2"};
+  Cost infer = CostOf("CNN", v, Mode::kInfer);
+  // stem 588+8; groups 328, 944, 3680, 14528; dense 330
+  CHECK(infer.params == 20406);
+  // MACs per image: stem 16·16·588, groups 19456 + 3 x 14336, dense 320
+  CHECK(infer.flops == 2 * 2 * 213312);
+  // training: no input gradient for the stem convolution
+  CHECK(CostOf("CNN", v, Mode::kTrain).flops ==
+        3 * 853248 - 2 * 2 * 150528);
+}
+
+TEST_CASE("CNN bottleneck: hand-counted ResNet", "[cost]") {
+  std::vector<std::string> v = {"bottleneck", "1", "4", "32", "10", "2"};
+  // stem 596; groups 368, 1632, 6208, 24192; dense 128·10+10
+  CHECK(CostOf("CNN", v, Mode::kInfer).params == 34286);
+}
+
+TEST_CASE("RNN: cells, embedding and per-step dense", "[cost]") {
+  // vocab 32, embed 16, 2 layers, length 5, batch 4 -> 20 rows
+  Cost lstm = CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kInfer);
+  CHECK(lstm.params == 32 * 16 + 2 * (4 * 16 * 32 + 2 * 4 * 16) + 16 * 32 + 32);
+  CHECK(lstm.flops == 2 * (2 * 20 * 4 * 16 * 32) + 2 * 20 * 16 * 32);
+  // every matrix product needs its input gradient: the embedding trains
+  CHECK(CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kTrain).flops ==
+        3 * lstm.flops);
+  CHECK(CostOf("RNN", {"gru", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
+        512 + 2 * (3 * 16 * 32 + 6 * 16) + 544);
+  CHECK(CostOf("RNN", {"rnn", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
+        512 + 2 * (16 * 32 + 2 * 16) + 544);
+}
+
+TEST_CASE("the paper's grids span about 10k to beyond 1B parameters",
+          "[cost]") {
+  CHECK(CostOf("FC", {"4", "32", "2000", "200", "64"}, Mode::kTrain).params <
+        100000);
+  CHECK(CostOf("FC", {"128", "8192", "8000", "1000", "64"}, Mode::kTrain)
+            .params > 1000000000);
+}
+
+}  // namespace
+}  // namespace paradnn

@@ -1,0 +1,97 @@
+#include "generators/graph.h"
+
+#include <catch2/catch.hpp>
+
+#include "generators/init.h"
+#include "generators/spec.h"
+
+namespace paradnn {
+namespace {
+
+Graph Build(const std::string& family, std::vector<std::string> values) {
+  return ModelSpec::Make(family, std::move(values)).BuildGraph();
+}
+
+TEST_CASE("FC graph: hidden layers, output layer, loss", "[graph]") {
+  Graph g = Build("FC", {"3", "16", "8", "4", "2"});
+  // input, 3 x (dense, relu), dense, loss
+  REQUIRE(g.size() == 1 + 3 * 2 + 1 + 1);
+  CHECK(g.layer(0).shape == Shape{2, 8});
+  CHECK(g.layer(g.logits()).shape == Shape{2, 4});
+  CHECK(g.batch() == 2);
+  CHECK(g.layer(g.size() - 1).op == Op::kSoftmaxCrossEntropy);
+}
+
+TEST_CASE("CNN graph: ResNet v1 shapes and projection shortcuts", "[graph]") {
+  Graph g = Build("CNN", {"residual", "2", "4", "32", "10", "2"});
+  int adds = 0, projections = 0;
+  for (const Layer& l : g.layers()) {
+    if (l.op == Op::kAdd) {
+      ++adds;
+      // A projection shortcut ends in a batch norm; identity is a ReLU.
+      if (g.layer(l.inputs[1]).op == Op::kBatchNorm) ++projections;
+    }
+  }
+  CHECK(adds == 8);         // 4 groups x 2 blocks
+  CHECK(projections == 4);  // the first block of every group
+  // 32 -> stem /2 -> 16 -> pool /2 -> 8 -> groups 8, 4, 2, 1
+  const Layer& pool = g.layer(g.logits() - 1);
+  REQUIRE(pool.op == Op::kGlobalAvgPool);
+  CHECK(g.layer(pool.inputs[0]).shape == Shape{2, 32, 1, 1});
+
+  Graph b = Build("CNN", {"bottleneck", "1", "4", "32", "10", "2"});
+  const Layer& bpool = b.layer(b.logits() - 1);
+  CHECK(bpool.shape == Shape{2, 128});  // 4 x 8f channels
+}
+
+TEST_CASE("RNN graph: embedding, stacked cells, per-step dense", "[graph]") {
+  Graph g = Build("RNN", {"gru", "3", "16", "32", "5", "4"});
+  CHECK(g.layer(0).op == Op::kTokens);
+  CHECK(g.layer(0).shape == Shape{5, 4});
+  int cells = 0;
+  for (const Layer& l : g.layers()) cells += l.op == Op::kRecurrent;
+  CHECK(cells == 3);
+  CHECK(g.layer(g.logits()).shape == Shape{5, 4, 32});
+  CHECK(g.batch() == 4);
+}
+
+TEST_CASE("parameter tensors follow LibTorch's layout", "[graph]") {
+  Graph g = Build("RNN", {"lstm", "1", "16", "32", "5", "4"});
+  std::vector<ParamTensor> p = g.Params();
+  REQUIRE(p.size() == 1 + 4 + 2);
+  CHECK(p[0].shape == Shape{32, 16});  // embedding
+  CHECK(p[1].role == "weight_ih");
+  CHECK(p[1].shape == Shape{64, 16});  // 4 gates x hidden
+  CHECK(p[2].shape == Shape{64, 16});
+  CHECK(p[5].shape == Shape{32, 16});  // dense weight [out, in]
+  CHECK(p[6].shape == Shape{32});
+}
+
+TEST_CASE("only the data input needs no gradient", "[graph]") {
+  Graph g = Build("FC", {"1", "3", "2", "4", "5"});
+  std::vector<bool> needs = g.NeedsGrad();
+  CHECK_FALSE(needs[0]);
+  for (int i = 1; i < g.size(); ++i) CHECK(needs[i]);
+}
+
+TEST_CASE("initial values are deterministic and bounded", "[graph][init]") {
+  Graph g = Build("FC", {"1", "3", "100", "4", "5"});
+  std::vector<float> w = InitParam(g, 1, 0);
+  CHECK(w == InitParam(g, 1, 0));
+  CHECK(w != InitParam(g, 2, 0));
+  CHECK(w != InitParam(g, 1, 2));  // another tensor, another stream
+  for (float v : w) CHECK(std::abs(v) <= 0.1f);  // 1/sqrt(fan_in = 100)
+  Graph c = Build("CNN", {"residual", "1", "4", "32", "10", "2"});
+  std::vector<ParamTensor> p = c.Params();
+  REQUIRE(p[1].role == "weight");  // batch-norm scale
+  for (float v : InitParam(c, 1, 1)) CHECK(v == 1.0f);
+  for (float v : InitParam(c, 1, 2)) CHECK(v == 0.0f);
+  for (int64_t label : InitLabels(g, 1)) CHECK((label >= 0 && label < 4));
+  Graph r = Build("RNN", {"rnn", "1", "8", "3", "5", "4"});
+  std::vector<int64_t> tokens = InitTokens(r, 1);
+  CHECK(tokens.size() == 20);
+  for (int64_t t : tokens) CHECK((t >= 0 && t < 3));
+}
+
+}  // namespace
+}  // namespace paradnn

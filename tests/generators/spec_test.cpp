@@ -1,0 +1,87 @@
+#include "generators/spec.h"
+
+#include <catch2/catch.hpp>
+
+namespace paradnn {
+namespace {
+
+TEST_CASE("canonical names round-trip for every family", "[spec]") {
+  const std::vector<std::string> names = {
+      "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/"
+      "train",
+      "CNN/block:bottleneck/blocks:2/filters:32/image:224/output:1000/"
+      "batch:64/onednn/bf16/infer",
+      "CNN/block:residual/blocks:1/filters:16/image:200/output:500/batch:8/"
+      "torch/fp32/train",
+      "RNN/cell:lstm/layers:2/embed:512/vocab:1024/length:32/batch:128/torch/"
+      "fp32/train",
+      "RNN/cell:gru/layers:1/embed:100/vocab:2/length:10/batch:16/torch_cuda/"
+      "bf16/infer",
+      "RNN/cell:rnn/layers:13/embed:900/vocab:8/length:90/batch:1024/torch/"
+      "fp32/infer"};
+  for (const std::string& name : names) {
+    Case c = ParseCaseName(name);
+    CHECK(c.Name() == name);
+    CHECK(ParseCaseName(c.Name()) == c);
+  }
+  Case c = ParseCaseName(names[3]);
+  CHECK(c.model.family == "RNN");
+  CHECK(c.model.Str("cell") == "lstm");
+  CHECK(c.model.Int("vocab") == 1024);
+  CHECK(c.backend == "torch");
+  CHECK(c.dtype == DType::kFp32);
+  CHECK(c.mode == Mode::kTrain);
+}
+
+TEST_CASE("every family's name starts with its prefix and keys in order",
+          "[spec]") {
+  for (const FamilyDef& f : Families()) {
+    std::vector<std::string> values;
+    for (const ParamDef& p : f.params) {
+      values.push_back(p.choices.empty() ? "3" : p.choices.back());
+    }
+    ModelSpec m = ModelSpec::Make(f.name, values);
+    Case c{m, "torch", DType::kBf16, Mode::kInfer};
+    CHECK(c.Name().rfind(f.name + "/", 0) == 0);
+    CHECK(ParseCaseName(c.Name()) == c);
+  }
+}
+
+TEST_CASE("values are canonicalized", "[spec]") {
+  ModelSpec m = ModelSpec::Make("FC", {"04", "1024", "2000", "1000", "256"});
+  CHECK(m.Name() == "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256");
+}
+
+TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(ParseCaseName("MLP/layers:4"),
+                    Contains("'MLP' is not a model family") &&
+                        Contains("FC, CNN, RNN"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("FC/layers:4/nodes:1024/torch/fp32/train"),
+      Contains("expected FC/layers:<value>/nodes:<value>/input:<value>"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("FC/nodes:4/layers:1024/input:2000/output:1000/batch:256/"
+                    "torch/fp32/train"),
+      Contains("segment 'nodes:4' should start with 'layers:'"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("FC/layers:0/nodes:1024/input:2000/output:1000/batch:256/"
+                    "torch/fp32/train"),
+      Contains("'0' is not a valid layers: expected a positive integer"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("CNN/block:dense/blocks:2/filters:32/image:224/"
+                    "output:1000/batch:64/torch/fp32/train"),
+      Contains("'dense' is not a valid block: expected one of residual, "
+               "bottleneck"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/"
+                    "torch/fp16/train"),
+      Contains("'fp16' is not a data type: expected fp32 or bf16"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/"
+                    "torch/fp32/eval"),
+      Contains("'eval' is not a mode: expected train or infer"));
+}
+
+}  // namespace
+}  // namespace paradnn

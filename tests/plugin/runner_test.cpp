@@ -1,0 +1,203 @@
+// The paradnn runner end to end, as a user runs it.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "generators/cost.h"
+#include "generators/spec.h"
+
+namespace paradnn {
+namespace {
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Files of this process only: ctest may run several tests at once.
+std::string Scratch(const std::string& name) {
+  return "runner_test." + std::to_string(getpid()) + "." + name;
+}
+
+Result RunRunner(const std::string& args) {
+  const std::string out = Scratch("out"), err = Scratch("err");
+  const std::string cmd = std::string(PARADNN_RUNNER) + " " + args + " >" +
+                          out + " 2>" + err;
+  Result r;
+  const int raw = std::system(cmd.c_str());
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+std::string Config(const std::string& name) {
+  return std::string("--paradnn_config=") + PARADNN_SOURCE_DIR + "/configs/" +
+         name;
+}
+
+// Google Benchmark appends "/real_time": paradnn times the wall clock.
+std::string CaseName(const json& b) {
+  std::string name = b.at("name");
+  const std::string suffix = "/real_time";
+  REQUIRE(name.size() > suffix.size());
+  CHECK(name.substr(name.size() - suffix.size()) == suffix);
+  return name.substr(0, name.size() - suffix.size());
+}
+
+const char kFast[] = " --benchmark_min_time=0.01 --paradnn_threads=1";
+
+TEST_CASE("the smoke sweep runs every family with the cost model's counters",
+          "[runner]") {
+  Result r = RunRunner(Config("smoke.yaml") + kFast +
+                       " --benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  CHECK(j["context"]["paradnn_threads"] == "1");
+  CHECK(j["context"]["paradnn_seed"] == "7");
+  CHECK_THAT(j["context"]["paradnn_backend_torch"].get<std::string>(),
+             Contains("LibTorch"));
+  std::set<std::string> families;
+  REQUIRE(j["benchmarks"].size() == 12);
+  for (const json& b : j["benchmarks"]) {
+    Case c = ParseCaseName(CaseName(b));
+    families.insert(c.model.family);
+    INFO(c.Name());
+    CHECK_FALSE(b.contains("error_occurred"));
+    Graph g = c.model.BuildGraph();
+    Cost cost = ComputeCost(g, c.mode, c.dtype);
+    CHECK(b["flop_per_step"] == Approx(cost.flops));
+    CHECK(b["params"] == Approx(cost.params));
+    CHECK(b["bytes_per_step"] == Approx(cost.bytes));
+    CHECK(b["intensity"] == Approx(cost.intensity));
+    // Rates are per second of wall-clock time.
+    const double seconds = b["real_time"].get<double>() / 1e3;
+    CHECK(b["time_unit"] == "ms");
+    CHECK(b["FLOPS"].get<double>() == Approx(cost.flops / seconds).epsilon(1e-3));
+    CHECK(b["examples_per_second"].get<double>() ==
+          Approx(g.batch() / seconds).epsilon(1e-3));
+  }
+  CHECK(families == std::set<std::string>{"FC", "CNN", "RNN"});
+  CHECK_THAT(r.err, Contains("paradnn: 12 passed, 0 skipped, 0 failed"));
+  CHECK_THAT(r.err, Contains("paradnn: [12/12] RNN/"));
+}
+
+TEST_CASE("Google Benchmark's filter CNN/ selects exactly the CNN cases",
+          "[runner]") {
+  Result r = RunRunner(Config("quickstart.yaml") +
+                       " --benchmark_filter=CNN/ --benchmark_list_tests");
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    CHECK(line.rfind("CNN/", 0) == 0);
+    ++n;
+  }
+  CHECK(n == 16);  // 2 blocks x 2 filters x 2 batches x 2 modes
+}
+
+TEST_CASE("listing the paper's sweeps gives the paper's grid sizes",
+          "[runner]") {
+  const std::pair<const char*, int> grids[] = {
+      {"paper_fc.yaml", 9720}, {"paper_cnn.yaml", 2160},
+      {"paper_rnn.yaml", 2160}};
+  for (const auto& [file, size] : grids) {
+    Result r = RunRunner(Config(file) + " --benchmark_list_tests");
+    REQUIRE(r.status == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == size);
+  }
+}
+
+TEST_CASE("a case name alone reproduces that case", "[runner]") {
+  const std::string name =
+      "RNN/cell:gru/layers:1/embed:8/vocab:16/length:3/batch:2/torch/fp32/"
+      "infer";
+  // Names copied from results carry Google Benchmark's suffix; both work.
+  for (const std::string& arg : {name, name + "/real_time"}) {
+    Result r = RunRunner("--paradnn_case=" + arg + kFast +
+                         " --benchmark_format=json");
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    json j = json::parse(r.out);
+    REQUIRE(j["benchmarks"].size() == 1);
+    CHECK(CaseName(j["benchmarks"][0]) == name);
+  }
+}
+
+TEST_CASE("bad input stops the run before anything is registered",
+          "[runner]") {
+  const std::string bad = Scratch("bad.yaml");
+  std::ofstream(bad) << "sweeps:\n  - family: FC\n    layers: 0\n";
+  Result r = RunRunner("--paradnn_config=" + bad + " --benchmark_format=json");
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Contains(bad + ":3:13: error: '0' is not a valid "
+                             "layers: expected a positive integer"));
+
+  r = RunRunner("--paradnn_config=missing.yaml");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Contains("missing.yaml: error: cannot open"));
+
+  r = RunRunner("--paradnn_case=FC/layers:4 --benchmark_list_tests");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Contains("is not a case name: expected FC/layers:"));
+
+  r = RunRunner(Config("smoke.yaml") + " --paradnn_backends=tensorflow");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Contains("'tensorflow' is not a backend"));
+}
+
+TEST_CASE("a case that cannot run is skipped and the sweep goes on",
+          "[runner]") {
+  // 1 MiB holds the FC case but not the CNN; torch_cuda has no GPU here.
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
+      "fp32/infer --paradnn_case=CNN/block:residual/blocks:1/filters:64/"
+      "image:224/output:1000/batch:64/torch/fp32/train "
+      "--paradnn_max_memory=1M --benchmark_format=json" +
+      std::string(kFast));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 2);
+  CHECK_FALSE(j["benchmarks"][0].contains("error_occurred"));
+  CHECK(j["benchmarks"][1]["error_occurred"] == true);
+  CHECK_THAT(j["benchmarks"][1]["error_message"].get<std::string>(),
+             Contains("over the 0.0 GiB limit (--paradnn_max_memory)"));
+  CHECK_THAT(r.err, Contains("paradnn: 1 passed, 1 skipped, 0 failed"));
+}
+
+TEST_CASE("Google Benchmark's own flags keep working", "[runner]") {
+  const std::string args =
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
+      "fp32/infer --benchmark_repetitions=3 --benchmark_out=" +
+      Scratch("gb.json") + " --benchmark_out_format=json" + kFast;
+  Result r = RunRunner(args);
+  REQUIRE(r.status == 0);
+  json j = json::parse(Slurp(Scratch("gb.json")));
+  // Three repetitions plus mean, median, stddev and cv.
+  CHECK(j["benchmarks"].size() >= 6);
+  CHECK(j["benchmarks"][0]["repetitions"] == 3);
+}
+
+}  // namespace
+}  // namespace paradnn
