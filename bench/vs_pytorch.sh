@@ -2,7 +2,7 @@
 # Step time of paradnn's LibTorch backend against the same models written in
 # PyTorch eager Python (Debian's python3-torch, the same LibTorch), small and
 # mid-sized models of every family, train and infer, measured alternately in
-# one run (two rounds, the faster of each kept).
+# one run (three rounds, the fastest of each kept).
 #   bench/vs_pytorch.sh [threads]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +22,7 @@ done
 work=$(mktemp -d)
 args=()
 for c in "${cases[@]}"; do args+=(--paradnn_case="$c"); done
-for round in 1 2; do
+for round in 1 2 3; do
   /usr/bin/python3 "$root/bench/pytorch_eager.py" --threads "$threads" \
     "${cases[@]}" >"$work/python$round.json"
   "$root/build/paradnn" "${args[@]}" --paradnn_threads="$threads" \
@@ -33,7 +33,7 @@ done
 import json, sys, os
 work = sys.argv[1]
 py, pd = {}, {}
-for r in (1, 2):
+for r in (1, 2, 3):
     for k, v in json.load(open(os.path.join(work, f"python{r}.json"))).items():
         py[k] = min(py.get(k, v), v)
     for b in json.load(open(os.path.join(work, f"paradnn{r}.json")))["benchmarks"]:

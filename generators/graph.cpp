@@ -95,20 +95,27 @@ int64_t Window(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
 }
 }  // namespace
 
-int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
-                  int64_t pad) {
+// Convolution and pooling: a square window over H and W of NCHW.
+int Graph::Windowed(Op op, int x, int64_t channels, int64_t kernel,
+                    int64_t stride, int64_t pad) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 4, "conv2d needs NCHW input");
+  PARADNN_CHECK(in.size() == 4, "windowed layer needs NCHW input");
   Layer l;
-  l.op = Op::kConv2d;
+  l.op = op;
   l.inputs = {x};
   l.shape = {in[0], channels, Window(in[2], kernel, stride, pad),
              Window(in[3], kernel, stride, pad)};
-  l.units = channels;
   l.kernel = kernel;
   l.stride = stride;
   l.pad = pad;
   return Append(std::move(l));
+}
+
+int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
+                  int64_t pad) {
+  int i = Windowed(Op::kConv2d, x, channels, kernel, stride, pad);
+  layers_[i].units = channels;
+  return i;
 }
 
 int Graph::BatchNorm(int x) {
@@ -129,17 +136,7 @@ int Graph::ReLU(int x) {
 }
 
 int Graph::MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
-  const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 4, "max pool needs NCHW input");
-  Layer l;
-  l.op = Op::kMaxPool;
-  l.inputs = {x};
-  l.shape = {in[0], in[1], Window(in[2], kernel, stride, pad),
-             Window(in[3], kernel, stride, pad)};
-  l.kernel = kernel;
-  l.stride = stride;
-  l.pad = pad;
-  return Append(std::move(l));
+  return Windowed(Op::kMaxPool, x, layer(x).shape.at(1), kernel, stride, pad);
 }
 
 int Graph::Add(int a, int b) {

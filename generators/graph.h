@@ -99,6 +99,8 @@ class Graph {
 
  private:
   int Append(Layer l);
+  int Windowed(Op op, int x, int64_t channels, int64_t kernel, int64_t stride,
+               int64_t pad);
   std::vector<Layer> layers_;
   int64_t batch_ = 0;
   int logits_ = -1;
