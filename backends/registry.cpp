@@ -1,6 +1,9 @@
 #include <stdexcept>
 
 #include "backends/backend.h"
+#ifdef PARADNN_WITH_ONEDNN
+#include "backends/onednn/onednn_backend.h"
+#endif
 #ifdef PARADNN_WITH_TORCH
 #include "backends/torch/torch_backend.h"
 #endif
@@ -16,6 +19,9 @@ std::vector<std::unique_ptr<Backend>>& Table() {
 #ifdef PARADNN_WITH_TORCH
     t->push_back(MakeTorchBackend(/*cuda=*/false));
     t->push_back(MakeTorchBackend(/*cuda=*/true));
+#endif
+#ifdef PARADNN_WITH_ONEDNN
+    t->push_back(MakeOnednnBackend());
 #endif
     return t;
   }();

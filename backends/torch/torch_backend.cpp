@@ -29,9 +29,11 @@ struct LayerModules {
 
 class TorchModel : public torch::nn::Module {
  public:
-  explicit TorchModel(const Graph& g) : graph_(g), layers_(g.size()) {
+  explicit TorchModel(const Graph& g)
+      : graph_(g), layers_(g.size()), last_use_(g.size(), -1) {
     for (int i = 0; i < g.size(); ++i) {
       const Layer& l = g.layer(i);
+      for (int in : l.inputs) last_use_[in] = i;
       const std::string name = "layer" + std::to_string(i);
       const int64_t in = l.inputs.empty() ? 0 : g.layer(l.inputs[0]).shape.back();
       LayerModules& m = layers_[i];
@@ -135,9 +137,13 @@ class TorchModel : public torch::nn::Module {
           if (loss != nullptr) *loss = CrossEntropy(x, labels);
           break;
       }
+      // Drop each activation after its last reader, as eager Python frees
+      // them; autograd keeps what backward needs.
+      for (int in : l.inputs) {
+        if (last_use_[in] == i) values_[in].reset();
+      }
     }
-    // Activations are released as soon as backward no longer needs them.
-    for (torch::Tensor& v : values_) v.reset();
+    values_.back().reset();
     return logits;
   }
 
@@ -172,6 +178,7 @@ class TorchModel : public torch::nn::Module {
 
   const Graph& graph_;
   std::vector<LayerModules> layers_;
+  std::vector<int> last_use_;  // the last layer reading each layer's output
   std::vector<torch::Tensor> values_;
 };
 

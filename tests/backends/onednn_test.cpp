@@ -1,0 +1,146 @@
+// The oneDNN backend against the LibTorch backend: the same graph and the
+// same deterministic weights must give the same numbers.
+#include "backends/onednn/onednn_backend.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "backends/torch/torch_backend.h"
+#include "generators/init.h"
+#include "generators/sweep.h"
+
+namespace paradnn {
+namespace {
+
+std::vector<Case> Cases(const std::string& config, DType dtype) {
+  std::vector<Case> cases =
+      LoadSweep(std::string(PARADNN_SOURCE_DIR) + "/configs/" + config,
+                {"torch"})
+          .cases;
+  for (Case& c : cases) c.dtype = dtype;
+  return cases;
+}
+
+std::unique_ptr<Runner> Prepare(const Backend& b, Case c, const Graph& g) {
+  c.backend = b.name();
+  RunOptions opt;
+  opt.threads = 2;
+  opt.seed = 11;
+  opt.warmup = 0;
+  return b.Prepare(c, g, opt);
+}
+
+// Largest |a - b| relative to the largest |b|, so that the bound reads as a
+// fraction of the values' scale.
+double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 1e-12;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
+}
+
+// fp32: the backends sum in different orders, nothing more. Updates carry
+// the rounding of a whole backward pass, amplified by batch norm over few
+// values in the small test models.
+constexpr double kFp32Tolerance = 1e-4;
+constexpr double kUpdateTolerance = 2e-3;
+
+TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  std::vector<Case> cases = Cases("smoke.yaml", DType::kFp32);
+  // Deeper stacks and a second block per group: identity shortcuts too.
+  cases.push_back(ParseCaseName(
+      "CNN/block:residual/blocks:2/filters:8/image:40/output:7/batch:3/torch/"
+      "fp32/train"));
+  cases.push_back(ParseCaseName(
+      "RNN/cell:gru/layers:3/embed:24/vocab:50/length:6/batch:5/torch/fp32/"
+      "train"));
+  for (const Case& c : cases) {
+    INFO(c.Name());
+    Graph g = c.model.BuildGraph();
+    auto a = Prepare(*onednn, c, g);
+    auto b = Prepare(*torch, c, g);
+    a->Step();
+    b->Step();
+    CHECK(RelativeError(a->Output(), b->Output()) < kFp32Tolerance);
+    CHECK(a->Loss() == Approx(b->Loss()).epsilon(kFp32Tolerance));
+    if (c.mode != Mode::kTrain) continue;
+    const int n = static_cast<int>(g.Params().size());
+    for (int p = 0; p < n; ++p) {
+      INFO("parameter " << p << " (" << g.Params()[p].role << " of layer "
+                        << g.Params()[p].layer << ")");
+      // Compare the SGD updates themselves: they are small next to the
+      // weights, so a wrong gradient cannot hide behind the weights' scale.
+      const std::vector<float> start = InitParam(g, 11, p);
+      std::vector<float> da = a->Param(p), db = b->Param(p);
+      for (size_t k = 0; k < start.size(); ++k) {
+        da[k] -= start[k];
+        db[k] -= start[k];
+      }
+      CHECK(RelativeError(da, db) < kUpdateTolerance);
+    }
+    // A second step starts from the updated weights: their rounding
+    // differences pass through batch norm over as few as 2 values here.
+    a->Step();
+    b->Step();
+    CHECK(a->Loss() == Approx(b->Loss()).epsilon(5e-3));
+  }
+}
+
+TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  // The smoke CNNs normalize 2 values per channel in their last group,
+  // where bf16 rounding decides the sign: larger images and batches here.
+  std::vector<Case> cases;
+  for (const Case& c : Cases("smoke.yaml", DType::kBf16)) {
+    if (c.model.family != "CNN") cases.push_back(c);
+  }
+  for (const char* block : {"residual", "bottleneck"}) {
+    for (const char* mode : {"train", "infer"}) {
+      cases.push_back(ParseCaseName(std::string("CNN/block:") + block +
+                                    "/blocks:1/filters:8/image:64/output:10/"
+                                    "batch:8/torch/bf16/" + mode));
+    }
+  }
+  for (const Case& c : cases) {
+    INFO(c.Name());
+    const std::string why = onednn->Unsupported(c);
+    if (!why.empty()) {
+      // Only what oneDNN itself lacks may be skipped.
+      CHECK_THAT(why, Catch::Matchers::Contains("bf16 backward") ||
+                          Catch::Matchers::Contains("AVX-512"));
+      continue;
+    }
+    Graph g = c.model.BuildGraph();
+    Case fp32 = c;
+    fp32.dtype = DType::kFp32;
+    auto a = Prepare(*onednn, c, g);
+    auto b = Prepare(*torch, c, g);
+    auto reference = Prepare(*torch, fp32, g);
+    a->Step();
+    b->Step();
+    reference->Step();
+    // bf16 keeps 8 bits of mantissa: through a dozen layers both backends
+    // stay within a few percent of the fp32 model.
+    CHECK(std::isfinite(a->Loss()));
+    CHECK(a->Loss() == Approx(reference->Loss()).epsilon(0.05));
+    CHECK(b->Loss() == Approx(reference->Loss()).epsilon(0.05));
+    CHECK(RelativeError(a->Output(), reference->Output()) < 0.1);
+  }
+}
+
+TEST_CASE("oneDNN names itself and its library", "[onednn]") {
+  auto onednn = MakeOnednnBackend();
+  CHECK(onednn->name() == "onednn");
+  CHECK_THAT(onednn->Describe(), Catch::Matchers::StartsWith("oneDNN 2."));
+}
+
+}  // namespace
+}  // namespace paradnn
