@@ -1,7 +1,8 @@
-// A plain fp32 GEMM through the BLAS that LibTorch uses (libblas.so.3),
-// next to paradnn's cases in the same binary and the same run.
+// Plain fp32 GEMMs through the BLAS that LibTorch uses (libblas.so.3) and
+// through oneDNN, next to paradnn's cases in the same binary and run.
 //   gemm_bench --benchmark_filter='Sgemm|FC/' --paradnn_case=FC/...
 #include <benchmark/benchmark.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <paradnn/paradnn.h>
 
@@ -31,6 +32,25 @@ static void BM_Sgemm(benchmark::State& state) {
       2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Sgemm)
+    ->Args({1024, 4096, 4096})
+    ->Args({4096, 4096, 4096})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The same product through oneDNN's GEMM (row-major).
+static void BM_DnnlSgemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  omp_set_num_threads(static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<float> a(size_t(m) * k, 0.5f), b(size_t(k) * n, 0.25f),
+      c(size_t(m) * n);
+  for (auto _ : state) {
+    dnnl_sgemm('N', 'N', m, n, k, 1.f, a.data(), k, b.data(), n, 0.f,
+               c.data(), n);
+  }
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_DnnlSgemm)
     ->Args({1024, 4096, 4096})
     ->Args({4096, 4096, 4096})
     ->UseRealTime()

@@ -480,13 +480,21 @@ class OnednnRunner : public Runner {
         {{DNNL_ARG_SRC, in}, {DNNL_ARG_DIFF_DST, diff_[i]},
          {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
     if (Grad(x)) {
+      // Backward data has kernels of its own for its own weight format;
+      // given the forward one it falls back to the reference code.
       dnnl::convolution_backward_data::primitive_desc dpd(
           {dnnl::algorithm::convolution_direct, pd.src_desc(),
-           pd.weights_desc(), pd.dst_desc(), strides, pad, pad},
+           memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad,
+           pad},
           engine_, pd);
+      memory weights = w.value;
+      if (dpd.weights_desc() != pd.weights_desc()) {
+        weights = Make(dpd.weights_desc());
+        Reorder(backward_[i], w.value, weights, false);
+      }
       memory grad = GradTarget(x, i, dpd.diff_src_desc());
       Run(backward_[i], dnnl::convolution_backward_data(dpd),
-          {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_WEIGHTS, w.value},
+          {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_WEIGHTS, weights},
            {DNNL_ARG_DIFF_SRC, grad}});
       Deliver(x, i, grad);
     }
