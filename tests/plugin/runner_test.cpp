@@ -112,7 +112,7 @@ TEST_CASE("Google Benchmark's filter CNN/ selects exactly the CNN cases",
     CHECK(line.rfind("CNN/", 0) == 0);
     ++n;
   }
-  CHECK(n == 16);  // 2 blocks x 2 filters x 2 batches x 2 modes
+  CHECK(n == 32);  // 2 blocks x 2 filters x 2 batches x 2 modes x 2 backends
 }
 
 TEST_CASE("listing the paper's sweeps gives the paper's grid sizes",
