@@ -46,7 +46,17 @@ po::options_description Describe(Options& o, std::string& backends,
        "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
        "80% of available memory)")
       ("paradnn_progress", po::value(&o.progress),
-       "print progress lines on stderr (default: true)");
+       "print progress lines on stderr (default: true)")
+      ("paradnn_mllog", po::value(&o.mllog),
+       "write an MLPerf training-style log per case run into this folder")
+      ("paradnn_mlperf_package", po::value(&o.mlperf_package),
+       "write an MLPerf results package (systems/, results/) into this folder")
+      ("paradnn_mlperf_org", po::value(&o.mlperf_org),
+       "submitter in MLPerf logs and packages (default: paradnn)")
+      ("paradnn_mlperf_system", po::value(&o.mlperf_system),
+       "system name in MLPerf logs and packages (default: the host name)")
+      ("paradnn_mlperf_status", po::value(&o.mlperf_status),
+       "submission status in MLPerf logs and packages (default: onprem)");
   return d;
 }
 

@@ -23,6 +23,11 @@ struct Options {
   int64_t seed = -1;               // -1: the config's
   int64_t max_memory = 0;          // bytes; 0: 80% of available memory
   bool progress = true;
+  // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
+  std::string mllog, mlperf_package;
+  std::string mlperf_org = "paradnn";
+  std::string mlperf_system;  // empty: the host name
+  std::string mlperf_status = "onprem";
 };
 
 // Removes every --paradnn_* argument (and the value of "--paradnn_x value")

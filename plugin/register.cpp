@@ -15,38 +15,15 @@
 #include "paradnn/paradnn.h"
 #include "plugin/default_config.h"
 #include "plugin/flags.h"
+#include "plugin/run.h"
 
 namespace paradnn {
 namespace {
 
-enum class Status { kNotRun, kPassed, kSkipped, kFailed };
-
-struct Entry {
-  Case c;
-  Cost cost;
-  int64_t batch = 0;
-  Status status = Status::kNotRun;
-};
-
-// The state of the sweep this process registered.
-struct Run {
-  std::vector<Entry> entries;
-  RunOptions options;
-  int64_t max_memory = 0;
-  bool progress = true;
-  // The prepared model of the case running now: Google Benchmark calls a
-  // case's function several times, and a model is built once per case.
-  int prepared = -1;
-  std::unique_ptr<Runner> runner;
-  // Progress.
-  int to_run = -1;
-  int started = 0;
-  std::chrono::steady_clock::time_point start;
-};
-
-Run& TheRun() {
-  static Run* run = new Run();
-  return *run;
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 int64_t AvailableMemory() {
@@ -126,9 +103,11 @@ Runner* Prepared(Run& run, int index) {
   if (run.prepared == index) return run.runner.get();
   run.runner.reset();  // free the previous model first
   run.prepared = -1;
-  const Entry& e = run.entries[index];
+  Entry& e = run.entries[index];
+  e.init_start_ms = NowMs();
   run.runner = FindBackend(e.c.backend)
                    ->Prepare(e.c, e.c.model.BuildGraph(), run.options);
+  e.init_stop_ms = NowMs();
   run.prepared = index;
   return run.runner.get();
 }
@@ -255,6 +234,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
                        ? o.max_memory
                        : static_cast<int64_t>(0.8 * AvailableMemory());
   run.progress = o.progress;
+  run.flags = o;
 
   benchmark::AddCustomContext("paradnn_config",
                               o.config.empty() && o.cases.empty()
@@ -278,6 +258,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     e.batch = g.batch();
     e.c = std::move(c);
     const int index = static_cast<int>(run.entries.size());
+    run.index[e.c.Name()] = index;
     run.entries.push_back(std::move(e));
     registered.push_back(
         benchmark::RegisterBenchmark(
@@ -292,6 +273,11 @@ Benchmarks RegisterWith(int* argc, char** argv) {
 void PrintSummaryAtExit() { Finish(); }
 
 }  // namespace
+
+Run& TheRun() {
+  static Run* run = new Run();
+  return *run;
+}
 
 Benchmarks Register(int* argc, char** argv) { return RegisterWith(argc, argv); }
 

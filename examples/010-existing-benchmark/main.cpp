@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   paradnn_register(&argc, argv);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  benchmark::RunSpecifiedBenchmarks(paradnn::DisplayReporter());
   benchmark::Shutdown();
   return paradnn::Finish();
 }

@@ -201,3 +201,52 @@ TEST_CASE("Google Benchmark's own flags keep working", "[runner]") {
 
 }  // namespace
 }  // namespace paradnn
+
+namespace paradnn {
+namespace {
+
+TEST_CASE("MLPerf logs and a results package from a run, summarized",
+          "[runner][mlperf]") {
+  const std::string logs = Scratch("mllog"), package = Scratch("package");
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:4/torch/"
+      "fp32/train --paradnn_mllog=" + logs + " --paradnn_mlperf_package=" +
+      package + " --paradnn_mlperf_org=acme --paradnn_mlperf_system=box1 "
+      "--benchmark_repetitions=5" + std::string(kFast));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string folder = "FC_layers-1_nodes-8_input-8_output-2_batch-4_torch_fp32_train";
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "/result_" + std::to_string(i) + ".txt";
+    CHECK(std::ifstream(logs + "/" + folder + name).good());
+    CHECK(std::ifstream(package + "/acme/results/box1/" + folder + name).good());
+  }
+  json system = json::parse(Slurp(package + "/acme/systems/box1.json"));
+  CHECK(system["submitter"] == "acme");
+  CHECK(system["system_name"] == "box1");
+  CHECK(system["division"] == "open");
+  CHECK_THAT(system["framework"].get<std::string>(), Contains("LibTorch"));
+
+  r = RunRunner("mlperf-summary " + package);
+  REQUIRE(r.status == 0);
+  json summary = json::parse(r.out);
+  REQUIRE(summary.size() == 1);
+  CHECK(summary[0]["benchmark"] == "paradnn_fc");
+  CHECK(summary[0]["system_name"] == "box1");
+  CHECK(summary[0]["runs"].size() == 5);
+  CHECK(summary[0]["score_min"].is_number());
+  for (const json& run : summary[0]["runs"]) {
+    CHECK(run["status"] == "success");
+    CHECK(run["global_batch_size"] == 4);
+    CHECK(run["samples_per_second"].get<double>() > 0);
+  }
+  r = RunRunner("mlperf-summary " + package + " --format=csv");
+  CHECK(r.status == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 6);
+  r = RunRunner("mlperf-summary no/such/folder");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Contains("no/such/folder: not a folder"));
+}
+
+}  // namespace
+}  // namespace paradnn

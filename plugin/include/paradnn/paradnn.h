@@ -10,7 +10,7 @@
 //     paradnn_register(&argc, argv);  // takes the --paradnn_* flags
 //     benchmark::Initialize(&argc, argv);
 //     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-//     benchmark::RunSpecifiedBenchmarks();
+//     benchmark::RunSpecifiedBenchmarks(paradnn::DisplayReporter());
 //     return paradnn::Finish();  // "paradnn: N passed, M skipped, K failed"
 //   }
 //
@@ -30,6 +30,9 @@
 //   --paradnn_seed=N          weights and inputs seed
 //   --paradnn_max_memory=SIZE skip cases estimated larger (e.g. 8G)
 //   --paradnn_progress=BOOL   progress lines on stderr (default true)
+//   --paradnn_mllog=DIR       an MLPerf training-style log per case run
+//   --paradnn_mlperf_package=DIR  an MLPerf results package; with
+//   --paradnn_mlperf_org, _system and _status (both need DisplayReporter())
 //   --paradnn_help            list these flags
 //
 // Case names are canonical and parse back to the same case, e.g.
@@ -55,6 +58,11 @@ Benchmarks Register(int* argc, char** argv);
 // Register() with flags from PARADNN_* environment variables only; prints
 // the summary at exit. For PARADNN_REGISTER_STATIC().
 int RegisterFromEnvironment();
+
+// Google Benchmark's display reporter (as --benchmark_format chose it) that
+// also writes the MLPerf outputs the flags ask for; pass it to
+// benchmark::RunSpecifiedBenchmarks().
+benchmark::BenchmarkReporter* DisplayReporter();
 
 // Releases the last prepared model, prints
 // "paradnn: N passed, M skipped, K failed" on stderr and returns the exit

@@ -1,0 +1,46 @@
+// The sweep this process registered, shared by registration and reporting.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "generators/cost.h"
+#include "plugin/flags.h"
+
+namespace paradnn {
+
+enum class Status { kNotRun, kPassed, kSkipped, kFailed };
+
+struct Entry {
+  Case c;
+  Cost cost;
+  int64_t batch = 0;
+  Status status = Status::kNotRun;
+  // Wall-clock milliseconds around the last Prepare, for MLPerf logs.
+  int64_t init_start_ms = 0, init_stop_ms = 0;
+};
+
+struct Run {
+  std::vector<Entry> entries;
+  std::map<std::string, int> index;  // canonical name -> entries
+  Options flags;
+  RunOptions options;
+  int64_t max_memory = 0;
+  bool progress = true;
+  // The prepared model of the case running now: Google Benchmark calls a
+  // case's function several times, and a model is built once per case.
+  int prepared = -1;
+  std::unique_ptr<Runner> runner;
+  // Progress.
+  int to_run = -1;
+  int started = 0;
+  std::chrono::steady_clock::time_point start;
+};
+
+Run& TheRun();
+
+}  // namespace paradnn

@@ -1,0 +1,235 @@
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "adapters/mlperf/mllog.h"
+#include "adapters/mlperf/package.h"
+#include "adapters/mlperf/reader.h"
+
+namespace paradnn {
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+// The real MLPerf results beside the repository (../shared/data/mlperf).
+std::string RealData() {
+  return std::string(PARADNN_SOURCE_DIR) + "/../shared/data/mlperf";
+}
+
+fs::path Scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() /
+               ("paradnn_mlperf_test_" + std::to_string(getpid())) / name;
+  fs::create_directories(p.parent_path());
+  return p;
+}
+
+CaseRun Sample() {
+  CaseRun r;
+  r.case_name = "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/train";
+  r.family = "FC";
+  r.backend = "torch";
+  r.dtype = "fp32";
+  r.mode = "train";
+  r.batch = 256;
+  r.params = 6222824;
+  r.flop_per_step = 8501854208;
+  r.seed = 7;
+  r.iterations = 40;
+  r.seconds = 2.5;
+  r.init_start_ms = 1700000000000;
+  r.init_stop_ms = 1700000001000;
+  r.run_stop_ms = 1700000004000;
+  r.org = "acme";
+  r.platform = "box1";
+  r.status = "onprem";
+  return r;
+}
+
+TEST_CASE("MLLOG lines have MLPerf's exact format", "[mlperf]") {
+  MllogEvent e;
+  e.time_ms = 1700000000123;
+  e.event_type = "INTERVAL_END";
+  e.key = "run_stop";
+  e.value = nullptr;
+  e.extra = {{"status", "success"}};
+  e.lineno = 28;
+  CHECK(FormatMllog(e) ==
+        ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1700000000123, "
+        "\"event_type\": \"INTERVAL_END\", \"key\": \"run_stop\", \"value\": "
+        "null, \"metadata\": {\"file\": \"paradnn\", \"lineno\": 28, "
+        "\"status\": \"success\"}}");
+  e.event_type = "POINT_IN_TIME";
+  e.key = "tracked_stats";
+  e.value = {{"throughput", 4096.5}};
+  e.extra = {{"step", 40}};
+  CHECK(FormatMllog(e) ==
+        ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1700000000123, "
+        "\"event_type\": \"POINT_IN_TIME\", \"key\": \"tracked_stats\", "
+        "\"value\": {\"throughput\": 4096.5}, \"metadata\": {\"file\": "
+        "\"paradnn\", \"lineno\": 28, \"step\": 40}}");
+}
+
+TEST_CASE("a case's log has MLPerf's required keys once, in order",
+          "[mlperf]") {
+  const std::vector<MllogEvent> events = MllogEvents(Sample());
+  const std::vector<std::string> required = {
+      "cache_clear", "init_start", "submission_benchmark", "submission_org",
+      "submission_division", "submission_status", "submission_platform",
+      "seed", "global_batch_size", "gradient_accumulation_steps", "opt_name",
+      "opt_base_learning_rate", "train_samples", "eval_samples", "init_stop",
+      "run_start", "block_start", "block_stop", "tracked_stats",
+      "eval_accuracy", "run_stop"};
+  std::map<std::string, int> count;
+  std::vector<std::string> order;
+  std::map<std::string, MllogEvent> by_key;
+  for (const MllogEvent& e : events) {
+    count[e.key]++;
+    by_key[e.key] = e;
+    if (std::find(required.begin(), required.end(), e.key) != required.end()) {
+      order.push_back(e.key);
+    }
+  }
+  CHECK(order == required);
+  for (const std::string& k : required) CHECK(count[k] == 1);
+  CHECK(by_key["submission_benchmark"].value == "paradnn_fc");
+  CHECK(by_key["submission_division"].value == "open");
+  CHECK(by_key["submission_org"].value == "acme");
+  CHECK(by_key["global_batch_size"].value == 256);
+  CHECK(by_key["train_samples"].value == 40 * 256);
+  CHECK(by_key["paradnn_params"].value == 6222824);
+  CHECK(by_key["paradnn_flop_per_step"].value == 8501854208);
+  CHECK(by_key["paradnn_case"].value == Sample().case_name);
+  CHECK(by_key["init_start"].event_type == "INTERVAL_START");
+  CHECK(by_key["init_start"].value.is_null());
+  CHECK(by_key["run_stop"].event_type == "INTERVAL_END");
+  CHECK(by_key["run_stop"].extra["status"] == "success");
+  CHECK(by_key["run_start"].time_ms == 1700000004000 - 2500);
+  CHECK(by_key["block_start"].extra["samples_count"] == 40 * 256);
+  CHECK(by_key["eval_accuracy"].extra["epoch_num"] == 1);
+}
+
+TEST_CASE("what the writer writes, the reader reads back", "[mlperf]") {
+  const fs::path log = Scratch("roundtrip/result_0.txt");
+  WriteMllog(log.string(), MllogEvents(Sample()));
+  MlperfRun r = ReadMlperfLog(log.string());
+  CHECK(r.problems.empty());
+  CHECK(r.benchmark == "paradnn_fc");
+  CHECK(r.status == "success");
+  CHECK(*r.time_to_train_min == Approx(2.5 / 60));
+  CHECK(*r.global_batch_size == 256);
+  CHECK(*r.samples_per_second == Approx(40 * 256 / 2.5));
+  CHECK(r.samples_per_second_source == "tracked_stats");
+}
+
+// Expected values computed from the files with an independent script:
+// (run_stop - run_start) of each log, the score by MLPerf's rule.
+TEST_CASE("real MLPerf logs: per-run times, batch sizes and scores",
+          "[mlperf]") {
+  if (!fs::exists(RealData())) {
+    WARN("no " << RealData() << ": the real MLPerf results are not here");
+    return;
+  }
+  std::map<std::string, MlperfBenchmark> by;
+  for (MlperfBenchmark& b : SummarizeMlperf(RealData())) by[b.benchmark] = b;
+  REQUIRE(by.size() == 3);
+
+  const MlperfBenchmark& bert = by["bert"];
+  REQUIRE(bert.runs.size() == 10);
+  CHECK(*bert.runs[0].time_to_train_min == Approx(18.751816666666667));
+  CHECK(*bert.runs[5].time_to_train_min == Approx(15.387733333333333));
+  CHECK(*bert.runs[0].global_batch_size == 448);
+  // 2,703,232 samples trained in 1,125.109 s.
+  CHECK(*bert.runs[0].samples_per_second == Approx(2402.640).epsilon(1e-6));
+  CHECK(*bert.score_min == Approx(18.442416666666666));
+  CHECK(bert.system_name == "dgxa100_ngc22.04_pytorch");
+
+  const MlperfBenchmark& ssd = by["ssd"];
+  REQUIRE(ssd.runs.size() == 5);
+  CHECK(*ssd.runs[0].time_to_train_min == Approx(72.19655));
+  CHECK(*ssd.runs[0].global_batch_size == 256);
+  CHECK(*ssd.score_min == Approx(72.17468333333333));
+
+  // One aborted run: it is the dropped slowest; scaling.json applies.
+  const MlperfBenchmark& resnet = by["resnet"];
+  REQUIRE(resnet.runs.size() == 5);
+  CHECK(resnet.runs[2].status == "aborted");
+  CHECK_FALSE(resnet.runs[2].passed());
+  CHECK(*resnet.runs[0].time_to_train_min == Approx(20.753966666666667));
+  CHECK(*resnet.runs[0].global_batch_size == 3200);
+  CHECK(resnet.scaling_factor == Approx(1.0042232277526395));
+  CHECK(*resnet.score_min ==
+        Approx((20.746016666666666 + 20.753966666666667 + 20.730916666666666) /
+               3 * 1.0042232277526395));
+  for (const auto& [name, b] : by) {
+    CHECK(b.system_problem.empty());
+    for (const MlperfRun& r : b.runs) CHECK(r.problems.empty());
+  }
+}
+
+MlperfRun Passed(double minutes) {
+  MlperfRun r;
+  r.status = "success";
+  r.time_to_train_min = minutes;
+  return r;
+}
+
+TEST_CASE("the score rule", "[mlperf]") {
+  std::string note;
+  CHECK(*MlperfScore({Passed(5), Passed(1), Passed(3), Passed(4), Passed(2)},
+                     1.0, &note) == Approx(3.0));
+  MlperfRun failed;
+  failed.status = "aborted";
+  failed.time_to_train_min = 0.5;  // fast, but it failed
+  CHECK(*MlperfScore({Passed(5), failed, Passed(3), Passed(4), Passed(2)},
+                     2.0, &note) == Approx((3 + 4 + 5) / 3.0 * 2.0));
+  CHECK_FALSE(MlperfScore({Passed(5), failed, failed, Passed(4), Passed(2)},
+                          1.0, &note));
+  CHECK_THAT(note, Contains("2 of 5 runs failed"));
+}
+
+TEST_CASE("bad logs: each problem named, the rest still read", "[mlperf]") {
+  const fs::path log = Scratch("bad/result_0.txt");
+  std::ofstream(log)
+      << "noise before\n"
+      << "[1,0]<stdout>:::MLLOG {\"namespace\": \"\", \"time_ms\": 1000, "
+         "\"event_type\": \"POINT_IN_TIME\", \"key\": \"submission_benchmark\", "
+         "\"value\": \"resnet\", \"metadata\": {}}\n"
+      << ":::MLLOG {\"time_ms\": 2000, \"key\": \"run_start\"}\n"  // old format
+      << ":::MLLOG {\"namespace\": \"\", \"time_ms\": 3000, \"key\": \n"
+      << ":::MLLOG {\"namespace\": \"\", \"value\": 3}\n"
+      << ":::MLLOG {\"time_ms\": 3000, \"key\": \"global_batch_size\", "
+         "\"value\": 64}\n";
+  MlperfRun r = ReadMlperfLog(log.string());
+  CHECK(r.benchmark == "resnet");
+  CHECK(*r.global_batch_size == 64);
+  CHECK_FALSE(r.time_to_train_min);
+  REQUIRE(r.problems.size() == 3);
+  CHECK_THAT(r.problems[0], Contains(log.string() + ":4: not JSON"));
+  CHECK_THAT(r.problems[1], Contains(log.string() + ":5: no key or time_ms"));
+  CHECK_THAT(r.problems[2], Contains("no run_stop: no time to train"));
+}
+
+TEST_CASE("a package's system description is checked", "[mlperf]") {
+  const fs::path root = Scratch("pkg");
+  const fs::path bench = root / "acme/results/box1/paradnn_case";
+  WriteMllog((bench / "result_0.txt").string(), MllogEvents(Sample()));
+  CHECK_THAT(SummarizeMlperf(root.string())[0].system_problem,
+             Contains("acme/systems/box1.json: missing system description"));
+  fs::create_directories(root / "acme/systems");
+  std::ofstream(root / "acme/systems/box1.json") << "{\"submitter\": \"acme\"}";
+  CHECK_THAT(SummarizeMlperf(root.string())[0].system_problem,
+             Contains("box1.json: field 'system_name' is missing"));
+  std::ofstream(root / "acme/systems/box1.json")
+      << SystemDescription("acme", "box1", "onprem", {"LibTorch"}).dump();
+  MlperfBenchmark b = SummarizeMlperf(root.string())[0];
+  CHECK(b.system_problem.empty());
+  CHECK(b.system_name == "box1");
+  CHECK_FALSE(b.score_min);  // one run is not enough for a score
+}
+
+}  // namespace
+}  // namespace paradnn
