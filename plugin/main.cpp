@@ -2,14 +2,17 @@
 // and the subcommands that work on results.
 //   paradnn [--paradnn_* flags] [--benchmark_* flags]
 //   paradnn mlperf-summary DIR [--format=json|csv]
+//   paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "adapters/mlperf/reader.h"
+#include "adapters/mlperf/side_by_side.h"
 #include "paradnn/paradnn.h"
 
 namespace {
@@ -48,9 +51,51 @@ int MlperfSummary(int argc, char** argv) {
   return 0;
 }
 
+// paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
+int MlperfReport(int argc, char** argv) {
+  std::string mlperf, results, out;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--mlperf") {
+      mlperf = argv[i + 1];
+    } else if (flag == "--results") {
+      results = argv[i + 1];
+    } else if (flag == "-o") {
+      out = argv[i + 1];
+    }
+  }
+  if (mlperf.empty() || results.empty() || out.empty() || argc % 2 != 0) {
+    std::cerr << "usage: paradnn mlperf-report --mlperf DIR --results "
+                 "RESULTS.json -o OUT\n";
+    return 2;
+  }
+  if (!std::filesystem::is_directory(mlperf)) {
+    std::cerr << "paradnn mlperf-report: " << mlperf << ": not a folder\n";
+    return 2;
+  }
+  try {
+    const auto real = paradnn::SummarizeMlperf(mlperf);
+    const auto synthetic = paradnn::ReadSyntheticResults(results);
+    const auto report = paradnn::MakeSideBySide(real, synthetic);
+    std::filesystem::create_directories(out);
+    std::ofstream(out + "/side_by_side.md") << report.markdown;
+    std::ofstream(out + "/side_by_side.csv") << report.csv;
+    std::cout << "wrote " << out << "/side_by_side.md and side_by_side.csv ("
+              << real.size() << " MLPerf benchmarks, " << synthetic.size()
+              << " synthetic cases)\n";
+  } catch (const std::exception& e) {
+    std::cerr << "paradnn mlperf-report: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "mlperf-report") == 0) {
+    return MlperfReport(argc, argv);
+  }
   if (argc > 1 && std::strcmp(argv[1], "mlperf-summary") == 0) {
     return MlperfSummary(argc, argv);
   }

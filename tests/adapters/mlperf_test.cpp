@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <map>
+#include <sstream>
 
 #include "adapters/mlperf/mllog.h"
 #include "adapters/mlperf/package.h"
 #include "adapters/mlperf/reader.h"
+#include "adapters/mlperf/side_by_side.h"
 
 namespace paradnn {
 namespace {
@@ -229,6 +232,102 @@ TEST_CASE("a package's system description is checked", "[mlperf]") {
   CHECK(b.system_problem.empty());
   CHECK(b.system_name == "box1");
   CHECK_FALSE(b.score_min);  // one run is not enough for a score
+}
+
+// A Google Benchmark JSON file as the runner writes it.
+fs::path ResultsFile(const std::string& name, const std::string& body) {
+  const fs::path p = Scratch(name);
+  std::ofstream(p) << body;
+  return p;
+}
+
+const char kFc[] =
+    "FC/layers:1/nodes:8/input:8/output:2/batch:4/torch/fp32/train";
+const char kCnn[] =
+    "CNN/block:bottleneck/blocks:2/filters:32/image:224/output:1000/batch:"
+    "64/torch/fp32/train";
+
+std::string Bench(const std::string& name, double real_time, double params,
+                  double flops, const std::string& extra = "") {
+  return "{\"name\": \"" + name + "/real_time\", \"run_name\": \"" + name +
+         "/real_time\", \"run_type\": \"iteration\", \"iterations\": 3, "
+         "\"real_time\": " + std::to_string(real_time) +
+         ", \"time_unit\": \"ms\", \"params\": " + std::to_string(params) +
+         ", \"flop_per_step\": " + std::to_string(flops) + extra + "}";
+}
+
+TEST_CASE("results JSON: per case, the median of repetitions", "[mlperf]") {
+  const fs::path p = ResultsFile(
+      "results.json",
+      "{\"context\": {}, \"benchmarks\": [" + Bench(kFc, 2, 90, 704) + ", " +
+          Bench(kFc, 4, 90, 704) + ", " + Bench(kFc, 3, 90, 704) + ", " +
+          Bench(kCnn, 500, 2e7, 6.4e11) + ", " +
+          Bench(kCnn, 1, 2e7, 6.4e11, ", \"error_occurred\": true") +
+          ", {\"name\": \"BM_Other\", \"run_name\": \"BM_Other\", "
+          "\"real_time\": 1}]}");
+  std::vector<SyntheticResult> r = ReadSyntheticResults(p.string());
+  REQUIRE(r.size() == 2);
+  const SyntheticResult& cnn = r[0].name == kCnn ? r[0] : r[1];
+  const SyntheticResult& fc = r[0].name == kFc ? r[0] : r[1];
+  CHECK(fc.step_ms == Approx(3));  // median of 2, 4, 3
+  CHECK(fc.samples_per_second == Approx(4 / 0.003));
+  CHECK(fc.flop_per_sample == Approx(704 / 4.0));
+  CHECK(cnn.step_ms == Approx(500));  // the failed repetition is left out
+  CHECK(cnn.flop_per_sample == Approx(1e10));
+}
+
+TEST_CASE("results JSON that is not paradnn's says so", "[mlperf]") {
+  CHECK_THROWS_WITH(ReadSyntheticResults(Scratch("none.json").string()),
+                    Contains("cannot open the results file"));
+  CHECK_THROWS_WITH(
+      ReadSyntheticResults(ResultsFile("list.json", "[1, 2]").string()),
+      Contains("not Google Benchmark JSON"));
+  CHECK_THROWS_WITH(
+      ReadSyntheticResults(ResultsFile("broken.json", "{\"bench").string()),
+      Contains("not JSON"));
+  CHECK_THROWS_WITH(
+      ReadSyntheticResults(
+          ResultsFile("other.json",
+                      "{\"benchmarks\": [{\"name\": \"BM_X\", "
+                      "\"run_name\": \"BM_X\", \"real_time\": 1}]}")
+              .string()),
+      Contains("no paradnn cases"));
+}
+
+TEST_CASE("side by side: real rows, synthetic rows, nearest sizes",
+          "[mlperf]") {
+  MlperfBenchmark resnet;
+  resnet.benchmark = "resnet";
+  resnet.system_name = "box1";
+  resnet.score_min = 20.5;
+  MlperfRun run;
+  run.status = "success";
+  run.time_to_train_min = 20.5;
+  run.samples_per_second = 36000;
+  resnet.runs = {run};
+  // 25.6M params and 24.5 GFLOP/sample: the CNN is at log distance
+  // sqrt(log10(25.557/20)^2 + log10(24.54/10)^2), the FC far away.
+  SyntheticResult cnn{kCnn, "train", 2e7, 1e10, 128, 500};
+  SyntheticResult fc{kFc, "train", 90, 176, 1333, 3};
+  SyntheticResult infer{kCnn, "infer", 2.55e7, 2.45e10, 1, 1};
+  SideBySide out = MakeSideBySide({resnet}, {fc, cnn, infer}, 2);
+  CHECK_THAT(out.markdown,
+             Contains("| box1 | MLPerf resnet (ResNet-50 v1.5, 224x224) | "
+                      "2.556e+07 | 2.454e+10 | 36000 | 20.5 (score) |"));
+  const size_t first = out.markdown.find("fastest `" + std::string(kCnn));
+  const size_t second = out.markdown.find("fastest `" + std::string(kFc));
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != std::string::npos);
+  CHECK(first < second);  // nearest first; inference cases are not matched
+  const double d = std::sqrt(std::pow(std::log10(25.557e6 / 2e7), 2) +
+                             std::pow(std::log10(3 * 8.18e9 / 1e10), 2));
+  std::ostringstream distance;
+  distance.precision(3);
+  distance << "(distance " << d << ")";
+  CHECK_THAT(out.markdown, Contains(distance.str()));
+  // CSV: header, one MLPerf row, three synthetic rows.
+  CHECK(std::count(out.csv.begin(), out.csv.end(), '\n') == 5);
+  CHECK_THAT(out.csv, Contains("mlperf,box1,resnet,2.556e+07,2.454e+10,36000,20.5,"));
 }
 
 }  // namespace
