@@ -140,6 +140,16 @@ std::string Case::Name() const {
          ToString(mode);
 }
 
+std::string CaseNameOf(std::string reported) {
+  const std::string suffix = "/real_time";
+  if (reported.size() > suffix.size() &&
+      reported.compare(reported.size() - suffix.size(), suffix.size(),
+                       suffix) == 0) {
+    reported.resize(reported.size() - suffix.size());
+  }
+  return reported;
+}
+
 Case ParseCaseName(std::string_view name) {
   std::vector<std::string> parts = Split(name, '/');
   const std::string quoted = "'" + std::string(name) + "'";

@@ -79,6 +79,10 @@ std::string CanonicalValue(const ParamDef& def, std::string_view value);
 DType ParseDType(std::string_view s);
 Mode ParseMode(std::string_view s);
 
+// The canonical name inside a name as Google Benchmark reports it: paradnn
+// times the wall clock, and Google Benchmark appends "/real_time".
+std::string CaseNameOf(std::string reported);
+
 // Parses a canonical case name; backend names are not checked here.
 Case ParseCaseName(std::string_view name);
 

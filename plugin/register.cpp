@@ -166,13 +166,9 @@ Sweep LoadCases(const Options& o) {
                : LoadSweep(o.config, backends);
   }
   Sweep sweep;
-  for (std::string name : o.cases) {
-    // Accept names as Google Benchmark reports them, with its time suffix.
-    const std::string suffix = "/real_time";
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      name.resize(name.size() - suffix.size());
-    }
+  for (const std::string& given : o.cases) {
+    // Accept names as Google Benchmark reports them too.
+    const std::string name = CaseNameOf(given);
     Case c = ParseCaseName(name);
     if (FindBackend(c.backend) == nullptr) {
       throw SpecError("--paradnn_case='" + name + "': '" + c.backend +

@@ -40,12 +40,7 @@ class Reporter : public benchmark::BenchmarkReporter {
 
  private:
   void Write(const Run& run, const Options& flags) {
-    std::string name = run.benchmark_name();
-    const std::string suffix = "/real_time";
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      name.resize(name.size() - suffix.size());
-    }
+    const std::string name = CaseNameOf(run.benchmark_name());
     auto it = TheRun().index.find(name);
     if (it == TheRun().index.end()) return;  // not a paradnn case
     const Entry& e = TheRun().entries[it->second];

@@ -87,12 +87,7 @@ std::vector<SyntheticResult> ReadSyntheticResults(const std::string& path) {
         !b.contains("flop_per_step") || b.value("error_occurred", false)) {
       continue;
     }
-    std::string name = b["run_name"];
-    const std::string suffix = "/real_time";
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      name.resize(name.size() - suffix.size());
-    }
+    const std::string name = CaseNameOf(b["run_name"]);
     if (b.value("run_type", "") == "aggregate") {
       if (b.value("aggregate_name", "") == "median") medians[name] = b;
     } else {

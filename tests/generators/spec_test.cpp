@@ -47,6 +47,15 @@ TEST_CASE("every family's name starts with its prefix and keys in order",
   }
 }
 
+TEST_CASE("names as Google Benchmark reports them", "[spec]") {
+  const std::string name =
+      "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/"
+      "train";
+  CHECK(CaseNameOf(name + "/real_time") == name);
+  CHECK(CaseNameOf(name) == name);
+  CHECK(CaseNameOf("/real_time") == "/real_time");
+}
+
 TEST_CASE("values are canonicalized", "[spec]") {
   ModelSpec m = ModelSpec::Make("FC", {"04", "1024", "2000", "1000", "256"});
   CHECK(m.Name() == "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256");
