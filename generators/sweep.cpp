@@ -37,11 +37,20 @@ class Parser {
         sweep.seed = static_cast<uint64_t>(Integer(v, "seed", 0));
       } else if (key == "threads") {
         sweep.threads = static_cast<int>(Integer(v, "threads", 1));
+      } else if (key == "mlperf_org" || key == "mlperf_system" ||
+                 key == "mlperf_status") {
+        if (!v.IsScalar() || v.Scalar().empty()) {
+          Fail(v.Mark(), Text(v) + " is not a valid " + key +
+                             ": expected a non-empty name");
+        }
+        (key == "mlperf_org"      ? sweep.mlperf_org
+         : key == "mlperf_system" ? sweep.mlperf_system
+                                  : sweep.mlperf_status) = v.Scalar();
       } else if (!ReadDefault(key, v, defaults) && key != "sweeps") {
         Fail(kv.first.Mark(),
              "unknown key '" + key +
-                 "': expected seed, threads, backends, dtypes, modes or "
-                 "sweeps");
+                 "': expected seed, threads, backends, dtypes, modes, "
+                 "mlperf_org, mlperf_system, mlperf_status or sweeps");
       }
     }
     const YAML::Node sweeps = root["sweeps"];

@@ -21,6 +21,8 @@ struct Sweep {
   std::vector<Case> cases;  // unique, in config order
   int threads = 0;          // 0: all cores
   uint64_t seed = 1;
+  // Who and what MLPerf outputs name (empty: the flags' or the defaults).
+  std::string mlperf_org, mlperf_system, mlperf_status;
 };
 
 // `backends` lists the names a config may use.

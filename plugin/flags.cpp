@@ -52,11 +52,14 @@ po::options_description Describe(Options& o, std::string& backends,
       ("paradnn_mlperf_package", po::value(&o.mlperf_package),
        "write an MLPerf results package (systems/, results/) into this folder")
       ("paradnn_mlperf_org", po::value(&o.mlperf_org),
-       "submitter in MLPerf logs and packages (default: paradnn)")
+       "submitter in MLPerf outputs (default: the config's mlperf_org, "
+       "else paradnn)")
       ("paradnn_mlperf_system", po::value(&o.mlperf_system),
-       "system name in MLPerf logs and packages (default: the host name)")
+       "system in MLPerf outputs (default: the config's mlperf_system, else "
+       "the host name)")
       ("paradnn_mlperf_status", po::value(&o.mlperf_status),
-       "submission status in MLPerf logs and packages (default: onprem)");
+       "submission status in MLPerf outputs (default: the config's "
+       "mlperf_status, else onprem)");
   return d;
 }
 

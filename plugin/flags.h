@@ -25,9 +25,8 @@ struct Options {
   bool progress = true;
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
-  std::string mlperf_org = "paradnn";
-  std::string mlperf_system;  // empty: the host name
-  std::string mlperf_status = "onprem";
+  // Empty: the config's, else "paradnn", the host name and "onprem".
+  std::string mlperf_org, mlperf_system, mlperf_status;
 };
 
 // Removes every --paradnn_* argument (and the value of "--paradnn_x value")

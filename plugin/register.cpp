@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "adapters/mlperf/package.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
 #include "generators/sweep.h"
@@ -231,6 +232,14 @@ Benchmarks RegisterWith(int* argc, char** argv) {
                        : static_cast<int64_t>(0.8 * AvailableMemory());
   run.progress = o.progress;
   run.flags = o;
+  // MLPerf names: the flag, else the config, else the default.
+  auto pick = [](std::string& flag, const std::string& config,
+                 std::string fallback) {
+    if (flag.empty()) flag = config.empty() ? fallback : config;
+  };
+  pick(run.flags.mlperf_org, sweep.mlperf_org, "paradnn");
+  pick(run.flags.mlperf_system, sweep.mlperf_system, HostName());
+  pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
 
   benchmark::AddCustomContext("paradnn_config",
                               o.config.empty() && o.cases.empty()

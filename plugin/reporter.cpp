@@ -44,8 +44,7 @@ class Reporter : public benchmark::BenchmarkReporter {
     auto it = TheRun().index.find(name);
     if (it == TheRun().index.end()) return;  // not a paradnn case
     const Entry& e = TheRun().entries[it->second];
-    const std::string system =
-        flags.mlperf_system.empty() ? HostName() : flags.mlperf_system;
+    const std::string& system = flags.mlperf_system;
     CaseRun r;
     r.case_name = name;
     r.family = e.c.model.family;

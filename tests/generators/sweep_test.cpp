@@ -62,6 +62,7 @@ TEST_CASE("values, lists and ranges expand as a Cartesian product",
   Sweep s = Parse(R"(
 seed: 3
 threads: 2
+mlperf_org: acme
 backends: [torch, onednn]
 modes: [train, infer]
 sweeps:
@@ -75,6 +76,8 @@ sweeps:
 )");
   CHECK(s.seed == 3);
   CHECK(s.threads == 2);
+  CHECK(s.mlperf_org == "acme");
+  CHECK(s.mlperf_status.empty());
   // layers 4, 8, 16 x nodes 2 x input 2000, 4000, 6000 x 2 backends x 2 modes
   REQUIRE(s.cases.size() == 3 * 2 * 3 * 2 * 2);
   CHECK(s.cases.front().Name() ==
@@ -139,6 +142,8 @@ TEST_CASE("bad configs name the file, line, column, value and expectation",
   CheckError("threads: 0\nsweeps: []\n", "1:10",
              "'0' is not a valid threads: expected an integer of at least 1");
   CheckError("sweep:\n  - family: FC\n", "1:1", "unknown key 'sweep'");
+  CheckError("mlperf_org: [a, b]\nsweeps: []\n", "1:13",
+             "is not a valid mlperf_org: expected a non-empty name");
   CheckError("sweeps: [\n", "2:1", "invalid YAML");
   CheckError("sweeps: []\n", "1:9", "'sweeps' should be a non-empty list");
 }
