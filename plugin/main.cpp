@@ -75,7 +75,7 @@ int MlperfReport(int argc, char** argv) {
   }
   try {
     const auto real = paradnn::SummarizeMlperf(mlperf);
-    const auto synthetic = paradnn::ReadSyntheticResults(results);
+    const auto synthetic = paradnn::ReadResults(results).cases;
     const auto report = paradnn::MakeSideBySide(real, synthetic);
     std::filesystem::create_directories(out);
     std::ofstream(out + "/side_by_side.md") << report.markdown;

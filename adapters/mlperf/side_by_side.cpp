@@ -29,12 +29,6 @@ const std::vector<ReferenceModel>& ReferenceModels() {
 
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::string Num(double v, int precision = 4) {
   std::ostringstream s;
   s.precision(precision);
@@ -42,18 +36,8 @@ std::string Num(double v, int precision = 4) {
   return s.str();
 }
 
-// Google Benchmark's real_time is per iteration, in time_unit.
-double StepMs(const json& run) {
-  const std::string unit = run.value("time_unit", "ns");
-  const double scale = unit == "s"    ? 1e3
-                       : unit == "ms" ? 1
-                       : unit == "us" ? 1e-3
-                                      : 1e-6;
-  return run.at("real_time").get<double>() * scale;
-}
-
 // Distance in log10 space over the dimensions both sides have.
-double Distance(const ReferenceModel& m, const SyntheticResult& s) {
+double Distance(const ReferenceModel& m, const CaseResult& s) {
   double d = std::pow(std::log10(m.params) - std::log10(s.params), 2);
   if (m.train_flop_per_sample) {
     d += std::pow(std::log10(*m.train_flop_per_sample) -
@@ -65,64 +49,8 @@ double Distance(const ReferenceModel& m, const SyntheticResult& s) {
 
 }  // namespace
 
-std::vector<SyntheticResult> ReadSyntheticResults(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open the results file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path + ": not JSON: " + e.what());
-  }
-  if (!j.is_object() || !j.contains("benchmarks") ||
-      !j["benchmarks"].is_array()) {
-    throw std::runtime_error(path +
-                             ": not Google Benchmark JSON (no 'benchmarks')");
-  }
-  // Per case: the median aggregate, else the median of its repetitions.
-  std::map<std::string, std::vector<json>> runs;
-  std::map<std::string, json> medians;
-  for (const json& b : j["benchmarks"]) {
-    if (!b.contains("run_name") || !b.contains("params") ||
-        !b.contains("flop_per_step") || b.value("error_occurred", false)) {
-      continue;
-    }
-    const std::string name = CaseNameOf(b["run_name"]);
-    if (b.value("run_type", "") == "aggregate") {
-      if (b.value("aggregate_name", "") == "median") medians[name] = b;
-    } else {
-      runs[name].push_back(b);
-    }
-  }
-  if (runs.empty() && medians.empty()) {
-    throw std::runtime_error(path + ": no paradnn cases (no benchmark has "
-                             "the params and flop_per_step counters)");
-  }
-  std::vector<SyntheticResult> out;
-  for (const auto& [name, list] : runs) {
-    SyntheticResult s;
-    s.name = name;
-    Case c;
-    try {
-      c = ParseCaseName(name);
-    } catch (const SpecError&) {
-      continue;  // a counter of that name from another benchmark
-    }
-    s.mode = ToString(c.mode);
-    const double batch = static_cast<double>(c.model.Int("batch"));
-    s.params = list[0]["params"];
-    s.flop_per_sample = list[0]["flop_per_step"].get<double>() / batch;
-    std::vector<double> ms;
-    for (const json& r : list) ms.push_back(StepMs(r));
-    s.step_ms = medians.count(name) ? StepMs(medians[name]) : Median(ms);
-    s.samples_per_second = batch / (s.step_ms / 1e3);
-    out.push_back(s);
-  }
-  return out;
-}
-
 SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
-                          const std::vector<SyntheticResult>& synthetic,
+                          const std::vector<CaseResult>& synthetic,
                           int nearest) {
   std::ostringstream md, csv;
   md << "# MLPerf results and paradnn's synthetic models\n\n"
@@ -150,7 +78,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     csv << "mlperf," << b.system_name << "," << b.benchmark << "," << params
         << "," << flops << "," << rate << "," << score << ",\n";
   }
-  for (const SyntheticResult& s : synthetic) {
+  for (const CaseResult& s : synthetic) {
     md << "| this machine | `" << s.name << "` | " << Num(s.params) << " | "
        << Num(s.flop_per_sample) << " | " << Num(s.samples_per_second, 6)
        << " | " << Num(s.step_ms, 6) << " (step) |\n";
@@ -172,12 +100,12 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     }
     // One line per distinct size: cases differing only in batch, backend
     // or data type have the same params and FLOPs per sample.
-    std::map<std::pair<double, double>, std::vector<const SyntheticResult*>>
+    std::map<std::pair<double, double>, std::vector<const CaseResult*>>
         sizes;
-    for (const SyntheticResult& s : synthetic) {
-      if (s.mode == "train") sizes[{s.params, s.flop_per_sample}].push_back(&s);
+    for (const CaseResult& s : synthetic) {
+      if (s.c.mode == Mode::kTrain) sizes[{s.params, s.flop_per_sample}].push_back(&s);
     }
-    std::vector<std::vector<const SyntheticResult*>> ranked;
+    std::vector<std::vector<const CaseResult*>> ranked;
     for (auto& [size, cases] : sizes) ranked.push_back(cases);
     std::sort(ranked.begin(), ranked.end(), [&](auto& a, auto& c) {
       return Distance(*m, *a[0]) < Distance(*m, *c[0]);
@@ -185,7 +113,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     if (ranked.empty()) md << "No synthetic training cases in the results.\n";
     for (int i = 0; i < nearest && i < static_cast<int>(ranked.size()); ++i) {
       const auto& cases = ranked[i];
-      const SyntheticResult* best = *std::max_element(
+      const CaseResult* best = *std::max_element(
           cases.begin(), cases.end(), [](auto* a, auto* c) {
             return a->samples_per_second < c->samples_per_second;
           });

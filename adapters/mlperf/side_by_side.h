@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "adapters/mlperf/reader.h"
+#include "analysis/results.h"
 
 namespace paradnn {
 
@@ -20,26 +21,12 @@ struct ReferenceModel {
 };
 const std::vector<ReferenceModel>& ReferenceModels();
 
-struct SyntheticResult {
-  std::string name;  // canonical case name
-  std::string mode;
-  double params = 0;
-  double flop_per_sample = 0;
-  double samples_per_second = 0;
-  double step_ms = 0;
-};
-
-// The paradnn cases of a Google Benchmark JSON file: medians of repetitions
-// where Google Benchmark reported them. Throws std::runtime_error naming the
-// file when it is not Google Benchmark JSON with paradnn counters.
-std::vector<SyntheticResult> ReadSyntheticResults(const std::string& path);
-
 struct SideBySide {
   std::string markdown, csv;
 };
 
 SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
-                          const std::vector<SyntheticResult>& synthetic,
+                          const std::vector<CaseResult>& synthetic,
                           int nearest = 3);
 
 }  // namespace paradnn

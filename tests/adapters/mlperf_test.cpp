@@ -265,10 +265,12 @@ TEST_CASE("results JSON: per case, the median of repetitions", "[mlperf]") {
           Bench(kCnn, 1, 2e7, 6.4e11, ", \"error_occurred\": true") +
           ", {\"name\": \"BM_Other\", \"run_name\": \"BM_Other\", "
           "\"real_time\": 1}]}");
-  std::vector<SyntheticResult> r = ReadSyntheticResults(p.string());
+  Results results = ReadResults(p.string());
+  const std::vector<CaseResult>& r = results.cases;
   REQUIRE(r.size() == 2);
-  const SyntheticResult& cnn = r[0].name == kCnn ? r[0] : r[1];
-  const SyntheticResult& fc = r[0].name == kFc ? r[0] : r[1];
+  CHECK(results.failed == std::vector<std::string>{kCnn});
+  const CaseResult& cnn = r[0].name == kCnn ? r[0] : r[1];
+  const CaseResult& fc = r[0].name == kFc ? r[0] : r[1];
   CHECK(fc.step_ms == Approx(3));  // median of 2, 4, 3
   CHECK(fc.samples_per_second == Approx(4 / 0.003));
   CHECK(fc.flop_per_sample == Approx(704 / 4.0));
@@ -277,16 +279,19 @@ TEST_CASE("results JSON: per case, the median of repetitions", "[mlperf]") {
 }
 
 TEST_CASE("results JSON that is not paradnn's says so", "[mlperf]") {
-  CHECK_THROWS_WITH(ReadSyntheticResults(Scratch("none.json").string()),
+  CHECK_THROWS_WITH(ReadResults(Scratch("none.json").string()),
                     Contains("cannot open the results file"));
   CHECK_THROWS_WITH(
-      ReadSyntheticResults(ResultsFile("list.json", "[1, 2]").string()),
+      ReadResults(ResultsFile("list.json", "[1, 2]").string()),
       Contains("not Google Benchmark JSON"));
   CHECK_THROWS_WITH(
-      ReadSyntheticResults(ResultsFile("broken.json", "{\"bench").string()),
+      ReadResults(ResultsFile("broken.json", "{\"bench").string()),
       Contains("not JSON"));
   CHECK_THROWS_WITH(
-      ReadSyntheticResults(
+      ReadResults(ResultsFile("empty.json", "{\"benchmarks\": []}").string()),
+      Contains("no benchmarks in the file"));
+  CHECK_THROWS_WITH(
+      ReadResults(
           ResultsFile("other.json",
                       "{\"benchmarks\": [{\"name\": \"BM_X\", "
                       "\"run_name\": \"BM_X\", \"real_time\": 1}]}")
@@ -307,9 +312,22 @@ TEST_CASE("side by side: real rows, synthetic rows, nearest sizes",
   resnet.runs = {run};
   // 25.6M params and 24.5 GFLOP/sample: the CNN is at log distance
   // sqrt(log10(25.557/20)^2 + log10(24.54/10)^2), the FC far away.
-  SyntheticResult cnn{kCnn, "train", 2e7, 1e10, 128, 500};
-  SyntheticResult fc{kFc, "train", 90, 176, 1333, 3};
-  SyntheticResult infer{kCnn, "infer", 2.55e7, 2.45e10, 1, 1};
+  auto result = [](const std::string& name, double params, double flops,
+                   double rate, double ms) {
+    CaseResult r;
+    r.c = ParseCaseName(name);
+    r.name = name;
+    r.params = params;
+    r.flop_per_sample = flops;
+    r.samples_per_second = rate;
+    r.step_ms = ms;
+    return r;
+  };
+  std::string infer_name = kCnn;
+  infer_name.replace(infer_name.size() - 5, 5, "infer");
+  CaseResult cnn = result(kCnn, 2e7, 1e10, 128, 500);
+  CaseResult fc = result(kFc, 90, 176, 1333, 3);
+  CaseResult infer = result(infer_name, 2.55e7, 2.45e10, 1, 1);
   SideBySide out = MakeSideBySide({resnet}, {fc, cnn, infer}, 2);
   CHECK_THAT(out.markdown,
              Contains("| box1 | MLPerf resnet (ResNet-50 v1.5, 224x224) | "

@@ -1,0 +1,107 @@
+#include "analysis/results.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace paradnn {
+using nlohmann::json;
+
+double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const double at = p / 100.0 * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(at));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - lo) * (v[hi] - v[lo]);
+}
+
+namespace {
+
+// Google Benchmark's real_time is per iteration, in time_unit.
+double StepMs(const json& run) {
+  const std::string unit = run.value("time_unit", "ns");
+  const double scale = unit == "s"    ? 1e3
+                       : unit == "ms" ? 1
+                       : unit == "us" ? 1e-3
+                                      : 1e-6;
+  return run.at("real_time").get<double>() * scale;
+}
+
+}  // namespace
+
+Results ReadResults(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the results file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("benchmarks") ||
+      !j["benchmarks"].is_array()) {
+    throw std::runtime_error(path +
+                             ": not Google Benchmark JSON (no 'benchmarks')");
+  }
+  if (j["benchmarks"].empty()) {
+    throw std::runtime_error(path + ": no benchmarks in the file");
+  }
+  Results results;
+  results.path = path;
+  std::map<std::string, std::vector<json>> runs;
+  std::map<std::string, json> medians;
+  for (const json& b : j["benchmarks"]) {
+    if (!b.contains("run_name") || !b["run_name"].is_string()) continue;
+    const std::string name = CaseNameOf(b["run_name"]);
+    if (b.value("error_occurred", false)) {
+      results.failed.push_back(name);
+      continue;
+    }
+    if (!b.contains("params") || !b.contains("flop_per_step") ||
+        !b.contains("real_time")) {
+      continue;
+    }
+    if (b.value("run_type", "") == "aggregate") {
+      if (b.value("aggregate_name", "") == "median") medians[name] = b;
+    } else {
+      runs[name].push_back(b);
+    }
+  }
+  for (const auto& [name, list] : runs) {
+    CaseResult r;
+    try {
+      r.c = ParseCaseName(name);
+    } catch (const SpecError&) {
+      continue;  // counters of these names from another benchmark
+    }
+    r.name = name;
+    const json& first = list[0];
+    r.params = first["params"];
+    r.flop_per_step = first["flop_per_step"];
+    r.bytes_per_step = first.value("bytes_per_step", 0.0);
+    r.intensity = first.value("intensity", 0.0);
+    const double batch = static_cast<double>(r.c.model.Int("batch"));
+    r.flop_per_sample = r.flop_per_step / batch;
+    std::vector<double> ms;
+    for (const json& run : list) ms.push_back(StepMs(run));
+    r.step_ms = medians.count(name) ? StepMs(medians.at(name)) : Median(ms);
+    r.samples_per_second = batch / (r.step_ms / 1e3);
+    r.flops = r.flop_per_step / (r.step_ms / 1e3);
+    results.cases.push_back(std::move(r));
+  }
+  if (results.cases.empty()) {
+    throw std::runtime_error(
+        path + ": no paradnn cases (no benchmark has paradnn's counters "
+               "params and flop_per_step" +
+        (results.failed.empty() ? "" : ", or every case failed") + ")");
+  }
+  return results;
+}
+
+}  // namespace paradnn

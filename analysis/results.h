@@ -1,0 +1,41 @@
+// paradnn's cases in a Google Benchmark JSON results file: the one reader
+// that reports, comparisons and the MLPerf side-by-side table share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "generators/spec.h"
+
+namespace paradnn {
+
+struct CaseResult {
+  Case c;
+  std::string name;  // canonical
+  double params = 0;
+  double flop_per_step = 0;
+  double flop_per_sample = 0;
+  double bytes_per_step = 0;
+  double intensity = 0;
+  double step_ms = 0;  // median over repetitions
+  double samples_per_second = 0;
+  double flops = 0;  // FLOP/s
+};
+
+struct Results {
+  std::string path;
+  std::vector<CaseResult> cases;  // sorted by name
+  std::vector<std::string> failed;  // cases that reported an error
+};
+
+// Reads a results file; per case the median aggregate where Google Benchmark
+// reported one, else the median of its repetitions. Throws
+// std::runtime_error naming the file when it is not Google Benchmark JSON,
+// is empty, or has no paradnn counters.
+Results ReadResults(const std::string& path);
+
+double Median(std::vector<double> v);
+// The p-th percentile (0..100), linear between order statistics.
+double Percentile(std::vector<double> v, double p);
+
+}  // namespace paradnn
