@@ -47,6 +47,8 @@ po::options_description Describe(Options& o, std::string& backends,
        "80% of available memory)")
       ("paradnn_progress", po::value(&o.progress),
        "print progress lines on stderr (default: true)")
+      ("paradnn_platform", po::value(&o.platform),
+       "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")
       ("paradnn_mllog", po::value(&o.mllog),
        "write an MLPerf training-style log per case run into this folder")
       ("paradnn_mlperf_package", po::value(&o.mlperf_package),

@@ -23,6 +23,7 @@ struct Options {
   int64_t seed = -1;               // -1: the config's
   int64_t max_memory = 0;          // bytes; 0: 80% of available memory
   bool progress = true;
+  std::string platform;  // peaks for flops_util (paradnn calibrate)
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".

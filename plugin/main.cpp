@@ -3,6 +3,7 @@
 //   paradnn [--paradnn_* flags] [--benchmark_* flags]
 //   paradnn mlperf-summary DIR [--format=json|csv]
 //   paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
+//   paradnn calibrate [-o platform.json] [--threads=N]
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -10,9 +11,11 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
+#include "analysis/calibrate.h"
 #include "paradnn/paradnn.h"
 
 namespace {
@@ -90,9 +93,43 @@ int MlperfReport(int argc, char** argv) {
   return 0;
 }
 
+// paradnn calibrate [-o platform.json] [--threads N]
+int CalibrateCommand(int argc, char** argv) {
+  std::string out;
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-o" && i + 1 < argc) {
+      out = argv[++i];
+    } else if (arg.rfind("--threads=", 0) == 0) {
+      threads = std::atoi(arg.c_str() + 10);
+    } else {
+      std::cerr << "usage: paradnn calibrate [-o platform.json] "
+                   "[--threads=N]\n";
+      return 2;
+    }
+  }
+  if (threads <= 0) {
+    std::cerr << "paradnn calibrate: --threads needs a positive count\n";
+    return 2;
+  }
+  const std::string json =
+      paradnn::PlatformJson(paradnn::Calibrate(threads));
+  if (out.empty()) {
+    std::cout << json;
+  } else {
+    std::ofstream(out) << json;
+    std::cerr << "calibrate: wrote " << out << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0) {
+    return CalibrateCommand(argc, argv);
+  }
   if (argc > 1 && std::strcmp(argv[1], "mlperf-report") == 0) {
     return MlperfReport(argc, argv);
   }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "adapters/mlperf/package.h"
+#include "analysis/calibrate.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
 #include "generators/sweep.h"
@@ -155,6 +156,11 @@ void RunCase(benchmark::State& state, int index) {
   state.counters["params"] = static_cast<double>(e.cost.params);
   state.counters["bytes_per_step"] = static_cast<double>(e.cost.bytes);
   state.counters["intensity"] = e.cost.intensity;
+  const auto peak = run.peak_flops.find(ToString(e.c.dtype));
+  if (peak != run.peak_flops.end()) {
+    state.counters["flops_util"] =
+        Counter(flops / peak->second, Counter::kIsIterationInvariantRate);
+  }
   e.status = Status::kPassed;
 }
 
@@ -219,6 +225,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     }
     sweep = LoadCases(o);
     sweep.cases = Override(sweep.cases, o);
+    if (!o.platform.empty()) run.peak_flops = LoadPlatform(o.platform).peak_flops;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "paradnn: %s\n", ex.what());
     std::exit(2);

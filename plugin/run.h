@@ -30,6 +30,7 @@ struct Run {
   Options flags;
   RunOptions options;
   int64_t max_memory = 0;
+  std::map<std::string, double> peak_flops;  // from --paradnn_platform
   bool progress = true;
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.

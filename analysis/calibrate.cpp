@@ -1,0 +1,153 @@
+#include "analysis/calibrate.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <vector>
+
+#include "adapters/mlperf/package.h"
+#include "backends/backend.h"
+#include "generators/cost.h"
+
+namespace paradnn {
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One 4096 x 4096 x 4096-class GEMM per layer: the shape where BLAS-like
+// libraries reach their peak.
+constexpr char kGemmModel[] =
+    "FC/layers:1/nodes:4096/input:4096/output:4096/batch:2048";
+
+double BestFlops(const Backend& backend, const Case& c, int threads) {
+  const Graph g = c.model.BuildGraph();
+  RunOptions opt;
+  opt.threads = threads;
+  auto runner = backend.Prepare(c, g, opt);
+  const double flops = static_cast<double>(ComputeCost(g, c.mode, c.dtype).flops);
+  double best = 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = Clock::now();
+    runner->Step();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, flops / s);
+    if (i >= 2 && std::chrono::duration<double>(Clock::now() - start).count() > 3) {
+      break;
+    }
+  }
+  return best;
+}
+
+std::string CpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+double StreamTriad(size_t bytes_per_array, int threads, int repeats) {
+  const size_t n = bytes_per_array / sizeof(double);
+  std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
+  const double s = 3.0;
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 3.0 * n * sizeof(double) / t);
+  }
+  if (a[n / 2] != 7.0) throw std::logic_error("STREAM triad computed wrongly");
+  return best;
+}
+
+Platform Calibrate(int threads) {
+  Platform p;
+  p.name = HostName();
+  p.description = CpuName() + ", " + std::to_string(threads) + " threads";
+  for (const std::string& name : BackendNames()) {
+    const Backend* backend = FindBackend(name);
+    for (const char* dtype : {"fp32", "bf16"}) {
+      const Case c = ParseCaseName(std::string(kGemmModel) + "/" + name + "/" +
+                                   dtype + "/infer");
+      const std::string why = backend->Unsupported(c);
+      if (!why.empty()) {
+        std::cerr << "calibrate: " << c.Name() << ": skipped: " << why << "\n";
+        continue;
+      }
+      try {
+        const double f = BestFlops(*backend, c, threads);
+        std::cerr << "calibrate: " << c.Name() << ": " << f / 1e9
+                  << " GFLOP/s\n";
+        p.peak_flops[dtype] = std::max(p.peak_flops[dtype], f);
+      } catch (const std::exception& e) {
+        std::cerr << "calibrate: " << c.Name() << ": failed: " << e.what()
+                  << "\n";
+      }
+    }
+  }
+  p.memory_bandwidth = StreamTriad(size_t{256} << 20, threads, 5);
+  std::cerr << "calibrate: STREAM triad " << p.memory_bandwidth / 1e9
+            << " GB/s\n";
+  return p;
+}
+
+std::string PlatformJson(const Platform& p) {
+  json j;
+  j["name"] = p.name;
+  j["description"] = p.description;
+  j["peak_flops"] = p.peak_flops;
+  j["memory_bandwidth"] = p.memory_bandwidth;
+  return j.dump(2) + "\n";
+}
+
+Platform LoadPlatform(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the platform file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  Platform p;
+  p.name = j.value("name", "");
+  p.description = j.value("description", "");
+  if (!j.contains("peak_flops") || !j["peak_flops"].is_object() ||
+      j["peak_flops"].empty()) {
+    throw std::runtime_error(
+        path + ": field 'peak_flops' is missing: expected an object of peak "
+               "FLOP/s per data type, e.g. {\"fp32\": 2.2e11}");
+  }
+  for (const auto& [dtype, v] : j["peak_flops"].items()) {
+    if (!v.is_number() || v.get<double>() <= 0) {
+      throw std::runtime_error(path + ": field 'peak_flops." + dtype +
+                               "' is " + v.dump() +
+                               ": expected a positive FLOP/s");
+    }
+    p.peak_flops[dtype] = v;
+  }
+  if (!j.contains("memory_bandwidth") || !j["memory_bandwidth"].is_number() ||
+      j["memory_bandwidth"].get<double>() <= 0) {
+    throw std::runtime_error(path +
+                             ": field 'memory_bandwidth' is missing or not a "
+                             "positive number of bytes per second");
+  }
+  p.memory_bandwidth = j["memory_bandwidth"];
+  return p;
+}
+
+}  // namespace paradnn

@@ -1,0 +1,28 @@
+// The platform file: peak FLOP/s per data type and memory bandwidth, measured
+// here (paradnn calibrate) or written by hand from a data sheet.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace paradnn {
+
+struct Platform {
+  std::string name;
+  std::string description;
+  std::map<std::string, double> peak_flops;  // "fp32", "bf16" -> FLOP/s
+  double memory_bandwidth = 0;               // bytes/s
+};
+
+// Measures large GEMM-shaped FC cases on every backend that runs here and a
+// STREAM triad, with `threads` threads; progress on stderr.
+Platform Calibrate(int threads);
+
+std::string PlatformJson(const Platform& p);
+// Throws std::runtime_error naming the file and the missing or bad field.
+Platform LoadPlatform(const std::string& path);
+
+// FLOP/s of a STREAM-like triad a = b + s * c over `bytes` per array.
+double StreamTriad(size_t bytes_per_array, int threads, int repeats);
+
+}  // namespace paradnn
