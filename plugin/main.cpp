@@ -4,6 +4,7 @@
 //   paradnn mlperf-summary DIR [--format=json|csv]
 //   paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
 //   paradnn calibrate [-o platform.json] [--threads=N]
+//   paradnn report RESULTS.json [--vs B.json] [--a SEL --b SEL] -o DIR
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
+#include "analysis/report.h"
 #include "paradnn/paradnn.h"
 
 namespace {
@@ -124,9 +126,54 @@ int CalibrateCommand(int argc, char** argv) {
   return 0;
 }
 
+// paradnn report RESULTS.json [--vs OTHER.json] [--a SEL --b SEL]
+//                [--platform P.json] [--color PARAM] -o DIR
+int ReportCommand(int argc, char** argv) {
+  paradnn::ReportOptions o;
+  const std::string usage =
+      "usage: paradnn report RESULTS.json [--vs OTHER.json] [--a SELECTOR "
+      "--b SELECTOR] [--platform P.json] [--color PARAM] -o DIR\n";
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string* target = arg == "--vs"         ? &o.vs
+                          : arg == "--a"        ? &o.a_select
+                          : arg == "--b"        ? &o.b_select
+                          : arg == "--platform" ? &o.platform
+                          : arg == "--color"    ? &o.color
+                          : arg == "-o"         ? &o.out
+                                                : nullptr;
+    if (target != nullptr && i + 1 < argc) {
+      *target = argv[++i];
+    } else if (target == nullptr && o.results.empty() && arg[0] != '-') {
+      o.results = arg;
+    } else {
+      std::cerr << usage;
+      return 2;
+    }
+  }
+  if (o.results.empty() || o.out.empty() ||
+      o.a_select.empty() != o.b_select.empty()) {
+    std::cerr << usage;
+    return 2;
+  }
+  try {
+    for (const std::string& note : paradnn::WriteReport(o)) {
+      std::cerr << "report: " << note << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "paradnn report: " << e.what() << "\n";
+    return 2;
+  }
+  std::cerr << "report: wrote " << o.out << "/index.html\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "report") == 0) {
+    return ReportCommand(argc, argv);
+  }
   if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0) {
     return CalibrateCommand(argc, argv);
   }

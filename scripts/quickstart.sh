@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the default sweep
-# (configs/quickstart.yaml), leaving results/quickstart.json (Google
-# Benchmark JSON) and results/quickstart.txt (the table).
+# Installs what is missing, builds, measures this machine's peaks, runs the
+# default sweep (configs/quickstart.yaml) on both backends and writes the
+# report:
+#   results/platform.json     peak FLOP/s (fp32, bf16) and memory bandwidth
+#   results/quickstart.json   Google Benchmark JSON, with flops_util
+#   results/quickstart.txt    the table
+#   results/report/index.html roofline, heat maps, regressions, oneDNN vs LibTorch
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
-mkdir -p "$root/results"
+results="$root/results"
+mkdir -p "$results"
+"$root/build/paradnn" calibrate -o "$results/platform.json"
 "$root/build/paradnn" --paradnn_config="$root/configs/quickstart.yaml" \
-  --benchmark_out="$root/results/quickstart.json" --benchmark_out_format=json \
-  "$@" | tee "$root/results/quickstart.txt"
-echo "results: $root/results/quickstart.json, $root/results/quickstart.txt"
+  --paradnn_platform="$results/platform.json" \
+  --benchmark_out="$results/quickstart.json" --benchmark_out_format=json \
+  "$@" | tee "$results/quickstart.txt"
+"$root/build/paradnn" report "$results/quickstart.json" --a /onednn/ --b /torch/ \
+  --platform "$results/platform.json" -o "$results/report"
+echo "results: $results/quickstart.json, $results/quickstart.txt; report: $results/report/index.html"

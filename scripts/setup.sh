@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages paradnn needs, only those missing, and
 # makes sure LibTorch's BLAS is OpenBLAS rather than the reference BLAS.
-#   scripts/setup.sh          build, run and test dependencies
+#   scripts/setup.sh          build and run dependencies
+#   scripts/setup.sh --test   also what the tests use (Chromium opens reports)
 #   scripts/setup.sh --bench  also what bench/ compares against
 set -euo pipefail
 
 packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           libyaml-cpp-dev libboost-program-options-dev catch2
-          nlohmann-json3-dev libopenblas0-openmp)
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch)
-fi
+          nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox)
+case "${1:-}" in
+  --test) packages+=(chromium) ;;
+  --bench) packages+=(python3-torch) ;;
+esac
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi

@@ -1,0 +1,358 @@
+#include "analysis/report.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "analysis/calibrate.h"
+#include "analysis/results.h"
+#include "analysis/stats.h"
+
+namespace paradnn {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kTerminal =
+    "set terminal svg size 900,560 dynamic enhanced font 'sans,11' "
+    "background rgb 'white'\n";
+
+// The two parameters of each family's heat map.
+const std::map<std::string, std::pair<std::string, std::string>> kHeatAxes = {
+    {"FC", {"batch", "nodes"}},
+    {"CNN", {"batch", "filters"}},
+    {"RNN", {"batch", "embed"}},
+};
+
+std::string Html(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string Num(double v, int precision = 4) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << v;
+  return s.str();
+}
+
+class Report {
+ public:
+  explicit Report(const ReportOptions& o) : o_(o) {}
+
+  std::vector<std::string> Write() {
+    if (std::system("gnuplot --version > /dev/null 2>&1") != 0) {
+      throw std::runtime_error(
+          "gnuplot is not installed: scripts/setup.sh installs gnuplot-nox");
+    }
+    fs::create_directories(o_.out);
+    a_ = ReadResults(o_.results);
+    for (const std::string& f : a_.failed) {
+      notes_.push_back("failed or skipped in " + o_.results + ": " + f);
+    }
+    if (!o_.platform.empty()) {
+      try {
+        platform_ = LoadPlatform(o_.platform);
+        have_platform_ = true;
+      } catch (const std::exception& e) {
+        notes_.push_back(std::string(e.what()) +
+                         ": roofs and utilization left out");
+      }
+    }
+    html_ << "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+          << "<title>paradnn report</title><style>body{font-family:sans-serif;"
+             "max-width:1000px;margin:auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+             "img{max-width:100%}</style></head><body>\n"
+          << "<h1>paradnn report</h1>\n<p>Results: <code>" << Html(o_.results)
+          << "</code>, " << a_.cases.size() << " cases (medians of "
+          << "repetitions).";
+    if (have_platform_) {
+      html_ << " Platform: " << Html(platform_.name) << " ("
+            << Html(platform_.description) << ").";
+    }
+    html_ << "</p>\n";
+    Roofline();
+    for (const auto& [family, axes] : kHeatAxes) HeatMap(family, axes);
+    Regressions();
+    if (!o_.vs.empty() || !o_.a_select.empty()) Speedups();
+    if (!notes_.empty()) {
+      html_ << "<h2>Not reported</h2>\n<ul>\n";
+      for (const std::string& n : notes_) html_ << "<li>" << Html(n) << "</li>\n";
+      html_ << "</ul>\n";
+    }
+    // The page checks that every plot loaded (the tests read this line).
+    html_ << "<p id='status'>loading</p>\n<script>window.addEventListener("
+             "'load',()=>{const imgs=[...document.images];const bad=imgs."
+             "filter(i=>!i.complete||i.naturalWidth===0).length;document."
+             "getElementById('status').textContent='plots: '+imgs.length+"
+             "' loaded: '+(imgs.length-bad)+' failed: '+bad;});</script>\n"
+          << "</body></html>\n";
+    std::ofstream(o_.out + "/index.html") << html_.str();
+    return notes_;
+  }
+
+ private:
+  void Gnuplot(const std::string& name, const std::string& script) {
+    const std::string path = o_.out + "/" + name + ".gp";
+    std::ofstream(path) << kTerminal << "set output '" << name << ".svg'\n"
+                        << "set datafile separator ','\n" << script;
+    const std::string cmd = "cd '" + o_.out + "' && gnuplot '" + name +
+                            ".gp' 2> '" + name + ".gnuplot.log'";
+    if (std::system(cmd.c_str()) != 0) {
+      throw std::runtime_error("gnuplot failed on " + path + " (see " + o_.out +
+                               "/" + name + ".gnuplot.log)");
+    }
+    fs::remove(o_.out + "/" + name + ".gnuplot.log");
+  }
+
+  void Figure(const std::string& name, const std::string& caption) {
+    html_ << "<figure><img src='" << name << ".svg' alt='" << Html(caption)
+          << "'><figcaption>" << Html(caption) << " (<a href='" << name
+          << ".csv'>data</a>)</figcaption></figure>\n";
+  }
+
+  double Peak(const CaseResult& r) const {
+    auto it = platform_.peak_flops.find(ToString(r.c.dtype));
+    return it == platform_.peak_flops.end() ? 0 : it->second;
+  }
+
+  void Roofline() {
+    std::ofstream csv(o_.out + "/roofline.csv");
+    csv << "family,case,intensity,flops\n";
+    for (const CaseResult& r : a_.cases) {
+      csv << r.c.model.family << "," << r.name << "," << r.intensity << ","
+          << r.flops << "\n";
+    }
+    csv.close();  // before gnuplot reads it
+    std::ostringstream gp;
+    gp << "set logscale xy\nset xrange [0.5:*]\n"
+       << "set xlabel 'arithmetic intensity (FLOP/byte)'\n"
+       << "set ylabel 'FLOP/s'\nset key left top\nset grid\n";
+    std::string plots;
+    for (const char* f : {"FC", "CNN", "RNN"}) {
+      if (!plots.empty()) plots += ", ";
+      plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + std::string(f) +
+               "' ? $3 : 1/0):4 with points pt 7 ps 0.8 title '" + f + "'";
+    }
+    if (have_platform_) {
+      gp << "set samples 400\nbw=" << platform_.memory_bandwidth << "\n";
+      for (const auto& [dtype, peak] : platform_.peak_flops) {
+        gp << "roof_" << dtype << "(x) = bw*x < " << peak << " ? bw*x : "
+           << peak << "\n";
+        plots += ", roof_" + dtype + "(x) with lines lw 2 title '" + dtype +
+                 " roof (" + Num(peak / 1e9, 3) + " GFLOP/s, " +
+                 Num(platform_.memory_bandwidth / 1e9, 3) + " GB/s)'";
+      }
+    } else {
+      notes_.push_back("no platform file: the roofline has no roofs");
+    }
+    gp << "plot " << plots << "\n";
+    Gnuplot("roofline", gp.str());
+    html_ << "<h2>Roofline</h2>\n";
+    Figure("roofline", "every case at (intensity, FLOP/s), by family");
+  }
+
+  void HeatMap(const std::string& family,
+               const std::pair<std::string, std::string>& axes) {
+    // Training cases where there are any: one mode per map.
+    std::vector<const CaseResult*> mine;
+    for (Mode m : {Mode::kTrain, Mode::kInfer}) {
+      for (const CaseResult& r : a_.cases) {
+        if (r.c.model.family == family && r.c.mode == m) mine.push_back(&r);
+      }
+      if (!mine.empty()) break;
+    }
+    if (mine.empty()) return;
+    const bool util = have_platform_;
+    std::set<int64_t> xs, ys;
+    std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+    for (const CaseResult* r : mine) {
+      const int64_t x = r->c.model.Int(axes.first);
+      const int64_t y = r->c.model.Int(axes.second);
+      xs.insert(x);
+      ys.insert(y);
+      const double peak = Peak(*r);
+      cells[{x, y}].push_back(util && peak > 0 ? r->flops / peak
+                                               : r->flops / 1e9);
+    }
+    const std::string name = "heatmap_" + family;
+    std::ofstream csv(o_.out + "/" + name + ".csv");
+    csv << "x_index,y_index," << axes.first << "," << axes.second << ","
+        << (util ? "flops_util" : "gflops") << ",cases\n";
+    std::map<int64_t, int> xi, yi;
+    for (int64_t x : xs) xi[x] = static_cast<int>(xi.size());
+    for (int64_t y : ys) yi[y] = static_cast<int>(yi.size());
+    for (const auto& [xy, v] : cells) {
+      csv << xi[xy.first] << "," << yi[xy.second] << "," << xy.first << ","
+          << xy.second << "," << Median(v) << "," << v.size() << "\n";
+    }
+    csv.close();
+    auto tics = [](const std::map<int64_t, int>& idx) {
+      std::string t = "(";
+      for (const auto& [v, i] : idx) {
+        t += (i ? ", '" : "'") + std::to_string(v) + "' " + std::to_string(i);
+      }
+      return t + ")";
+    };
+    std::ostringstream gp;
+    gp << "set xlabel '" << axes.first << "'\nset ylabel '" << axes.second
+       << "'\nset xtics " << tics(xi) << "\nset ytics " << tics(yi)
+       << "\nset cblabel '" << (util ? "FLOP/s utilization" : "GFLOP/s")
+       << "'\nset palette rgb 33,13,10\nset xrange [-0.5:" << xs.size() - 0.5
+       << "]\nset yrange [-0.5:" << ys.size() - 0.5 << "]\n"
+       << "set title '" << family << " (" << ToString(mine[0]->c.mode)
+       << ", median over the other parameters)'\n"
+       << "set style fill solid 1.0 noborder\n"
+       << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
+       << "boxxyerror fc palette notitle, '"
+       << name << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
+       << "notitle\n";
+    Gnuplot(name, gp.str());
+    if (!heat_title_) {
+      html_ << "<h2>Heat maps</h2>\n";
+      heat_title_ = true;
+    }
+    Figure(name, family + ": " + (util ? "utilization" : "GFLOP/s") +
+                     " over " + axes.first + " and " + axes.second);
+  }
+
+  void Regressions() {
+    html_ << "<h2>Which parameters matter</h2>\n<p>Least squares of "
+             "log(examples per second) on the log of each parameter that "
+             "varies: a weight w means throughput grows as parameter^w.</p>\n";
+    for (const char* family : {"FC", "CNN", "RNN"}) {
+      const Regression r = FitFamily(a_.cases, family);
+      if (r.samples < static_cast<int>(r.terms.size()) + 1) {
+        if (r.samples > 0) {
+          notes_.push_back(std::string(family) + ": " +
+                           std::to_string(r.samples) +
+                           " cases are too few for a regression on " +
+                           std::to_string(r.terms.size() - 1) + " parameters");
+        }
+        continue;
+      }
+      const std::string name = std::string("regression_") + family;
+      std::ofstream csv(o_.out + "/" + name + ".csv");
+      csv << "term,weight\n";
+      for (size_t i = 1; i < r.terms.size(); ++i) {
+        csv << r.terms[i] << "," << r.weights[i] << "\n";
+      }
+      csv.close();
+      Gnuplot(name,
+              "set style fill solid 0.6\nset boxwidth 0.6\nset yzeroaxis\n"
+              "set yrange [*<0:0<*]\n"
+              "set xzeroaxis\nset ylabel 'weight on log(parameter)'\n"
+              "set title '" + std::string(family) + ": R^2 = " + Num(r.r2, 3) +
+                  "'\nplot '" + name + ".csv' skip 1 using 0:2:xtic(1) with "
+                  "boxes notitle\n");
+      Figure(name, std::string(family) + " regression weights");
+      html_ << "<table><tr><th>" << family << "</th>";
+      for (size_t i = 1; i < r.terms.size(); ++i) {
+        html_ << "<th>" << Html(r.terms[i]) << "</th>";
+      }
+      html_ << "<th>R²</th><th>cases</th></tr><tr><td>weight</td>";
+      for (size_t i = 1; i < r.weights.size(); ++i) {
+        html_ << "<td>" << Num(r.weights[i], 3) << "</td>";
+      }
+      html_ << "<td>" << Num(r.r2, 3) << "</td><td>" << r.samples
+            << "</td></tr></table>\n";
+    }
+  }
+
+  void Speedups() {
+    const std::string b_path = o_.vs.empty() ? o_.results : o_.vs;
+    const Results b = b_path == o_.results ? a_ : ReadResults(b_path);
+    const Matching m = Match(a_.cases, o_.a_select, b.cases, o_.b_select);
+    const std::string a_label =
+        o_.a_select.empty() ? o_.results : o_.a_select;
+    const std::string b_label = o_.b_select.empty() ? b_path : o_.b_select;
+    html_ << "<h2>Speedup of A over B</h2>\n<p>A = <code>" << Html(a_label)
+          << "</code>, B = <code>" << Html(b_label)
+          << "</code>: speedup = B's step time / A's step time, for "
+          << m.matched.size() << " cases matched by canonical name.</p>\n";
+    for (const std::string& n : m.only_a) notes_.push_back("only in A: " + n);
+    for (const std::string& n : m.only_b) notes_.push_back("only in B: " + n);
+    if (m.matched.empty()) {
+      notes_.push_back("A and B have no case in common: no speedups");
+      return;
+    }
+    std::ofstream csv(o_.out + "/speedup.csv");
+    csv << "family,case,a_ms,b_ms,speedup,params," << o_.color << "\n";
+    std::map<std::string, std::vector<double>> by_family;
+    for (const Speedup& s : m.matched) {
+      const std::string family = s.a->c.model.family;
+      by_family[family].push_back(s.value);
+      csv << family << "," << s.key << "," << s.a->step_ms << ","
+          << s.b->step_ms << "," << s.value << "," << s.a->params << ",";
+      bool has = false;
+      for (const ParamDef& p : s.a->c.model.def().params) {
+        has = has || (p.key == o_.color && p.choices.empty());
+      }
+      csv << (has ? std::to_string(s.a->c.model.Int(o_.color)) : "") << "\n";
+    }
+    csv.close();
+    std::ofstream box(o_.out + "/speedup_box.csv");
+    box << "index,family,p2,p9,median,p91,p98,cases\n";
+    html_ << "<table><tr><th>family</th><th>cases</th><th>p2</th><th>p9</th>"
+             "<th>median</th><th>p91</th><th>p98</th></tr>\n";
+    std::string tics = "(";
+    int i = 0;
+    for (const auto& [family, values] : by_family) {
+      const Box bx = BoxOf(values);
+      box << i << "," << family << "," << bx.p2 << "," << bx.p9 << ","
+          << bx.median << "," << bx.p91 << "," << bx.p98 << "," << bx.n << "\n";
+      html_ << "<tr><td>" << family << "</td><td>" << bx.n << "</td><td>"
+            << Num(bx.p2, 3) << "</td><td>" << Num(bx.p9, 3) << "</td><td>"
+            << Num(bx.median, 3) << "</td><td>" << Num(bx.p91, 3)
+            << "</td><td>" << Num(bx.p98, 3) << "</td></tr>\n";
+      tics += (i ? ", '" : "'") + family + "' " + std::to_string(i);
+      ++i;
+    }
+    html_ << "</table>\n";
+    box.close();
+    Gnuplot("speedup_box",
+            "set xtics " + tics + ")\nset xrange [-0.6:" + std::to_string(i) +
+                "-0.4]\nset ylabel 'speedup of A over B'\nset grid y\n"
+                "set boxwidth 0.4\nset style fill solid 0.3\n"
+                "plot 'speedup_box.csv' skip 1 using 1:4:3:7:6 with "
+                "candlesticks title 'p9-p91, whiskers p2-p98', "
+                "'' skip 1 using 1:5:5:5:5 with candlesticks lw 2 title "
+                "'median', 1 with lines dt 2 notitle\n");
+    Figure("speedup_box", "speedup per family (box 9th-91st percentile, "
+                          "whiskers 2nd-98th)");
+    Gnuplot("speedup",
+            "set logscale x\nset logscale cb\nset xlabel 'params'\n"
+            "set ylabel 'speedup of A over B'\nset cblabel '" + o_.color +
+                "'\nset grid\nplot 'speedup.csv' skip 1 using 6:5:7 with "
+                "points pt 7 palette notitle, 1 with lines dt 2 notitle\n");
+    Figure("speedup", "speedup against params, coloured by " + o_.color);
+  }
+
+  const ReportOptions& o_;
+  Results a_;
+  Platform platform_;
+  bool have_platform_ = false;
+  bool heat_title_ = false;
+  std::ostringstream html_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace
+
+std::vector<std::string> WriteReport(const ReportOptions& options) {
+  return Report(options).Write();
+}
+
+}  // namespace paradnn

@@ -1,0 +1,27 @@
+// paradnn report: an HTML page with SVG plots (gnuplot) and the CSV behind
+// each: roofline, heat maps, regressions and, against another result set,
+// speedups.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace paradnn {
+
+struct ReportOptions {
+  std::string results;   // A: Google Benchmark JSON
+  std::string vs;        // B: another results file ("" : none, or A itself
+                         // with selectors)
+  std::string a_select;  // e.g. "/onednn/": A's cases containing it
+  std::string b_select;  // e.g. "/torch/"
+  std::string platform;  // peaks and bandwidth (paradnn calibrate)
+  std::string color = "batch";  // parameter colouring speedup vs params
+  std::string out;
+};
+
+// Writes OUT/index.html, OUT/*.svg and OUT/*.csv. Returns what the page
+// also says about what could not be reported; throws std::runtime_error
+// when nothing can be (unreadable results, gnuplot missing).
+std::vector<std::string> WriteReport(const ReportOptions& options);
+
+}  // namespace paradnn

@@ -1,0 +1,200 @@
+// paradnn report end to end: files written, the page opens in headless
+// Chromium with every plot, bad input explained.
+#include "analysis/report.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analysis/calibrate.h"
+
+namespace paradnn {
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+fs::path Dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() /
+               ("paradnn_report_test_" + std::to_string(getpid())) / name;
+  fs::create_directories(p);
+  return p;
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Results as the runner writes them: FC and CNN cases on two backends.
+std::string ResultsJson() {
+  std::string out = "{\"context\": {}, \"benchmarks\": [";
+  bool first = true;
+  auto add = [&](const std::string& name, double ms, double params,
+                 double flops, double intensity) {
+    out += std::string(first ? "" : ",") + "{\"name\": \"" + name +
+           "/real_time\", \"run_name\": \"" + name +
+           "/real_time\", \"run_type\": \"iteration\", \"iterations\": 5, "
+           "\"real_time\": " + std::to_string(ms) +
+           ", \"time_unit\": \"ms\", \"params\": " + std::to_string(params) +
+           ", \"flop_per_step\": " + std::to_string(flops) +
+           ", \"bytes_per_step\": " + std::to_string(flops / intensity) +
+           ", \"intensity\": " + std::to_string(intensity) + "}";
+    first = false;
+  };
+  for (const char* backend : {"onednn", "torch"}) {
+    const double slow = std::string(backend) == "torch" ? 1.5 : 1.0;
+    for (int batch : {64, 256}) {
+      for (int nodes : {256, 1024, 4096}) {
+        const std::string name = "FC/layers:4/nodes:" + std::to_string(nodes) +
+                                 "/input:2000/output:1000/batch:" +
+                                 std::to_string(batch) + "/" + backend +
+                                 "/fp32/train";
+        const double flops = 6.0 * batch * nodes * nodes * 4;
+        add(name, slow * flops / 1e8 * (1 + 64.0 / batch), nodes * nodes * 4.0,
+            flops, batch / 4.0);
+      }
+    }
+    for (int batch : {8, 32}) {
+      for (int filters : {16, 32}) {
+        const std::string name =
+            "CNN/block:residual/blocks:1/filters:" + std::to_string(filters) +
+            "/image:200/output:1000/batch:" + std::to_string(batch) + "/" +
+            backend + "/fp32/train";
+        add(name, slow * batch * filters * 0.2, filters * 1e4,
+            batch * filters * 1e8, 20.0 + filters);
+      }
+    }
+  }
+  return out + "]}";
+}
+
+TEST_CASE("a report: plots, their data, the page", "[report]") {
+  const fs::path dir = Dir("full");
+  std::ofstream(dir / "results.json") << ResultsJson();
+  Platform p;
+  p.name = "box";
+  p.peak_flops = {{"fp32", 2e11}, {"bf16", 4e11}};
+  p.memory_bandwidth = 3.4e10;
+  std::ofstream(dir / "platform.json") << PlatformJson(p);
+  ReportOptions o;
+  o.results = (dir / "results.json").string();
+  o.a_select = "/onednn/";
+  o.b_select = "/torch/";
+  o.platform = (dir / "platform.json").string();
+  o.out = (dir / "report").string();
+  const std::vector<std::string> notes = WriteReport(o);
+  for (const char* f :
+       {"index.html", "roofline.svg", "roofline.csv", "heatmap_FC.svg",
+        "heatmap_FC.csv", "heatmap_CNN.svg", "regression_FC.svg",
+        "regression_FC.csv", "speedup_box.svg", "speedup_box.csv",
+        "speedup.svg", "speedup.csv"}) {
+    INFO(f);
+    CHECK(fs::file_size(dir / "report" / f) > 0);
+  }
+  // Every case is 1.5x faster on oneDNN: each family's box sits at 1.5.
+  const std::string box = Slurp(dir / "report/speedup_box.csv");
+  CHECK_THAT(box, Contains(",CNN,1.5,1.5,1.5,1.5,1.5,4"));
+  CHECK_THAT(box, Contains(",FC,1.5,1.5,1.5,1.5,1.5,6"));
+  // The roofs come from the platform file.
+  CHECK_THAT(Slurp(dir / "report/roofline.gp"), Contains("bw=3.4e+10"));
+  const std::string html = Slurp(dir / "report/index.html");
+  CHECK_THAT(html, Contains("<img src='roofline.svg'"));
+  CHECK_THAT(html, Contains("10 cases matched by canonical name"));
+  for (const std::string& n : notes) INFO(n);
+}
+
+TEST_CASE("the report opens in headless Chromium with every plot",
+          "[report][chromium]") {
+  if (std::system("chromium --version > /dev/null 2>&1") != 0) {
+    WARN("skipped: chromium is not installed (apt-get install chromium)");
+    return;
+  }
+  const fs::path dir = Dir("chromium");
+  std::ofstream(dir / "results.json") << ResultsJson();
+  ReportOptions o;
+  o.results = (dir / "results.json").string();
+  o.vs = o.results;
+  o.a_select = "/onednn/";
+  o.b_select = "/torch/";
+  o.out = (dir / "report").string();
+  WriteReport(o);
+  const std::string cmd =
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu "
+      "--disable-quic --no-first-run --disable-background-networking "
+      "--disable-component-update --disable-sync --user-data-dir=" +
+      (dir / "profile").string() +
+      " --virtual-time-budget=5000 --dump-dom file://" +
+      (dir / "report/index.html").string() + " > " +
+      (dir / "dom.html").string() + " 2> " + (dir / "chromium.log").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string dom = Slurp(dir / "dom.html");
+  // The page's own check: every <img> loaded (naturalWidth > 0). FC and CNN
+  // here: roofline, 2 heat maps, 2 regressions, 2 speedup plots.
+  const std::string page = Slurp(dir / "report/index.html");
+  size_t images = 0;
+  for (size_t at = page.find("<img"); at != std::string::npos;
+       at = page.find("<img", at + 1)) {
+    ++images;
+  }
+  CHECK(images == 7);
+  CHECK_THAT(dom, Contains("plots: 7 loaded: 7 failed: 0"));
+}
+
+TEST_CASE("bad input: a clear message, and what can be reported still is",
+          "[report]") {
+  const fs::path dir = Dir("bad");
+  ReportOptions o;
+  o.out = (dir / "out").string();
+  o.results = (dir / "missing.json").string();
+  CHECK_THROWS_WITH(WriteReport(o), Contains("cannot open the results file"));
+  std::ofstream(dir / "other.json") << "{\"benchmarks\": [{\"name\": \"BM_X\", "
+                                       "\"run_name\": \"BM_X\", \"real_time\": 1}]}";
+  o.results = (dir / "other.json").string();
+  CHECK_THROWS_WITH(WriteReport(o), Contains("no paradnn cases"));
+
+  std::ofstream(dir / "results.json") << ResultsJson();
+  std::ofstream(dir / "platform.json") << "{\"memory_bandwidth\": 1e10}";
+  o.results = (dir / "results.json").string();
+  o.platform = (dir / "platform.json").string();
+  o.vs = o.results;
+  o.a_select = "/bf16/";
+  o.b_select = "/fp32/";
+  const std::vector<std::string> notes = WriteReport(o);
+  std::string all;
+  for (const std::string& n : notes) all += n + "\n";
+  CHECK_THAT(all, Contains("field 'peak_flops' is missing"));
+  CHECK_THAT(all, Contains("A and B have no case in common"));
+  CHECK(fs::exists(dir / "out/roofline.svg"));  // still reported
+  CHECK_THAT(Slurp(dir / "out/index.html"), Contains("Not reported"));
+}
+
+TEST_CASE("platform files written by hand are checked", "[report]") {
+  const fs::path dir = Dir("platform");
+  std::ofstream(dir / "p.json")
+      << "{\"peak_flops\": {\"fp32\": -1}, \"memory_bandwidth\": 1e10}";
+  CHECK_THROWS_WITH(LoadPlatform((dir / "p.json").string()),
+                    Contains("field 'peak_flops.fp32' is -1"));
+  std::ofstream(dir / "q.json") << "{\"peak_flops\": {\"fp32\": 2e11}}";
+  CHECK_THROWS_WITH(LoadPlatform((dir / "q.json").string()),
+                    Contains("field 'memory_bandwidth' is missing"));
+  std::ofstream(dir / "r.json")
+      << "{\"peak_flops\": {\"fp32\": 2e11}, \"memory_bandwidth\": 3e10}";
+  Platform p = LoadPlatform((dir / "r.json").string());
+  CHECK(p.peak_flops.at("fp32") == 2e11);
+  CHECK(p.memory_bandwidth == 3e10);
+}
+
+TEST_CASE("a STREAM triad measures some bandwidth", "[report]") {
+  // 16 MiB per array: beyond the caches of small machines, quick anywhere.
+  CHECK(StreamTriad(size_t{16} << 20, 1, 2) > 1e8);
+}
+
+}  // namespace
+}  // namespace paradnn

@@ -1,0 +1,109 @@
+#include "analysis/stats.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+namespace paradnn {
+namespace {
+
+TEST_CASE("least squares recovers known coefficients", "[analysis]") {
+  // y = 0.5 + 2 a - 0.75 b, exactly, on a grid.
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (double a = 0; a < 5; ++a) {
+    for (double b = 0; b < 4; ++b) {
+      x.push_back({a, b * b + a});
+      y.push_back(0.5 + 2 * a - 0.75 * (b * b + a));
+    }
+  }
+  Regression r = FitLeastSquares(x, y, {"a", "b"});
+  REQUIRE(r.weights.size() == 3);
+  CHECK(r.terms == std::vector<std::string>{"intercept", "a", "b"});
+  CHECK(r.weights[0] == Approx(0.5));
+  CHECK(r.weights[1] == Approx(2.0));
+  CHECK(r.weights[2] == Approx(-0.75));
+  CHECK(r.r2 == Approx(1.0));
+  CHECK(r.samples == 20);
+  // With noise the fit explains part of the variance: R² below 1.
+  y[3] += 1;
+  y[7] -= 1;
+  CHECK(FitLeastSquares(x, y, {"a", "b"}).r2 < 0.999);
+}
+
+CaseResult Result(const std::string& name, double step_ms,
+                  double samples_per_second) {
+  CaseResult r;
+  r.c = ParseCaseName(name);
+  r.name = name;
+  r.step_ms = step_ms;
+  r.samples_per_second = samples_per_second;
+  return r;
+}
+
+TEST_CASE("family regression: throughput as a power of each parameter",
+          "[analysis]") {
+  // samples/s = 1000 * batch^0.5 / nodes^1.25; layers fixed, so not a term.
+  std::vector<CaseResult> cases;
+  for (int batch : {64, 128, 256, 512}) {
+    for (int nodes : {256, 1024, 4096}) {
+      const std::string name = "FC/layers:4/nodes:" + std::to_string(nodes) +
+                               "/input:2000/output:1000/batch:" +
+                               std::to_string(batch) + "/torch/fp32/train";
+      cases.push_back(Result(name, 1,
+                             1000 * std::pow(batch, 0.5) / std::pow(nodes, 1.25)));
+    }
+  }
+  Regression r = FitFamily(cases, "FC");
+  REQUIRE(r.terms == std::vector<std::string>{"intercept", "nodes", "batch"});
+  CHECK(r.weights[1] == Approx(-1.25));
+  CHECK(r.weights[2] == Approx(0.5));
+  CHECK(r.weights[0] == Approx(std::log(1000.0)));
+  CHECK(r.r2 == Approx(1.0));
+}
+
+TEST_CASE("ParaDnn's box: 2nd, 9th, 50th, 91st and 98th percentiles",
+          "[analysis]") {
+  std::vector<double> v;
+  for (int i = 100; i >= 0; --i) v.push_back(i);  // 0..100, unsorted
+  Box b = BoxOf(v);
+  CHECK(b.n == 101);
+  CHECK(b.p2 == Approx(2));
+  CHECK(b.p9 == Approx(9));
+  CHECK(b.median == Approx(50));
+  CHECK(b.p91 == Approx(91));
+  CHECK(b.p98 == Approx(98));
+  // Linear between order statistics: the 50th of {1, 2, 3, 10} is 2.5.
+  CHECK(Percentile({10, 1, 3, 2}, 50) == Approx(2.5));
+  CHECK(Percentile({10, 1, 3, 2}, 100) == Approx(10));
+}
+
+TEST_CASE("matching by canonical name, unmatched cases listed",
+          "[analysis]") {
+  const std::string fc = "FC/layers:1/nodes:8/input:8/output:2/batch:4/";
+  const std::string cnn =
+      "CNN/block:residual/blocks:1/filters:4/image:32/output:10/batch:2/";
+  std::vector<CaseResult> one = {Result(fc + "onednn/fp32/train", 2, 1),
+                                 Result(fc + "torch/fp32/train", 5, 1),
+                                 Result(cnn + "onednn/fp32/infer", 1, 1),
+                                 Result(cnn + "torch/fp32/train", 3, 1)};
+  // Two backends in one file.
+  Matching m = Match(one, "/onednn/", one, "/torch/");
+  REQUIRE(m.matched.size() == 1);
+  CHECK(m.matched[0].key == fc + "fp32/train");
+  CHECK(m.matched[0].value == Approx(2.5));  // torch 5 ms / oneDNN 2 ms
+  CHECK(m.only_a == std::vector<std::string>{cnn + "onednn/fp32/infer"});
+  CHECK(m.only_b == std::vector<std::string>{cnn + "torch/fp32/train"});
+  // The same cases in two files.
+  std::vector<CaseResult> other = {Result(fc + "torch/fp32/train", 10, 1)};
+  m = Match(one, "", other, "");
+  REQUIRE(m.matched.size() == 1);
+  CHECK(m.matched[0].value == Approx(2.0));
+  CHECK(m.only_a.size() == 3);
+  CHECK(m.only_b.empty());
+  // Nothing in common.
+  m = Match(one, "/bf16/", one, "/fp32/");
+  CHECK(m.matched.empty());
+}
+
+}  // namespace
+}  // namespace paradnn
