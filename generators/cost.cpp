@@ -38,6 +38,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
       // Gate activations and the state update, per gate element.
       return Elements(l.shape) * Gates(l.cell);
     case Op::kSoftmaxCrossEntropy:
+    case Op::kMeanLoss:
       return Elements(g.layer(l.inputs[0]).shape);
     default:
       return 0;
@@ -58,7 +59,8 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   int64_t largest = 0;
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
-    if (l.op == Op::kSoftmaxCrossEntropy && !train) continue;
+    const bool loss = l.op == Op::kSoftmaxCrossEntropy || l.op == Op::kMeanLoss;
+    if (loss && !train) continue;
     const int64_t fwd = ForwardFlops(g, i);
     c.flops += fwd;
     c.elementwise += ForwardElementwise(g, l);

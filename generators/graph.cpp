@@ -24,6 +24,7 @@ const char* ToString(Op op) {
     case Op::kEmbedding: return "embedding";
     case Op::kRecurrent: return "recurrent";
     case Op::kSoftmaxCrossEntropy: return "softmax_xent";
+    case Op::kMeanLoss: return "mean_loss";
   }
   return "?";
 }
@@ -61,11 +62,12 @@ int Graph::Append(Layer l) {
   return size() - 1;
 }
 
-int Graph::Input(Shape shape) {
-  batch_ = shape.at(0);
+int Graph::Input(Shape shape, bool requires_grad) {
+  if (batch_ == 0) batch_ = shape.at(0);
   Layer l;
   l.op = Op::kInput;
   l.shape = std::move(shape);
+  l.requires_grad = requires_grad;
   return Append(std::move(l));
 }
 
@@ -193,6 +195,15 @@ int Graph::SoftmaxCrossEntropy(int logits) {
   return Append(std::move(l));
 }
 
+int Graph::MeanLoss(int x) {
+  Layer l;
+  l.op = Op::kMeanLoss;
+  l.inputs = {x};
+  l.shape = {1};
+  logits_ = x;
+  return Append(std::move(l));
+}
+
 std::vector<ParamTensor> Graph::Params() const {
   std::vector<ParamTensor> params;
   auto add = [&](int i, const char* role, Shape shape, int64_t fan_in) {
@@ -254,7 +265,7 @@ std::vector<bool> Graph::NeedsGrad() const {
     bool trainable = l.op == Op::kDense || l.op == Op::kConv2d ||
                      l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
                      l.op == Op::kRecurrent;
-    needs[i] = trainable;
+    needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }
   return needs;

@@ -28,6 +28,7 @@ enum class Op {
   kEmbedding,      // [length, batch] ids -> [length, batch, units]
   kRecurrent,      // one layer of rnn/lstm/gru cells over [length, batch, in]
   kSoftmaxCrossEntropy,  // mean over all rows of the logits; only in training
+  kMeanLoss,  // mean of all values: the loss of a layer run on its own
 };
 
 const char* ToString(Op op);
@@ -52,6 +53,9 @@ struct Layer {
   int64_t vocab = 0;  // token range, embedding rows, loss classes
   bool bias = false;
   Cell cell = Cell::kRnn;
+  // An input that backward must produce a gradient for, as a layer's input
+  // does inside its model (bricks).
+  bool requires_grad = false;
 };
 
 // A trainable tensor, in the layout LibTorch's modules use. Its position in
@@ -69,7 +73,7 @@ struct ParamTensor {
 class Graph {
  public:
   // Builders append a layer, infer its shape and return its index.
-  int Input(Shape shape);
+  int Input(Shape shape, bool requires_grad = false);
   int Tokens(int64_t length, int64_t batch, int64_t vocab);
   int Dense(int x, int64_t units, bool bias = true);
   int Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
@@ -82,14 +86,16 @@ class Graph {
   int Embedding(int tokens, int64_t units);
   int Recurrent(int x, Cell cell, int64_t hidden);
   int SoftmaxCrossEntropy(int logits);
+  int MeanLoss(int x);
 
   const std::vector<Layer>& layers() const { return layers_; }
   const Layer& layer(int i) const { return layers_.at(i); }
   int size() const { return static_cast<int>(layers_.size()); }
   // The examples per step (batch size of the data input).
   int64_t batch() const { return batch_; }
-  // The layer whose output is the model's prediction (input to the loss).
-  int logits() const { return logits_; }
+  // The layer whose output is the model's prediction (input to the loss;
+  // the last layer of an inference graph).
+  int logits() const { return logits_ >= 0 ? logits_ : size() - 1; }
 
   // Trainable tensors in a fixed order.
   std::vector<ParamTensor> Params() const;

@@ -5,9 +5,10 @@
 namespace paradnn {
 namespace {
 
-// Stream ids outside the range of parameter indices.
+// Stream ids outside the range of parameter indices: one per input layer,
+// then labels.
 constexpr uint64_t kInputStream = 1ull << 40;
-constexpr uint64_t kLabelStream = kInputStream + 1;
+constexpr uint64_t kLabelStream = 1ull << 41;
 
 // splitmix64: a counter-based generator, so any element can be computed
 // independently of the others.
@@ -66,12 +67,12 @@ std::vector<float> InitParam(const Graph& g, uint64_t seed, int index) {
   return out;
 }
 
-std::vector<float> InitInput(const Graph& g, uint64_t seed) {
-  int i = FindLayer(g, Op::kInput);
-  PARADNN_CHECK(i >= 0, "graph has no float input");
+std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer) {
+  const int i = layer >= 0 ? layer : FindLayer(g, Op::kInput);
+  PARADNN_CHECK(i >= 0 && g.layer(i).op == Op::kInput, "not a float input");
   std::vector<float> out(Elements(g.layer(i).shape));
   for (size_t k = 0; k < out.size(); ++k) {
-    out[k] = Symmetric(Bits(seed, kInputStream, k));
+    out[k] = Symmetric(Bits(seed, kInputStream + i, k));
   }
   return out;
 }

@@ -117,7 +117,9 @@ class OnednnRunner : public Runner {
   void Step() override {
     for (auto& f : forward_) f();
     if (train_) {
-      loss_ = CrossEntropy(true);
+      // A mean loss's gradient is constant, set in Prepare; its value is
+      // computed when asked for.
+      if (!mean_loss_) loss_ = CrossEntropy(true);
       // From the loss down to the first layer.
       for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
         for (auto& f : *it) f();
@@ -127,16 +129,23 @@ class OnednnRunner : public Runner {
     stream_.wait();
   }
 
-  double Loss() override { return train_ ? loss_ : CrossEntropy(false); }
+  double Loss() override {
+    if (mean_loss_) {
+      const std::vector<float> out = Output();
+      double sum = 0;
+      for (float v : out) sum += v;
+      return sum / out.size();
+    }
+    return train_ ? loss_ : CrossEntropy(false);
+  }
 
   std::vector<float> Output() override {
     const memory& logits = out_[graph_.logits()];
-    const int64_t n = Elements(graph_.layer(graph_.logits()).shape);
-    std::vector<float> out(n);
-    for (int64_t i = 0; i < n; ++i) {
-      out[i] = Load(logits.get_data_handle(), dt_, i);
-    }
-    return out;
+    const Dims dims = logits.get_desc().dims();
+    memory plain = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+    RunNow(logits, plain);
+    const float* p = static_cast<const float*>(plain.get_data_handle());
+    return std::vector<float>(p, p + plain.get_desc().get_size() / sizeof(float));
   }
 
   std::vector<float> Param(int index) override {
@@ -206,6 +215,12 @@ class OnednnRunner : public Runner {
   };
 
   memory Make(const memory::desc& md) { return memory(md, engine_); }
+
+  static Tag PlainTag(size_t rank) {
+    static const Tag kPlain[] = {Tag::undef, Tag::a, Tag::ab, Tag::abc,
+                                 Tag::abcd};
+    return kPlain[rank];
+  }
 
   void Run(std::vector<std::function<void()>>& list, dnnl::primitive p,
            Args args) {
@@ -337,10 +352,10 @@ class OnednnRunner : public Runner {
     const Layer& l = graph_.layer(i);
     switch (l.op) {
       case Op::kInput: {
-        const Tag tag = l.shape.size() == 4 ? Tag::nchw : Tag::nc;
-        out_[i] = Make(memory::desc(l.shape, dt_, tag));
+        const Tag tag = PlainTag(l.shape.size());
+        SetOut(i, memory::desc(l.shape, dt_, tag));
         memory user = Make(memory::desc(l.shape, Dt::f32, tag));
-        const std::vector<float> data = InitInput(graph_, seed_);
+        const std::vector<float> data = InitInput(graph_, seed_, i);
         std::copy(data.begin(), data.end(),
                   static_cast<float*>(user.get_data_handle()));
         RunNow(user, out_[i]);
@@ -381,6 +396,19 @@ class OnednnRunner : public Runner {
         BuildRecurrent(i, l);
         break;
       case Op::kSoftmaxCrossEntropy:
+        break;
+      case Op::kMeanLoss:
+        mean_loss_ = true;
+        if (train_) {
+          // d mean / d x = 1/n everywhere, the same every step.
+          const int x = l.inputs[0];
+          const memory::desc md = out_[x].get_desc();
+          const Dims dims = md.dims();
+          memory user = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+          const int64_t n = Elements(graph_.layer(x).shape);
+          std::fill_n(static_cast<float*>(user.get_data_handle()), n, 1.f / n);
+          RunNow(user, diff_[x]);
+        }
         break;
     }
   }
@@ -860,6 +888,7 @@ class OnednnRunner : public Runner {
   std::vector<std::vector<std::function<void()>>> backward_;  // per layer
   double loss_ = std::nan("");
   int building_ = 0;  // the layer whose steps are being built
+  bool mean_loss_ = false;
 };
 
 class OnednnBackend : public Backend {

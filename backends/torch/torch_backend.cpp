@@ -88,20 +88,21 @@ class TorchModel : public torch::nn::Module {
     return out;
   }
 
-  // Returns the logits; in training also sets `loss`.
-  torch::Tensor Forward(const torch::Tensor& input, const torch::Tensor& labels,
-                        torch::Tensor* loss) {
+  // Returns the logits (the last output of a graph without loss); in
+  // training also sets `loss`. inputs[i] feeds input layer i.
+  torch::Tensor Forward(const std::vector<torch::Tensor>& inputs,
+                        const torch::Tensor& labels, torch::Tensor* loss) {
     values_.resize(graph_.size());
     torch::Tensor logits;
     for (int i = 0; i < graph_.size(); ++i) {
       const Layer& l = graph_.layer(i);
       LayerModules& m = layers_[i];
-      const torch::Tensor& x = l.inputs.empty() ? input : values_[l.inputs[0]];
+      const torch::Tensor& x = l.inputs.empty() ? inputs[i] : values_[l.inputs[0]];
       torch::Tensor& y = values_[i];
       switch (l.op) {
         case Op::kInput:
         case Op::kTokens:
-          y = input;
+          y = inputs[i];
           break;
         case Op::kDense:
           y = m.linear(x);
@@ -136,6 +137,10 @@ class TorchModel : public torch::nn::Module {
           logits = x;
           if (loss != nullptr) *loss = CrossEntropy(x, labels);
           break;
+        case Op::kMeanLoss:
+          logits = x;
+          if (loss != nullptr) *loss = x.mean();
+          break;
       }
       // Drop each activation after its last reader, as eager Python frees
       // them; autograd keeps what backward needs.
@@ -143,6 +148,7 @@ class TorchModel : public torch::nn::Module {
         if (last_use_[in] == i) values_[in].reset();
       }
     }
+    if (!logits.defined()) logits = values_.back();
     values_.back().reset();
     return logits;
   }
@@ -225,12 +231,16 @@ class TorchRunner : public Runner {
     params_ = model_->OrderedParams();
     model_->train(train_);
 
-    const Layer& first = graph_.layer(0);
-    if (first.op == Op::kTokens) {
-      input_ = FromVector(InitTokens(graph_, opt.seed), first.shape).to(device_);
-    } else {
-      input_ = FromVector(InitInput(graph_, opt.seed), first.shape)
-                   .to(device_, dtype);
+    inputs_.resize(graph_.size());
+    for (int i = 0; i < graph_.size(); ++i) {
+      const Layer& l = graph_.layer(i);
+      if (l.op == Op::kTokens) {
+        inputs_[i] = FromVector(InitTokens(graph_, opt.seed), l.shape).to(device_);
+      } else if (l.op == Op::kInput) {
+        inputs_[i] = FromVector(InitInput(graph_, opt.seed, i), l.shape)
+                         .to(device_, dtype)
+                         .requires_grad_(train_ && l.requires_grad);
+      }
     }
     const std::vector<int64_t> labels = InitLabels(graph_, opt.seed);
     labels_ = FromVector(labels, {static_cast<int64_t>(labels.size())})
@@ -250,13 +260,13 @@ class TorchRunner : public Runner {
     if (train_) {
       optimizer_->zero_grad();
       torch::Tensor loss;
-      logits_ = model_->Forward(input_, labels_, &loss);
+      logits_ = model_->Forward(inputs_, labels_, &loss);
       loss.backward();
       optimizer_->step();
       loss_ = loss.detach();
     } else {
       c10::InferenceMode guard;
-      logits_ = model_->Forward(input_, labels_, nullptr);
+      logits_ = model_->Forward(inputs_, labels_, nullptr);
     }
     if (device_.is_cuda()) torch::cuda::synchronize();
   }
@@ -287,7 +297,8 @@ class TorchRunner : public Runner {
   const torch::Device device_;
   std::shared_ptr<TorchModel> model_;
   std::vector<torch::Tensor> params_;
-  torch::Tensor input_, labels_, logits_, loss_;
+  std::vector<torch::Tensor> inputs_;  // per input layer
+  torch::Tensor labels_, logits_, loss_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
 };
 
