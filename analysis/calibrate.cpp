@@ -31,7 +31,7 @@ double BestFlops(const Backend& backend, const Case& c, int threads) {
   const Graph g = c.model.BuildGraph();
   RunOptions opt;
   opt.threads = threads;
-  auto runner = backend.Prepare(c, g, opt);
+  auto runner = backend.Prepare({g, c.dtype, c.mode}, opt);
   const double flops = static_cast<double>(ComputeCost(g, c.mode, c.dtype).flops);
   double best = 0;
   const auto start = Clock::now();
@@ -83,7 +83,8 @@ Platform Calibrate(int threads) {
     for (const char* dtype : {"fp32", "bf16"}) {
       const Case c = ParseCaseName(std::string(kGemmModel) + "/" + name + "/" +
                                    dtype + "/infer");
-      const std::string why = backend->Unsupported(c);
+      const Graph g = c.model.BuildGraph();
+      const std::string why = backend->Unsupported({g, c.dtype, c.mode});
       if (!why.empty()) {
         std::cerr << "calibrate: " << c.Name() << ": skipped: " << why << "\n";
         continue;

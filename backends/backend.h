@@ -17,6 +17,13 @@ struct RunOptions {
   int warmup = 1;  // steps run by Prepare before returning
 };
 
+// What a backend is asked to run: a layer graph, in a data type and mode.
+struct Job {
+  const Graph& graph;
+  DType dtype = DType::kFp32;
+  Mode mode = Mode::kTrain;
+};
+
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -35,11 +42,11 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // Why this backend cannot run the case here, or "" when it can.
-  virtual std::string Unsupported(const Case& c) const = 0;
+  // Why this backend cannot run the job here, or "" when it can.
+  virtual std::string Unsupported(const Job& job) const = 0;
   // Builds the model, initializes weights and inputs from the seed and warms
   // up. Throws std::exception with the reason on failure.
-  virtual std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
+  virtual std::unique_ptr<Runner> Prepare(const Job& job,
                                           const RunOptions& opt) const = 0;
   // One line describing the library and its settings, for the run context.
   virtual std::string Describe() const = 0;

@@ -49,6 +49,12 @@ po::options_description Describe(Options& o, std::string& backends,
        "print progress lines on stderr (default: true)")
       ("paradnn_platform", po::value(&o.platform),
        "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")
+      ("paradnn_bricks", po::bool_switch(&o.bricks),
+       "also register every unique layer of the sweep on its own "
+       "(BRICK/...), and construct model step times from them")
+      ("paradnn_bricks_out", po::value(&o.bricks_out),
+       "write the constructed and measured step times as JSON "
+       "(implies --paradnn_bricks)")
       ("paradnn_mllog", po::value(&o.mllog),
        "write an MLPerf training-style log per case run into this folder")
       ("paradnn_mlperf_package", po::value(&o.mlperf_package),
@@ -106,7 +112,7 @@ Options ParseFlags(int* argc, char** argv) {
       ours.push_back(arg);
       // "--paradnn_x value": the value is ours too, except after a switch.
       if (arg.find('=') == std::string::npos && arg != "--paradnn_help" &&
-          i + 1 < *argc) {
+          arg != "--paradnn_bricks" && i + 1 < *argc) {
         ours.push_back(argv[++i]);
       }
     }
@@ -132,6 +138,7 @@ Options ParseFlags(int* argc, char** argv) {
   } catch (const po::error& e) {
     throw FlagError(std::string(e.what()) + " (see --paradnn_help)");
   }
+  if (!o.bricks_out.empty()) o.bricks = true;
   o.backends = SplitList(backends);
   o.dtypes = SplitList(dtypes);
   o.modes = SplitList(modes);

@@ -24,6 +24,8 @@ struct Options {
   int64_t max_memory = 0;          // bytes; 0: 80% of available memory
   bool progress = true;
   std::string platform;  // peaks for flops_util (paradnn calibrate)
+  bool bricks = false;   // register each unique layer too (DLBricks)
+  std::string bricks_out;  // models' step times constructed from bricks
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".

@@ -15,6 +15,7 @@
 #include "generators/cost.h"
 #include "generators/sweep.h"
 #include "paradnn/paradnn.h"
+#include "plugin/bricks_report.h"
 #include "plugin/default_config.h"
 #include "plugin/flags.h"
 #include "plugin/run.h"
@@ -67,7 +68,7 @@ int CountSelected(const Run& run) {
     const std::regex re(filter, std::regex::extended);
     return static_cast<int>(std::count_if(
         run.entries.begin(), run.entries.end(), [&](const Entry& e) {
-          return std::regex_search(e.c.Name(), re) != negate;
+          return std::regex_search(e.name, re) != negate;
         }));
   } catch (const std::regex_error&) {
     return static_cast<int>(run.entries.size());
@@ -92,7 +93,7 @@ void NoteStart(Run& run, int index) {
   }
   std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
                run.started, std::max(run.to_run, run.started),
-               e.c.Name().c_str(), Duration(elapsed).c_str(), left.c_str());
+               e.name.c_str(), Duration(elapsed).c_str(), left.c_str());
 }
 
 void End(benchmark::State& state, Entry& e, Status status,
@@ -101,25 +102,43 @@ void End(benchmark::State& state, Entry& e, Status status,
   state.SkipWithError(why.c_str());
 }
 
-Runner* Prepared(Run& run, int index) {
+Runner* Prepared(Run& run, int index, const Graph& g) {
   if (run.prepared == index) return run.runner.get();
   run.runner.reset();  // free the previous model first
   run.prepared = -1;
   Entry& e = run.entries[index];
   e.init_start_ms = NowMs();
-  run.runner = FindBackend(e.c.backend)
-                   ->Prepare(e.c, e.c.model.BuildGraph(), run.options);
+  run.runner =
+      FindBackend(e.backend)->Prepare({g, e.dtype, e.mode}, run.options);
   e.init_stop_ms = NowMs();
   run.prepared = index;
   return run.runner.get();
 }
 
+// Times everything Google Benchmark spends in a case, for --paradnn_bricks.
+class CallTimer {
+ public:
+  explicit CallTimer(double* total) : total_(total) {}
+  ~CallTimer() {
+    *total_ += std::chrono::duration<double>(
+                   std::chrono::steady_clock::now() - start_)
+                   .count();
+  }
+
+ private:
+  double* total_;
+  std::chrono::steady_clock::time_point start_ =
+      std::chrono::steady_clock::now();
+};
+
 void RunCase(benchmark::State& state, int index) {
   Run& run = TheRun();
   Entry& e = run.entries[index];
+  CallTimer timer(&e.benchmark_s);
   NoteStart(run, index);
-  const Backend* backend = FindBackend(e.c.backend);
-  const std::string unsupported = backend->Unsupported(e.c);
+  const Graph g = e.BuildGraph();
+  const Backend* backend = FindBackend(e.backend);
+  const std::string unsupported = backend->Unsupported({g, e.dtype, e.mode});
   if (!unsupported.empty()) return End(state, e, Status::kSkipped, unsupported);
   if (e.cost.memory > run.max_memory) {
     return End(state, e, Status::kSkipped,
@@ -129,14 +148,19 @@ void RunCase(benchmark::State& state, int index) {
   }
   Runner* runner = nullptr;
   try {
-    runner = Prepared(run, index);
+    runner = Prepared(run, index, g);
   } catch (const std::exception& ex) {
     return End(state, e, Status::kFailed,
                std::string("preparing the model failed: ") + ex.what());
   }
   double loss = 0;
   try {
+    const auto start = std::chrono::steady_clock::now();
     for (auto _ : state) runner->Step();
+    e.step_ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count() /
+                std::max<int64_t>(1, state.iterations());
     loss = runner->Loss();
   } catch (const std::exception& ex) {
     return End(state, e, Status::kFailed,
@@ -156,7 +180,7 @@ void RunCase(benchmark::State& state, int index) {
   state.counters["params"] = static_cast<double>(e.cost.params);
   state.counters["bytes_per_step"] = static_cast<double>(e.cost.bytes);
   state.counters["intensity"] = e.cost.intensity;
-  const auto peak = run.peak_flops.find(ToString(e.c.dtype));
+  const auto peak = run.peak_flops.find(ToString(e.dtype));
   if (peak != run.peak_flops.end()) {
     state.counters["flops_util"] =
         Counter(flops / peak->second, Counter::kIsIterationInvariantRate);
@@ -263,21 +287,46 @@ Benchmarks RegisterWith(int* argc, char** argv) {
   }
 
   Benchmarks registered;
-  for (Case& c : sweep.cases) {
-    Entry e;
-    const Graph g = c.model.BuildGraph();
-    e.cost = ComputeCost(g, c.mode, c.dtype);
+  // Adds an entry (once per name) and returns its index.
+  auto add = [&](Entry e, const Graph& g) {
+    auto it = run.index.find(e.name);
+    if (it != run.index.end()) return it->second;
+    e.cost = ComputeCost(g, e.mode, e.dtype);
     e.batch = g.batch();
-    e.c = std::move(c);
     const int index = static_cast<int>(run.entries.size());
-    run.index[e.c.Name()] = index;
+    run.index[e.name] = index;
     run.entries.push_back(std::move(e));
     registered.push_back(
         benchmark::RegisterBenchmark(
-            run.entries.back().c.Name().c_str(),
+            run.entries.back().name.c_str(),
             [index](benchmark::State& state) { RunCase(state, index); })
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond));
+    return index;
+  };
+  for (Case& c : sweep.cases) {
+    const Graph g = c.model.BuildGraph();
+    Entry e;
+    e.name = c.Name();
+    e.backend = c.backend;
+    e.dtype = c.dtype;
+    e.mode = c.mode;
+    std::vector<int> layers;
+    if (o.bricks) {
+      for (Brick& b : BricksOf(g, c.mode)) {
+        Entry brick;
+        brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();
+        brick.backend = c.backend;
+        brick.dtype = c.dtype;
+        brick.mode = c.mode;
+        const Graph bg = b.BuildGraph(c.mode);
+        brick.brick = std::move(b);
+        layers.push_back(add(std::move(brick), bg));
+      }
+    }
+    e.model = std::move(c);
+    const int index = add(std::move(e), g);
+    run.entries[index].layer_bricks = std::move(layers);
   }
   return registered;
 }
@@ -303,6 +352,7 @@ int Finish() {
   Run& run = TheRun();
   run.runner.reset();
   run.prepared = -1;
+  ReportBricks(run);
   int passed = 0, skipped = 0, failed = 0;
   for (const Entry& e : run.entries) {
     passed += e.status == Status::kPassed;

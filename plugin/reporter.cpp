@@ -44,13 +44,14 @@ class Reporter : public benchmark::BenchmarkReporter {
     auto it = TheRun().index.find(name);
     if (it == TheRun().index.end()) return;  // not a paradnn case
     const Entry& e = TheRun().entries[it->second];
+    if (!e.model) return;  // bricks are not MLPerf runs
     const std::string& system = flags.mlperf_system;
     CaseRun r;
     r.case_name = name;
-    r.family = e.c.model.family;
-    r.backend = e.c.backend;
-    r.dtype = ToString(e.c.dtype);
-    r.mode = ToString(e.c.mode);
+    r.family = e.model->model.family;
+    r.backend = e.backend;
+    r.dtype = ToString(e.dtype);
+    r.mode = ToString(e.mode);
     r.batch = e.batch;
     r.params = e.cost.params;
     r.flop_per_step = e.cost.flops;
@@ -79,7 +80,7 @@ class Reporter : public benchmark::BenchmarkReporter {
       if (systems_written_.insert(org).second) {
         std::vector<std::string> frameworks;
         std::set<std::string> backends;
-        for (const Entry& x : TheRun().entries) backends.insert(x.c.backend);
+        for (const Entry& x : TheRun().entries) backends.insert(x.backend);
         for (const std::string& b : backends) {
           frameworks.push_back(FindBackend(b)->Describe());
         }

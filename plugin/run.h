@@ -4,10 +4,12 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
+#include "generators/bricks.h"
 #include "generators/cost.h"
 #include "plugin/flags.h"
 
@@ -15,13 +17,27 @@ namespace paradnn {
 
 enum class Status { kNotRun, kPassed, kSkipped, kFailed };
 
+// One registered case: a model of the sweep, or (--paradnn_bricks) one of
+// their unique layers on its own.
 struct Entry {
-  Case c;
+  std::string name;  // canonical
+  std::string backend;
+  DType dtype = DType::kFp32;
+  Mode mode = Mode::kTrain;
+  std::optional<Case> model;
+  std::optional<Brick> brick;
+  std::vector<int> layer_bricks;  // a model's layers, as brick entries
   Cost cost;
   int64_t batch = 0;
   Status status = Status::kNotRun;
   // Wall-clock milliseconds around the last Prepare, for MLPerf logs.
   int64_t init_start_ms = 0, init_stop_ms = 0;
+  double step_ms = 0;         // per step, in the last timed loop
+  double benchmark_s = 0;     // in all of Google Benchmark's calls
+
+  Graph BuildGraph() const {
+    return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
+  }
 };
 
 struct Run {

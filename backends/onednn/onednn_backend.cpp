@@ -77,20 +77,21 @@ struct Weight {
 
 class OnednnRunner : public Runner {
  public:
-  OnednnRunner(const Case& c, const Graph& g, const RunOptions& opt)
-      : graph_(g),
-        train_(c.mode == Mode::kTrain),
-        dt_(c.dtype == DType::kBf16 ? Dt::bf16 : Dt::f32),
+  OnednnRunner(const Job& job, const RunOptions& opt)
+      : graph_(job.graph),
+        train_(job.mode == Mode::kTrain),
+        dt_(job.dtype == DType::kBf16 ? Dt::bf16 : Dt::f32),
         engine_(dnnl::engine::kind::cpu, 0),
         stream_(engine_),
         seed_(opt.seed),
-        needs_grad_(g.NeedsGrad()),
-        out_(g.size()),
-        diff_(g.size()),
-        last_reader_(g.size(), -1),
-        params_(g.Params().size()),
-        backward_(g.size()) {
+        needs_grad_(job.graph.NeedsGrad()),
+        out_(job.graph.size()),
+        diff_(job.graph.size()),
+        last_reader_(job.graph.size(), -1),
+        params_(job.graph.Params().size()),
+        backward_(job.graph.size()) {
     omp_set_num_threads(opt.threads);
+    const Graph& g = graph_;
     for (int i = 0; i < g.size(); ++i) {
       for (int in : g.layer(i).inputs) last_reader_[in] = i;
     }
@@ -419,6 +420,9 @@ class OnednnRunner : public Runner {
     memory src = out_[x];
     Dims src_dims = src.get_desc().dims();
     if (src_dims.size() == 3) {
+      // Views without a buffer of their own: keep the owners alive.
+      owners_.push_back(out_[x]);
+      if (Grad(x)) owners_.push_back(diff_[x]);
       src_dims = {src_dims[0] * src_dims[1], src_dims[2]};
       src = memory(src.get_desc().reshape(src_dims), engine_,
                    src.get_data_handle());
@@ -888,6 +892,7 @@ class OnednnRunner : public Runner {
   std::vector<std::vector<std::function<void()>>> backward_;  // per layer
   double loss_ = std::nan("");
   int building_ = 0;  // the layer whose steps are being built
+  std::vector<memory> owners_;  // buffers behind reshaped views
   bool mean_loss_ = false;
 };
 
@@ -895,27 +900,30 @@ class OnednnBackend : public Backend {
  public:
   std::string name() const override { return "onednn"; }
 
-  std::string Unsupported(const Case& c) const override {
-    if (c.dtype == DType::kBf16 &&
+  std::string Unsupported(const Job& job) const override {
+    if (job.dtype == DType::kBf16 &&
         dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
       return "onednn: bf16 needs a CPU with AVX-512 (avx512_core) or newer";
     }
-    if (c.dtype == DType::kBf16 && c.mode == Mode::kTrain &&
-        c.model.family == "RNN") {
-      // GRU: no bf16 backward descriptor; RNN and LSTM: none with the
-      // explicit initial state their correct gradients need (see
-      // BuildRecurrent).
-      return "onednn: oneDNN " + Version() +
-             " has no correct bf16 backward for " + c.model.Str("cell") +
-             " cells";
+    if (job.dtype == DType::kBf16 && job.mode == Mode::kTrain) {
+      for (const Layer& l : job.graph.layers()) {
+        // GRU: no bf16 backward descriptor; RNN and LSTM: none with the
+        // explicit initial state their correct gradients need (see
+        // BuildRecurrent).
+        if (l.op == Op::kRecurrent) {
+          return "onednn: oneDNN " + Version() +
+                 " has no correct bf16 backward for " + ToString(l.cell) +
+                 " cells";
+        }
+      }
     }
     return "";
   }
 
-  std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
+  std::unique_ptr<Runner> Prepare(const Job& job,
                                   const RunOptions& opt) const override {
     try {
-      return std::make_unique<OnednnRunner>(c, g, opt);
+      return std::make_unique<OnednnRunner>(job, opt);
     } catch (const dnnl::error& e) {
       throw std::runtime_error(std::string("oneDNN: ") + e.what());
     }

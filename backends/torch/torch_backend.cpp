@@ -213,9 +213,8 @@ auto Translated(F f) -> decltype(f()) {
 
 class TorchRunner : public Runner {
  public:
-  TorchRunner(const Case& c, const Graph& g, const RunOptions& opt,
-              torch::Device device)
-      : graph_(g), train_(c.mode == Mode::kTrain), device_(device) {
+  TorchRunner(const Job& job, const RunOptions& opt, torch::Device device)
+      : graph_(job.graph), train_(job.mode == Mode::kTrain), device_(device) {
     torch::set_num_threads(opt.threads);
     model_ = std::make_shared<TorchModel>(graph_);
     params_ = model_->OrderedParams();
@@ -226,7 +225,8 @@ class TorchRunner : public Runner {
         params_[i].copy_(FromVector(InitParam(graph_, opt.seed, i), specs[i].shape));
       }
     }
-    const auto dtype = c.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
+    const auto dtype =
+        job.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
     model_->to(device_, dtype);
     params_ = model_->OrderedParams();
     model_->train(train_);
@@ -324,18 +324,18 @@ class TorchBackend : public Backend {
 
   std::string name() const override { return cuda_ ? "torch_cuda" : "torch"; }
 
-  std::string Unsupported(const Case&) const override {
+  std::string Unsupported(const Job&) const override {
     if (cuda_ && !TorchHasCuda()) {
       return "torch_cuda: this LibTorch has no CUDA or no GPU is present";
     }
     return "";
   }
 
-  std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
+  std::unique_ptr<Runner> Prepare(const Job& job,
                                   const RunOptions& opt) const override {
     return Translated([&] {
       return std::make_unique<TorchRunner>(
-          c, g, opt, cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
+          job, opt, cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
     });
   }
 

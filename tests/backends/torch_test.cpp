@@ -22,7 +22,7 @@ std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
   opt.threads = 1;
   opt.seed = seed;
   opt.warmup = warmup;
-  return MakeTorchBackend(false)->Prepare(c, g, opt);
+  return MakeTorchBackend(false)->Prepare({g, c.dtype, c.mode}, opt);
 }
 
 TEST_CASE("LibTorch's modules hold exactly the cost model's params",
@@ -117,10 +117,10 @@ TEST_CASE("the thread count is applied", "[torch]") {
   Graph g = c.model.BuildGraph();
   RunOptions opt;
   opt.threads = 2;
-  MakeTorchBackend(false)->Prepare(c, g, opt);
+  MakeTorchBackend(false)->Prepare({g, c.dtype, c.mode}, opt);
   CHECK(TorchThreads() == 2);
   opt.threads = 1;
-  MakeTorchBackend(false)->Prepare(c, g, opt);
+  MakeTorchBackend(false)->Prepare({g, c.dtype, c.mode}, opt);
   CHECK(TorchThreads() == 1);
 }
 
@@ -128,7 +128,9 @@ TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {
   auto cuda = MakeTorchBackend(true);
   CHECK(cuda->name() == "torch_cuda");
   if (!TorchHasCuda()) {
-    CHECK_THAT(cuda->Unsupported(SmokeCases().front()),
+    const Case c = SmokeCases().front();
+    const Graph g = c.model.BuildGraph();
+    CHECK_THAT(cuda->Unsupported({g, c.dtype, c.mode}),
                Catch::Matchers::Contains("no CUDA or no GPU"));
   }
 }

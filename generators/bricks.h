@@ -1,0 +1,48 @@
+// Layer bricks (DLBricks): each layer of a model on its own, with its input
+// shapes and attributes, so that a sweep's unique layers can be timed once
+// and models' step times constructed from them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generators/spec.h"
+
+namespace paradnn {
+
+struct Brick {
+  Op op = Op::kDense;
+  std::vector<Shape> inputs;
+  int64_t units = 0, kernel = 0, stride = 0, pad = 0, vocab = 0;
+  bool bias = false;
+  Cell cell = Cell::kRnn;
+  // Whether backward computes the gradient of the input, as it does inside
+  // the model unless the input is the model's data.
+  bool input_grad = false;
+
+  // "dense/in:256x2000/units:1024/bias:1/grad:0"
+  std::string Key() const;
+  // The layer with inputs of its shapes; in training followed by a mean
+  // loss, unless the layer is the model's loss itself.
+  Graph BuildGraph(Mode mode) const;
+  bool operator==(const Brick& o) const { return Key() == o.Key(); }
+};
+
+struct BrickCase {
+  Brick brick;
+  std::string backend;
+  DType dtype = DType::kFp32;
+  Mode mode = Mode::kTrain;
+  // "BRICK/dense/in:256x2000/units:1024/bias:1/grad:0/torch/fp32/train"
+  std::string Name() const;
+};
+
+// Parses a brick case name (SpecError on bad input).
+BrickCase ParseBrickName(std::string_view name);
+
+// The bricks of a model's graph, one per layer in order (the data inputs
+// are not layers; the loss is one in training only).
+std::vector<Brick> BricksOf(const Graph& g, Mode mode);
+
+}  // namespace paradnn

@@ -1,0 +1,102 @@
+// After a --paradnn_bricks run: every model's step time constructed as the
+// sum of its layers' times, against its measured time.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "plugin/bricks_report.h"
+
+namespace paradnn {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json Spread(const std::vector<double>& ratios) {
+  if (ratios.empty()) return nullptr;
+  double log_sum = 0, lo = ratios[0], hi = ratios[0];
+  for (double r : ratios) {
+    log_sum += std::log(r);
+    lo = std::min(lo, r);
+    hi = std::max(hi, r);
+  }
+  return {{"geomean", std::exp(log_sum / ratios.size())},
+          {"min", lo},
+          {"max", hi},
+          {"models", ratios.size()}};
+}
+
+}  // namespace
+
+void ReportBricks(const Run& run) {
+  int64_t total_layers = 0;
+  double bricks_s = 0, models_s = 0;
+  bool models_ran = false;
+  int unique = 0;
+  for (const Entry& e : run.entries) {
+    if (e.brick) {
+      ++unique;
+      bricks_s += e.benchmark_s;
+    } else {
+      total_layers += static_cast<int64_t>(e.layer_bricks.size());
+      models_s += e.benchmark_s;
+      models_ran = models_ran || e.status != Status::kNotRun;
+    }
+  }
+  if (unique == 0) return;
+  std::vector<double> all;
+  std::map<std::string, std::vector<double>> by_family;
+  ordered_json models = ordered_json::array();
+  for (const Entry& e : run.entries) {
+    if (!e.model) continue;
+    double estimate = 0;
+    bool complete = true;
+    for (int b : e.layer_bricks) {
+      const Entry& brick = run.entries[b];
+      complete = complete && brick.status == Status::kPassed;
+      estimate += brick.step_ms;
+    }
+    const bool measured = e.status == Status::kPassed;
+    ordered_json m = {{"name", e.name},
+                      {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
+                      {"measured_ms", measured ? ordered_json(e.step_ms) : nullptr}};
+    if (complete && measured) {
+      const double ratio = estimate / e.step_ms;
+      m["estimate_over_measured"] = ratio;
+      all.push_back(ratio);
+      by_family[e.model->model.family].push_back(ratio);
+    }
+    models.push_back(m);
+  }
+  ordered_json per_family = ordered_json::object();
+  for (const auto& [family, ratios] : by_family) {
+    per_family[family] = Spread(ratios);
+  }
+  ordered_json out = {
+      {"total_layers", total_layers},
+      {"unique_layers", unique},
+      {"bricks_benchmark_s", bricks_s},
+      {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
+      {"estimate_over_measured",
+       {{"all", Spread(all)}, {"per_family", per_family}}},
+      {"models", models}};
+  std::fprintf(stderr,
+               "paradnn: bricks: %d unique of %lld layers (%.0f%%), bricks "
+               "benchmarked in %.1f s",
+               unique, static_cast<long long>(total_layers),
+               total_layers ? 100.0 * unique / total_layers : 0.0, bricks_s);
+  if (models_ran) std::fprintf(stderr, ", models end to end in %.1f s", models_s);
+  if (!all.empty()) {
+    const ordered_json s = Spread(all);
+    std::fprintf(stderr, "; estimate/measured geomean %.3f (%.3f to %.3f)",
+                 s["geomean"].get<double>(), s["min"].get<double>(),
+                 s["max"].get<double>());
+  }
+  std::fprintf(stderr, "\n");
+  if (!run.flags.bricks_out.empty()) {
+    std::ofstream(run.flags.bricks_out) << out.dump(2) << "\n";
+  }
+}
+
+}  // namespace paradnn

@@ -1,0 +1,12 @@
+#pragma once
+
+#include "plugin/run.h"
+
+namespace paradnn {
+
+// Prints the bricks summary and writes --paradnn_bricks_out: total and
+// unique layers, benchmark time of bricks and of models, and per model the
+// step time constructed from its layers against the measured one.
+void ReportBricks(const Run& run);
+
+}  // namespace paradnn
