@@ -52,15 +52,18 @@ void ReportBricks(const Run& run) {
     if (!e.model) continue;
     double estimate = 0;
     bool complete = true;
+    ordered_json layers = ordered_json::array();
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
       complete = complete && brick.status == Status::kPassed;
       estimate += brick.step_ms;
+      layers.push_back(brick.name);
     }
     const bool measured = e.status == Status::kPassed;
     ordered_json m = {{"name", e.name},
                       {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
                       {"measured_ms", measured ? ordered_json(e.step_ms) : nullptr}};
+    m["layers"] = layers;
     if (complete && measured) {
       const double ratio = estimate / e.step_ms;
       m["estimate_over_measured"] = ratio;
@@ -68,6 +71,14 @@ void ReportBricks(const Run& run) {
       by_family[e.model->model.family].push_back(ratio);
     }
     models.push_back(m);
+  }
+  ordered_json bricks = ordered_json::array();
+  for (const Entry& e : run.entries) {
+    if (!e.brick) continue;
+    bricks.push_back(
+        {{"name", e.name},
+         {"step_ms",
+          e.status == Status::kPassed ? ordered_json(e.step_ms) : nullptr}});
   }
   ordered_json per_family = ordered_json::object();
   for (const auto& [family, ratios] : by_family) {
@@ -80,7 +91,8 @@ void ReportBricks(const Run& run) {
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
        {{"all", Spread(all)}, {"per_family", per_family}}},
-      {"models", models}};
+      {"models", models},
+      {"bricks", bricks}};
   std::fprintf(stderr,
                "paradnn: bricks: %d unique of %lld layers (%.0f%%), bricks "
                "benchmarked in %.1f s",

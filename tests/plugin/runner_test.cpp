@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -246,6 +248,55 @@ TEST_CASE("MLPerf logs and a results package from a run, summarized",
   r = RunRunner("mlperf-summary no/such/folder");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Contains("no/such/folder: not a folder"));
+}
+
+}  // namespace
+}  // namespace paradnn
+
+namespace paradnn {
+namespace {
+
+TEST_CASE("bricks: unique layers timed, model times constructed from them",
+          "[runner][bricks]") {
+  const std::string out = Scratch("bricks.json");
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
+      "fp32/train --paradnn_case=FC/layers:5/nodes:32/input:64/output:10/"
+      "batch:8/torch/fp32/train --paradnn_bricks_out=" + out + kFast +
+      " --benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(Slurp(out));
+  // 8 and 12 layers in training; 5 distinct ones between them.
+  CHECK(j["total_layers"] == 20);
+  CHECK(j["unique_layers"] == 5);
+  CHECK(j["bricks"].size() == 5);
+  CHECK(j["bricks_benchmark_s"].get<double>() > 0);
+  CHECK(j["end_to_end_benchmark_s"].get<double>() > 0);
+  std::map<std::string, double> brick_ms;
+  for (const json& b : j["bricks"]) {
+    CHECK(b["name"].get<std::string>().rfind("BRICK/", 0) == 0);
+    brick_ms[b["name"]] = b["step_ms"];
+  }
+  REQUIRE(j["models"].size() == 2);
+  std::vector<double> ratios;
+  for (const json& m : j["models"]) {
+    double sum = 0;
+    for (const json& layer : m["layers"]) sum += brick_ms.at(layer);
+    CHECK(m["estimated_ms"].get<double>() == Approx(sum));
+    CHECK(m["estimate_over_measured"].get<double>() ==
+          Approx(sum / m["measured_ms"].get<double>()));
+    ratios.push_back(m["estimate_over_measured"]);
+  }
+  const json& all = j["estimate_over_measured"]["all"];
+  CHECK(all["models"] == 2);
+  CHECK(all["geomean"].get<double>() ==
+        Approx(std::sqrt(ratios[0] * ratios[1])));
+  CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
+  // The brick cases are Google Benchmark cases like any other.
+  json results = json::parse(r.out);
+  CHECK(results["benchmarks"].size() == 7);
+  CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
 }
 
 }  // namespace

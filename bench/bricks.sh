@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Layer bricks against end-to-end runs on a CNN and RNN sub-grid of the
+# paper's (bench/bricks_grid.yaml): benchmark time of the unique layers
+# against the models, and constructed over measured step time per family.
+#   bench/bricks.sh [backend] [extra flags]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh" >/dev/null
+"$root/scripts/build.sh" >/dev/null
+backend=${1:-torch}
+shift || true
+out=$(mktemp -d)
+"$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
+  --paradnn_backends="$backend" --paradnn_bricks_out="$out/bricks.json" \
+  --paradnn_progress=false --benchmark_min_time=0.05 \
+  --benchmark_format=json "$@" >"$out/results.json"
+python3 - "$out/bricks.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"layers {d['total_layers']}, unique {d['unique_layers']} "
+      f"({d['unique_layers'] / d['total_layers']:.0%})")
+print(f"benchmark time: bricks {d['bricks_benchmark_s']:.1f} s, end to end "
+      f"{d['end_to_end_benchmark_s']:.1f} s, ratio "
+      f"{d['end_to_end_benchmark_s'] / d['bricks_benchmark_s']:.2f}x")
+for fam, s in d["estimate_over_measured"]["per_family"].items():
+    print(f"{fam}: estimate/measured geomean {s['geomean']:.3f} "
+          f"(min {s['min']:.3f}, max {s['max']:.3f}, {s['models']} models)")
+PY
+rm -rf "$out"

@@ -1,0 +1,115 @@
+#include "generators/bricks.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "generators/cost.h"
+
+namespace paradnn {
+namespace {
+
+using Catch::Matchers::Contains;
+
+std::vector<Brick> Of(const std::string& name) {
+  const Case c = ParseCaseName(name);
+  return BricksOf(c.model.BuildGraph(), c.mode);
+}
+
+std::set<std::string> Keys(const std::vector<Brick>& bricks) {
+  std::set<std::string> keys;
+  for (const Brick& b : bricks) keys.insert(b.Key());
+  return keys;
+}
+
+TEST_CASE("an FC model repeats its hidden layers", "[bricks]") {
+  // input -> 4 x (dense, relu) -> dense -> loss: 10 layers in training.
+  std::vector<Brick> b =
+      Of("FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/train");
+  REQUIRE(b.size() == 10);
+  // The first dense (its input is the data: no input gradient), the other
+  // three hidden denses, one relu shape, the output dense, the loss.
+  CHECK(Keys(b) == std::set<std::string>{
+                       "dense/in:8x64/units:32/bias:1/grad:0",
+                       "dense/in:8x32/units:32/bias:1/grad:1",
+                       "relu/in:8x32/grad:1",
+                       "dense/in:8x32/units:10/bias:1/grad:1",
+                       "softmax_xent/in:8x10/grad:1"});
+  // Inference: no loss, no input gradients.
+  std::vector<Brick> infer =
+      Of("FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/infer");
+  CHECK(infer.size() == 9);
+  CHECK(Keys(infer).size() == 4);
+}
+
+TEST_CASE("unique layers across a hand-built sweep", "[bricks]") {
+  // Two FC models differing only in depth share every layer type; a third
+  // with another width adds its own.
+  std::set<std::string> unique;
+  size_t total = 0;
+  for (const char* name :
+       {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train",
+        "FC/layers:6/nodes:32/input:64/output:10/batch:8/torch/fp32/train",
+        "FC/layers:2/nodes:16/input:64/output:10/batch:8/torch/fp32/train"}) {
+    for (const Brick& b : Of(name)) {
+      unique.insert(b.Key());
+      ++total;
+    }
+  }
+  CHECK(total == 6 + 14 + 6);
+  CHECK(unique.size() == 5 + 4);  // 16 wide: dense x 3, relu; the loss is shared
+}
+
+TEST_CASE("ResNet blocks repeat within a group", "[bricks]") {
+  std::vector<Brick> b = Of(
+      "CNN/block:residual/blocks:3/filters:8/image:64/output:10/batch:2/torch/"
+      "fp32/train");
+  // Blocks 2 and 3 of each group are identical: their 8 layers (conv, bn,
+  // relu, conv, bn, add, relu = 7) appear twice per group.
+  CHECK(Keys(b).size() < b.size() - 4 * 7);
+  // The stem convolution needs no input gradient, the others do.
+  CHECK(b[0].op == Op::kConv2d);
+  CHECK_FALSE(b[0].input_grad);
+  CHECK(b[4].op == Op::kConv2d);
+  CHECK(b[4].input_grad);
+}
+
+TEST_CASE("brick names round-trip", "[bricks]") {
+  for (const char* model :
+       {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train",
+        "CNN/block:bottleneck/blocks:1/filters:4/image:32/output:10/batch:2/"
+        "onednn/bf16/train",
+        "RNN/cell:gru/layers:2/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+        "infer"}) {
+    const Case c = ParseCaseName(model);
+    for (const Brick& b : BricksOf(c.model.BuildGraph(), c.mode)) {
+      const BrickCase bc{b, c.backend, c.dtype, c.mode};
+      INFO(bc.Name());
+      const BrickCase back = ParseBrickName(bc.Name());
+      CHECK(back.Name() == bc.Name());
+      CHECK(back.brick == b);
+      CHECK(back.backend == c.backend);
+    }
+  }
+  CHECK_THROWS_WITH(ParseBrickName("BRICK/softmax/in:8x10/grad:0/torch/fp32/train"),
+                    Contains("'softmax' is not a layer type"));
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/dense/in:8x64/units:0/bias:1/grad:0/torch/fp32/train"),
+      Contains("'0' is not a valid units"));
+  CHECK_THROWS_WITH(ParseBrickName("BRICK/add/in:8x64/grad:1/torch/fp32/train"),
+                    Contains("1 input shapes, add takes 2"));
+}
+
+TEST_CASE("a brick's graph does the layer's own work", "[bricks]") {
+  const Case c = ParseCaseName(
+      "FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train");
+  const Graph model = c.model.BuildGraph();
+  int64_t sum = 0;
+  for (const Brick& b : BricksOf(model, c.mode)) {
+    sum += ComputeCost(b.BuildGraph(c.mode), c.mode, c.dtype).flops;
+  }
+  // The bricks' FLOPs add up to the model's: the input gradients match.
+  CHECK(sum == ComputeCost(model, c.mode, c.dtype).flops);
+}
+
+}  // namespace
+}  // namespace paradnn
