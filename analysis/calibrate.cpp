@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "adapters/mlperf/package.h"
+#include "analysis/results.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
 
@@ -116,14 +117,7 @@ std::string PlatformJson(const Platform& p) {
 }
 
 Platform LoadPlatform(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open the platform file");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path + ": not JSON: " + e.what());
-  }
+  const json j = ReadJsonFile(path, "platform file");
   Platform p;
   p.name = j.value("name", "");
   p.description = j.value("description", "");

@@ -35,15 +35,18 @@ double StepMs(const json& run) {
 
 }  // namespace
 
-Results ReadResults(const std::string& path) {
+json ReadJsonFile(const std::string& path, const std::string& what) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open the results file");
-  json j;
+  if (!in) throw std::runtime_error(path + ": cannot open the " + what);
   try {
-    j = json::parse(in);
+    return json::parse(in);
   } catch (const json::exception& e) {
     throw std::runtime_error(path + ": not JSON: " + e.what());
   }
+}
+
+Results ReadResults(const std::string& path) {
+  const json j = ReadJsonFile(path, "results file");
   if (!j.is_object() || !j.contains("benchmarks") ||
       !j["benchmarks"].is_array()) {
     throw std::runtime_error(path +

@@ -2,6 +2,7 @@
 // that reports, comparisons and the MLPerf side-by-side table share.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct Results {
 // std::runtime_error naming the file when it is not Google Benchmark JSON,
 // is empty, or has no paradnn counters.
 Results ReadResults(const std::string& path);
+
+// The JSON in a file; std::runtime_error "<path>: cannot open the <what>"
+// or "<path>: not JSON: ..." otherwise.
+nlohmann::json ReadJsonFile(const std::string& path, const std::string& what);
 
 double Median(std::vector<double> v);
 // The p-th percentile (0..100), linear between order statistics.
