@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Layer bricks against end-to-end runs on a CNN and RNN sub-grid of the
 # paper's (bench/bricks_grid.yaml): benchmark time of the unique layers
-# against the models, and constructed over measured step time per family.
+# against the models (every case runs the same number of timed steps, so
+# benchmark time follows work), and constructed over measured step time per
+# family.
 #   bench/bricks.sh [backend] [extra flags]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +14,7 @@ shift || true
 out=$(mktemp -d)
 "$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
   --paradnn_backends="$backend" --paradnn_bricks_out="$out/bricks.json" \
-  --paradnn_progress=false --benchmark_min_time=0.05 \
+  --paradnn_progress=false --paradnn_steps="${PARADNN_BRICKS_STEPS:-5}" \
   --benchmark_format=json "$@" >"$out/results.json"
 python3 - "$out/bricks.json" <<'PY'
 import json, sys

@@ -49,6 +49,10 @@ po::options_description Describe(Options& o, std::string& backends,
        "print progress lines on stderr (default: true)")
       ("paradnn_platform", po::value(&o.platform),
        "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")
+      ("paradnn_steps", po::value(&o.steps),
+       "run every case for exactly this many timed steps, so that benchmark "
+       "time follows each case's work (default: Google Benchmark's "
+       "min_time)")
       ("paradnn_bricks", po::bool_switch(&o.bricks),
        "also register every unique layer of the sweep on its own "
        "(BRICK/...), and construct model step times from them")
@@ -146,6 +150,10 @@ Options ParseFlags(int* argc, char** argv) {
   if (vm.count("paradnn_threads") && o.threads <= 0) {
     throw FlagError("--paradnn_threads=" + std::to_string(o.threads) +
                     ": expected a positive thread count");
+  }
+  if (vm.count("paradnn_steps") && o.steps <= 0) {
+    throw FlagError("--paradnn_steps=" + std::to_string(o.steps) +
+                    ": expected a positive step count");
   }
   if (vm.count("paradnn_seed") && o.seed < 0) {
     throw FlagError("--paradnn_seed=" + std::to_string(o.seed) +

@@ -25,6 +25,7 @@ struct Options {
   bool progress = true;
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
+  int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
   std::string bricks_out;  // models' step times constructed from bricks
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;

@@ -296,12 +296,14 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     const int index = static_cast<int>(run.entries.size());
     run.index[e.name] = index;
     run.entries.push_back(std::move(e));
-    registered.push_back(
+    benchmark::internal::Benchmark* b =
         benchmark::RegisterBenchmark(
             run.entries.back().name.c_str(),
             [index](benchmark::State& state) { RunCase(state, index); })
             ->UseRealTime()
-            ->Unit(benchmark::kMillisecond));
+            ->Unit(benchmark::kMillisecond);
+    if (o.steps > 0) b->Iterations(o.steps);
+    registered.push_back(b);
     return index;
   };
   for (Case& c : sweep.cases) {

@@ -61,6 +61,9 @@ TEST_CASE("bad flags say which and why", "[flags]") {
   Argv memory({"bin", "--paradnn_max_memory=lots"});
   CHECK_THROWS_WITH(ParseFlags(&memory.argc, memory.ptrs.data()),
                     Contains("'lots' is not a memory size"));
+  Argv steps({"bin", "--paradnn_steps=0"});
+  CHECK_THROWS_WITH(ParseFlags(&steps.argc, steps.ptrs.data()),
+                    Contains("--paradnn_steps=0: expected a positive"));
   Argv type({"bin", "--paradnn_threads=two"});
   CHECK_THROWS_WITH(ParseFlags(&type.argc, type.ptrs.data()),
                     Contains("paradnn_threads"));

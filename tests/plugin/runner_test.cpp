@@ -129,6 +129,16 @@ TEST_CASE("listing the paper's sweeps gives the paper's grid sizes",
   }
 }
 
+TEST_CASE("--paradnn_steps fixes the number of timed steps", "[runner]") {
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
+      "fp32/infer --paradnn_steps=7 --benchmark_format=json");
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 1);
+  CHECK(j["benchmarks"][0]["iterations"] == 7);
+}
+
 TEST_CASE("a case name alone reproduces that case", "[runner]") {
   const std::string name =
       "RNN/cell:gru/layers:1/embed:8/vocab:16/length:3/batch:2/torch/fp32/"
