@@ -141,13 +141,23 @@ std::string Case::Name() const {
 }
 
 std::string CaseNameOf(std::string reported) {
-  const std::string suffix = "/real_time";
-  if (reported.size() > suffix.size() &&
-      reported.compare(reported.size() - suffix.size(), suffix.size(),
-                       suffix) == 0) {
-    reported.resize(reported.size() - suffix.size());
+  // Google Benchmark's segments: "real_time" and the like, and key:value
+  // settings such as "iterations:5".
+  static const char* const kSuffixes[] = {
+      "real_time", "manual_time", "process_time", "iterations:",
+      "repeats:",  "threads:",    "min_time:",    "min_warmup_time:"};
+  while (true) {
+    const size_t slash = reported.rfind('/');
+    if (slash == std::string::npos || slash == 0) return reported;
+    const std::string last = reported.substr(slash + 1);
+    bool suffix = false;
+    for (const char* s : kSuffixes) {
+      const std::string p = s;
+      suffix = suffix || (p.back() == ':' ? last.rfind(p, 0) == 0 : last == p);
+    }
+    if (!suffix) return reported;
+    reported.resize(slash);
   }
-  return reported;
 }
 
 Case ParseCaseName(std::string_view name) {

@@ -79,8 +79,9 @@ std::string CanonicalValue(const ParamDef& def, std::string_view value);
 DType ParseDType(std::string_view s);
 Mode ParseMode(std::string_view s);
 
-// The canonical name inside a name as Google Benchmark reports it: paradnn
-// times the wall clock, and Google Benchmark appends "/real_time".
+// The canonical name inside a name as Google Benchmark reports it: Google
+// Benchmark appends "/real_time" (paradnn times the wall clock) and, with
+// --paradnn_steps, "/iterations:N".
 std::string CaseNameOf(std::string reported);
 
 // Parses a canonical case name; backend names are not checked here.

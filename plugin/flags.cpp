@@ -53,6 +53,14 @@ po::options_description Describe(Options& o, std::string& backends,
        "run every case for exactly this many timed steps, so that benchmark "
        "time follows each case's work (default: Google Benchmark's "
        "min_time)")
+      ("paradnn_shard", po::value(&o.shard),
+       "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
+       "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")
+      ("paradnn_shard_count", po::value(&o.shard_count),
+       "the number of shards for a Kubernetes Indexed Job")
+      ("paradnn_resume", po::value(&o.resume),
+       "journal file: cases recorded there are not run again, and every "
+       "case that finishes is appended")
       ("paradnn_bricks", po::bool_switch(&o.bricks),
        "also register every unique layer of the sweep on its own "
        "(BRICK/...), and construct model step times from them")

@@ -26,6 +26,9 @@ struct Options {
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
+  std::string shard;     // "I/N"; empty: the scheduler's, else all cases
+  int shard_count = 0;   // N for Kubernetes Indexed Jobs
+  std::string resume;    // journal of finished cases, read and appended
   std::string bricks_out;  // models' step times constructed from bricks
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;

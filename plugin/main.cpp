@@ -5,6 +5,7 @@
 //   paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
 //   paradnn calibrate [-o platform.json] [--threads=N]
 //   paradnn report RESULTS.json [--vs B.json] [--a SEL --b SEL] -o DIR
+//   paradnn merge A.json B.json ... -o ALL.json [--config SWEEP.yaml]
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
+#include "analysis/merge.h"
 #include "analysis/report.h"
 #include "paradnn/paradnn.h"
 
@@ -168,9 +170,51 @@ int ReportCommand(int argc, char** argv) {
   return 0;
 }
 
+// paradnn merge A.json B.json ... -o ALL.json [--config SWEEP.yaml]
+int MergeCommand(int argc, char** argv) {
+  std::vector<std::string> files;
+  std::string out, config;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-o" && i + 1 < argc) {
+      out = argv[++i];
+    } else if (arg == "--config" && i + 1 < argc) {
+      config = argv[++i];
+    } else {
+      files.push_back(arg);
+    }
+  }
+  if (files.empty() || out.empty()) {
+    std::cerr << "usage: paradnn merge A.json B.json ... -o ALL.json "
+                 "[--config SWEEP.yaml]\n";
+    return 2;
+  }
+  try {
+    const paradnn::Merged m = paradnn::MergeResults(files, config);
+    for (const std::string& d : m.duplicates) {
+      std::cerr << "merge: duplicate: " << d << "\n";
+    }
+    for (const std::string& c : m.missing) {
+      std::cerr << "merge: missing: " << c << "\n";
+    }
+    std::ofstream(out) << m.results.dump(2) << "\n";
+    std::cerr << "merge: " << m.results["benchmarks"].size() << " runs from "
+              << files.size() << " files into " << out << ", "
+              << m.duplicates.size() << " duplicates, " << m.missing.size()
+              << " missing\n";
+  } catch (const std::exception& e) {
+    std::cerr << "paradnn merge: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "merge") == 0) {
+    return MergeCommand(argc, argv);
+  }
   if (argc > 1 && std::strcmp(argv[1], "report") == 0) {
     return ReportCommand(argc, argv);
   }

@@ -13,6 +13,7 @@
 #include "analysis/calibrate.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
+#include "generators/shard.h"
 #include "generators/sweep.h"
 #include "paradnn/paradnn.h"
 #include "plugin/bricks_report.h"
@@ -237,6 +238,63 @@ std::vector<Case> Override(const std::vector<Case>& cases, const Options& o) {
   return out;
 }
 
+// The names of the cases a journal records (a torn last line is skipped).
+std::set<std::string> ReadJournal(const std::string& path) {
+  std::set<std::string> names;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("\"name\": \"");
+    if (at == std::string::npos) continue;
+    const size_t start = at + 9, end = line.find('"', start);
+    if (end != std::string::npos && line.back() == '}') {
+      names.insert(line.substr(start, end - start));
+    }
+  }
+  return names;
+}
+
+// This process's shard of the cases, without those a journal records.
+std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
+  Run& run = TheRun();
+  const std::optional<Shard> shard = o.shard.empty()
+                                         ? ShardFromEnvironment(o.shard_count)
+                                         : ParseShard(o.shard);
+  if (shard && shard->count > 1) {
+    std::vector<double> seconds;
+    for (const Case& c : cases) {
+      seconds.push_back(EstimatedSeconds(
+          ComputeCost(c.model.BuildGraph(), c.mode, c.dtype)));
+    }
+    const std::vector<int> assigned = AssignShards(seconds, shard->count);
+    std::vector<Case> mine;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (assigned[i] == shard->index) mine.push_back(std::move(cases[i]));
+    }
+    cases = std::move(mine);
+    benchmark::AddCustomContext("paradnn_shard",
+                                std::to_string(shard->index) + "/" +
+                                    std::to_string(shard->count));
+  }
+  if (!o.resume.empty()) {
+    const std::set<std::string> done = ReadJournal(o.resume);
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [&](const Case& c) {
+                                 return done.count(c.Name()) > 0;
+                               }),
+                cases.end());
+    run.journal.open(o.resume, std::ios::app);
+    if (!run.journal) {
+      throw FlagError("--paradnn_resume=" + o.resume + ": cannot write it");
+    }
+    if (!done.empty()) {
+      std::fprintf(stderr, "paradnn: resuming: %zu cases already done in %s\n",
+                   done.size(), o.resume.c_str());
+    }
+  }
+  return cases;
+}
+
 Benchmarks RegisterWith(int* argc, char** argv) {
   Run& run = TheRun();
   Options o;
@@ -249,6 +307,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     }
     sweep = LoadCases(o);
     sweep.cases = Override(sweep.cases, o);
+    sweep.cases = Select(sweep.cases, o);
     if (!o.platform.empty()) run.peak_flops = LoadPlatform(o.platform).peak_flops;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "paradnn: %s\n", ex.what());
@@ -276,6 +335,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
                               o.config.empty() && o.cases.empty()
                                   ? kDefaultConfigName
                                   : o.config);
+  benchmark::AddCustomContext("paradnn_version", PARADNN_VERSION);
   benchmark::AddCustomContext("paradnn_threads",
                               std::to_string(run.options.threads));
   benchmark::AddCustomContext("paradnn_seed", std::to_string(run.options.seed));

@@ -24,6 +24,7 @@ class Reporter : public benchmark::BenchmarkReporter {
 
   void ReportRuns(const std::vector<Run>& runs) override {
     inner_->ReportRuns(runs);
+    Journal(runs);
     const Options& flags = TheRun().flags;
     if (flags.mllog.empty() && flags.mlperf_package.empty()) return;
     for (const Run& run : runs) {
@@ -37,6 +38,22 @@ class Reporter : public benchmark::BenchmarkReporter {
   }
 
   void Finalize() override { inner_->Finalize(); }
+
+  // One line per finished case, flushed: a killed sweep loses at most the
+  // case in flight.
+  static void Journal(const std::vector<Run>& runs) {
+    std::ofstream& journal = TheRun().journal;
+    if (!journal.is_open()) return;
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration) continue;
+      const std::string name = CaseNameOf(run.benchmark_name());
+      if (!TheRun().index.count(name)) continue;
+      journal << "{\"name\": \"" << name << "\", \"error\": "
+              << (run.error_occurred ? "true" : "false")
+              << ", \"real_time_ms\": "
+              << run.GetAdjustedRealTime() << "}" << std::endl;
+    }
+  }
 
  private:
   void Write(const Run& run, const Options& flags) {

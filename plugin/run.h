@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +48,7 @@ struct Run {
   RunOptions options;
   int64_t max_memory = 0;
   std::map<std::string, double> peak_flops;  // from --paradnn_platform
+  std::ofstream journal;                     // --paradnn_resume
   bool progress = true;
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.

@@ -52,6 +52,8 @@ TEST_CASE("names as Google Benchmark reports them", "[spec]") {
       "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/"
       "train";
   CHECK(CaseNameOf(name + "/real_time") == name);
+  CHECK(CaseNameOf(name + "/iterations:5/real_time") == name);
+  CHECK(CaseNameOf(name + "/iterations:5/repeats:3/real_time") == name);
   CHECK(CaseNameOf(name) == name);
   CHECK(CaseNameOf("/real_time") == "/real_time");
 }
