@@ -129,7 +129,7 @@ TEST_CASE("listing the paper's sweeps gives the paper's grid sizes",
   }
 }
 
-TEST_CASE("--paradnn_steps fixes the number of timed steps", "[runner]") {
+TEST_CASE("a fixed number of timed steps (paradnn_steps)", "[runner]") {
   Result r = RunRunner(
       "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
       "fp32/infer --paradnn_steps=7 --benchmark_format=json");
