@@ -13,6 +13,9 @@
 namespace paradnn {
 namespace {
 
+// Far beyond the paper's grids (9,720 FC cases), short of exhausting memory.
+constexpr size_t kMaxCases = 1000000;
+
 class Parser {
  public:
   Parser(std::string source, std::vector<std::string> backends)
@@ -192,6 +195,10 @@ class Parser {
     }
     std::vector<std::string> out;
     for (int64_t v = from; v <= to;) {
+      if (out.size() == kMaxCases) {
+        Fail(n.Mark(), Text(n) + " expands to more than " +
+                           std::to_string(kMaxCases) + " values of " + def.key);
+      }
       out.push_back(std::to_string(v));
       if (times > 0) {
         if (v > std::numeric_limits<int64_t>::max() / times) break;
@@ -242,6 +249,13 @@ class Parser {
                               "': every parameter needs a value, a list or "
                               "a range");
       }
+    }
+    double count = d.backends.size() * d.dtypes.size() * d.modes.size();
+    for (const auto& axis : axes) count *= axis.size();
+    if (count > kMaxCases) {
+      Fail(grid.Mark(), def->name + " grid of " + std::to_string(int64_t(count)) +
+                            " cases: expected at most " +
+                            std::to_string(kMaxCases) + " per grid");
     }
     std::vector<Case> cases;
     std::vector<size_t> at(axes.size(), 0);

@@ -10,7 +10,7 @@ packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           libyaml-cpp-dev libboost-program-options-dev catch2
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox)
 case "${1:-}" in
-  --test) packages+=(chromium) ;;
+  --test) packages+=(chromium clang libclang-rt-14-dev) ;;
   --bench) packages+=(python3-torch) ;;
 esac
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds with tests and examples, runs the tests.
+# Installs what is missing, builds with tests and examples, runs the tests
+# (the fuzz targets among them, for a few seconds each).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --test

@@ -146,6 +146,13 @@ TEST_CASE("bad configs name the file, line, column, value and expectation",
              "is not a valid mlperf_org: expected a non-empty name");
   CheckError("sweeps: [\n", "2:1", "invalid YAML");
   CheckError("sweeps: []\n", "1:9", "'sweeps' should be a non-empty list");
+  CheckError(std::string(kGrid) + "    nodes: {from: 1, to: 100000000, step: 1}\n" +
+                 kRest,
+             "4:12", "expands to more than 1000000 values of nodes");
+  CheckError(std::string(kGrid) +
+                 "    nodes: {from: 1, to: 2000, step: 1}\n    input: "
+                 "{from: 1, to: 2000, step: 1}\n    output: 2\n    batch: 1\n",
+             "2:5", "FC grid of 4000000 cases: expected at most 1000000");
 }
 
 TEST_CASE("a missing file is named", "[sweep]") {

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang and runs each from its seed corpus
+# (fuzz/corpus/<target>) for SECONDS (default 20). A crash fails the script
+# and leaves the input as fuzz/crash-*: add it to tests/ as a regression test.
+#   scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:-20}
+CXX=clang++ cmake -S "$root/fuzz" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$root/build-fuzz" -j "${PARADNN_JOBS:-2}" >/dev/null
+for target in config name mllog results; do
+  work=$(mktemp -d)
+  cp "$root/fuzz/corpus/$target/"* "$work/"
+  echo "fuzz: $target for ${seconds}s"
+  (cd "$root/fuzz" && "$root/build-fuzz/${target}_fuzzer" -max_total_time="$seconds" \
+    -rss_limit_mb=4096 -artifact_prefix="$root/fuzz/crash-$target-" "$work" \
+    2>"$work/log") || { tail -40 "$work/log"; exit 1; }
+  grep -E "^(#[0-9]+ +DONE|Done)" "$work/log" | tail -1
+  rm -rf "$work"
+done
+echo "fuzz: no crashes"
