@@ -53,6 +53,9 @@ po::options_description Describe(Options& o, std::string& backends,
        "run every case for exactly this many timed steps, so that benchmark "
        "time follows each case's work (default: Google Benchmark's "
        "min_time)")
+      ("paradnn_case_timeout", po::value(&o.case_timeout),
+       "skip a case whose preparation and warm-up step took longer than "
+       "this many seconds, before timing it")
       ("paradnn_shard", po::value(&o.shard),
        "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
        "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")
@@ -158,6 +161,11 @@ Options ParseFlags(int* argc, char** argv) {
   if (vm.count("paradnn_threads") && o.threads <= 0) {
     throw FlagError("--paradnn_threads=" + std::to_string(o.threads) +
                     ": expected a positive thread count");
+  }
+  if (vm.count("paradnn_case_timeout") && o.case_timeout <= 0) {
+    throw FlagError("--paradnn_case_timeout=" +
+                    std::to_string(o.case_timeout) +
+                    ": expected a positive number of seconds");
   }
   if (vm.count("paradnn_steps") && o.steps <= 0) {
     throw FlagError("--paradnn_steps=" + std::to_string(o.steps) +

@@ -26,6 +26,7 @@ struct Options {
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
+  double case_timeout = 0;  // seconds for preparation and warm-up; 0: none
   std::string shard;     // "I/N"; empty: the scheduler's, else all cases
   int shard_count = 0;   // N for Kubernetes Indexed Jobs
   std::string resume;    // journal of finished cases, read and appended

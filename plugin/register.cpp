@@ -154,6 +154,17 @@ void RunCase(benchmark::State& state, int index) {
     return End(state, e, Status::kFailed,
                std::string("preparing the model failed: ") + ex.what());
   }
+  // Preparation ends with a warm-up step: a case that slow would hold the
+  // sweep for its whole timing. (It cannot be interrupted, only skipped.)
+  const double prepare_s = (e.init_stop_ms - e.init_start_ms) / 1e3;
+  if (run.flags.case_timeout > 0 && prepare_s > run.flags.case_timeout) {
+    char why[160];
+    std::snprintf(why, sizeof(why),
+                  "preparing and one warm-up step took %.3g s, over the "
+                  "%.3g s of --paradnn_case_timeout",
+                  prepare_s, run.flags.case_timeout);
+    return End(state, e, Status::kSkipped, why);
+  }
   double loss = 0;
   try {
     const auto start = std::chrono::steady_clock::now();

@@ -198,6 +198,25 @@ TEST_CASE("a case that cannot run is skipped and the sweep goes on",
   CHECK_THAT(r.err, Contains("paradnn: 1 passed, 1 skipped, 0 failed"));
 }
 
+TEST_CASE("a case whose warm-up exceeds the time limit is skipped",
+          "[runner]") {
+  Result r = RunRunner(
+      "--paradnn_case=CNN/block:residual/blocks:1/filters:16/image:200/"
+      "output:1000/batch:8/torch/fp32/train --paradnn_case=FC/layers:1/"
+      "nodes:8/input:8/output:2/batch:2/torch/fp32/infer "
+      "--paradnn_case_timeout=0.005 --benchmark_format=json" +
+      std::string(kFast));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 2);
+  CHECK(j["benchmarks"][0]["error_occurred"] == true);
+  CHECK_THAT(j["benchmarks"][0]["error_message"].get<std::string>(),
+             Contains("over the 0.005 s of --paradnn_case_timeout"));
+  CHECK_FALSE(j["benchmarks"][1].contains("error_occurred"));
+  CHECK_THAT(r.err, Contains("paradnn: 1 passed, 1 skipped, 0 failed"));
+}
+
 TEST_CASE("Google Benchmark's own flags keep working", "[runner]") {
   const std::string args =
       "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
