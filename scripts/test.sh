@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with tests and examples, runs the tests
-# (the fuzz targets among them, for a few seconds each).
+# (the fuzz targets among them, for a few seconds each), then the unit tests
+# under ASan and UBSan (CMakePresets.json, build-asan/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --test
 "$root/scripts/build.sh" -DPARADNN_BUILD_TESTS=ON -DPARADNN_BUILD_EXAMPLES=ON
-cd "$root/build"
-ctest --output-on-failure -j "${PARADNN_JOBS:-2}" "$@"
+(cd "$root/build" && ctest --output-on-failure -j "${PARADNN_JOBS:-2}" "$@")
+# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+cd "$root"
+cmake --preset asan >/dev/null
+cmake --build --preset asan >/dev/null
+ctest --preset asan
