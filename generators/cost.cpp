@@ -57,6 +57,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   int64_t activation_bytes = 0;
   int64_t gradient_bytes = 0;
   int64_t largest = 0;
+  int64_t saved_gates = 0;  // bytes recurrent cells keep for backward
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
     const bool loss = l.op == Op::kSoftmaxCrossEntropy || l.op == Op::kMeanLoss;
@@ -76,6 +77,9 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     }
     c.elementwise += ForwardElementwise(g, l);
     if (needs_grad[i]) gradient_bytes += out * e;
+    // Every step's gate pre-activations, of the input and of the hidden
+    // products, stay for backward.
+    if (l.op == Op::kRecurrent) saved_gates += 2 * Gates(l.cell) * out * e;
   }
   if (train) c.elementwise += 2 * c.params;  // SGD: w -= lr * grad
 
@@ -83,7 +87,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   if (train) {
     c.bytes = 2 * weight_bytes + activation_bytes + gradient_bytes;
     // Everything above is alive at once in the backward pass.
-    c.memory = c.bytes;
+    c.memory = c.bytes + saved_gates;
   } else {
     c.bytes = weight_bytes + activation_bytes;
     // Inference frees activations as it goes: a layer's input, its output

@@ -450,3 +450,51 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
 
 }  // namespace
 }  // namespace paradnn
+
+#include <sys/resource.h>
+
+namespace paradnn {
+namespace {
+
+// Peak RSS in bytes of the runner on one case (a child process of its own).
+double PeakRss(const std::string& name) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string arg = "--paradnn_case=" + name;
+    execl(PARADNN_RUNNER, PARADNN_RUNNER, arg.c_str(), "--paradnn_steps=2",
+          "--paradnn_progress=false", "--benchmark_format=json",
+          "--benchmark_out=/dev/null", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return usage.ru_maxrss * 1024.0;
+}
+
+TEST_CASE("memory estimates within 2.5x of the measured peak RSS",
+          "[runner][memory]") {
+  // The runner's own footprint (libraries, a tiny model) is the baseline.
+  const double baseline =
+      PeakRss("FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/fp32/infer");
+  for (const char* name :
+       {"FC/layers:4/nodes:2048/input:2000/output:1000/batch:512/torch/fp32/"
+        "train",
+        "CNN/block:residual/blocks:1/filters:32/image:200/output:1000/"
+        "batch:32/onednn/fp32/train",
+        "RNN/cell:lstm/layers:3/embed:512/vocab:1024/length:50/batch:64/"
+        "torch/fp32/train"}) {
+    INFO(name);
+    const Case c = ParseCaseName(name);
+    const double estimate = static_cast<double>(
+        ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).memory);
+    const double measured = PeakRss(name) - baseline;
+    INFO("estimate " << estimate / 1048576 << " MiB, measured "
+                     << measured / 1048576 << " MiB above the baseline");
+    CHECK(measured < 2.5 * estimate);
+    CHECK(measured > estimate / 2.5);
+  }
+}
+
+}  // namespace
+}  // namespace paradnn
