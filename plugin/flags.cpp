@@ -56,6 +56,9 @@ po::options_description Describe(Options& o, std::string& backends,
       ("paradnn_case_timeout", po::value(&o.case_timeout),
        "skip a case whose preparation and warm-up step took longer than "
        "this many seconds, before timing it")
+      ("paradnn_isolate", po::bool_switch(&o.isolate),
+       "run each case in a child process (this binary again), so that a "
+       "crash fails that case only")
       ("paradnn_shard", po::value(&o.shard),
        "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
        "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")
@@ -127,7 +130,8 @@ Options ParseFlags(int* argc, char** argv) {
       ours.push_back(arg);
       // "--paradnn_x value": the value is ours too, except after a switch.
       if (arg.find('=') == std::string::npos && arg != "--paradnn_help" &&
-          arg != "--paradnn_bricks" && i + 1 < *argc) {
+          arg != "--paradnn_bricks" && arg != "--paradnn_isolate" &&
+          i + 1 < *argc) {
         ours.push_back(argv[++i]);
       }
     }

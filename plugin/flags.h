@@ -27,6 +27,7 @@ struct Options {
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
   double case_timeout = 0;  // seconds for preparation and warm-up; 0: none
+  bool isolate = false;     // each case in a child process
   std::string shard;     // "I/N"; empty: the scheduler's, else all cases
   int shard_count = 0;   // N for Kubernetes Indexed Jobs
   std::string resume;    // journal of finished cases, read and appended

@@ -8,6 +8,11 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <cstring>
+#include <sstream>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "adapters/mlperf/package.h"
 #include "analysis/calibrate.h"
@@ -132,6 +137,77 @@ class CallTimer {
       std::chrono::steady_clock::now();
 };
 
+void Counters(benchmark::State& state, Run& run, Entry& e);
+
+// --paradnn_isolate: this binary again, on this case alone, with the same
+// paradnn flags through the environment; the child's result or its death
+// becomes this case's.
+void RunIsolated(benchmark::State& state, Run& run, Entry& e) {
+  if (e.isolated_step_s <= 0 && e.status == Status::kNotRun) {
+    const std::string out = "/tmp/paradnn_isolate_" + std::to_string(getpid()) + ".json";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("PARADNN_ISOLATED_CHILD", "1", 1);
+      setenv("PARADNN_CASE", e.name.c_str(), 1);
+      setenv("PARADNN_PROGRESS", "false", 1);
+      setenv("PARADNN_THREADS", std::to_string(run.options.threads).c_str(), 1);
+      setenv("PARADNN_SEED", std::to_string(run.options.seed).c_str(), 1);
+      setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
+      const Options& f = run.flags;
+      if (f.steps > 0) setenv("PARADNN_STEPS", std::to_string(f.steps).c_str(), 1);
+      if (f.case_timeout > 0) {
+        setenv("PARADNN_CASE_TIMEOUT", std::to_string(f.case_timeout).c_str(), 1);
+      }
+      if (!f.platform.empty()) setenv("PARADNN_PLATFORM", f.platform.c_str(), 1);
+      for (const char* unused : {"PARADNN_CONFIG", "PARADNN_RESUME", "PARADNN_SHARD",
+                                 "PARADNN_MLLOG", "PARADNN_MLPERF_PACKAGE",
+                                 "PARADNN_BRICKS_OUT"}) {
+        unsetenv(unused);
+      }
+      // Its output is read from the file; its console would interleave.
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      const std::string filter = "--benchmark_filter=^" + e.name + "/";
+      const std::string file = "--benchmark_out=" + out;
+      execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), file.c_str(),
+            "--benchmark_out_format=json", "--benchmark_format=json",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) {
+      return End(state, e, Status::kFailed,
+                 std::string("crashed in its isolated process: ") +
+                     strsignal(WTERMSIG(status)));
+    }
+    std::ifstream in(out);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::remove(out.c_str());
+    // The child's one run: its error, or its time per step.
+    const std::string json = text.str();
+    const size_t err = json.find("\"error_message\": \"");
+    if (err != std::string::npos) {
+      const size_t start = err + 18;
+      return End(state, e, Status::kFailed,
+                 "in its isolated process: " +
+                     json.substr(start, json.find('"', start) - start));
+    }
+    const size_t rt = json.find("\"real_time\": ");
+    if (rt == std::string::npos) {
+      return End(state, e, Status::kFailed,
+                 "its isolated process exited with status " +
+                     std::to_string(WEXITSTATUS(status)) + " and no result");
+    }
+    e.isolated_step_s = std::stod(json.substr(rt + 13)) / 1e3;  // ms
+  }
+  if (e.isolated_step_s <= 0) return End(state, e, e.status, "failed before");
+  for (auto _ : state) state.SetIterationTime(e.isolated_step_s);
+  e.step_ms = e.isolated_step_s * 1e3;
+}
+
 void RunCase(benchmark::State& state, int index) {
   Run& run = TheRun();
   Entry& e = run.entries[index];
@@ -146,6 +222,11 @@ void RunCase(benchmark::State& state, int index) {
                "needs about " + Gib(e.cost.memory) +
                    " by the cost model, over the " + Gib(run.max_memory) +
                    " limit (--paradnn_max_memory)");
+  }
+  if (run.isolate) {
+    RunIsolated(state, run, e);
+    if (e.status == Status::kFailed) return;
+    return Counters(state, run, e);
   }
   Runner* runner = nullptr;
   try {
@@ -182,6 +263,10 @@ void RunCase(benchmark::State& state, int index) {
     return End(state, e, Status::kFailed,
                "the loss is not finite (" + std::to_string(loss) + ")");
   }
+  Counters(state, run, e);
+}
+
+void Counters(benchmark::State& state, Run& run, Entry& e) {
   using benchmark::Counter;
   const double flops = static_cast<double>(e.cost.flops);
   state.SetItemsProcessed(state.iterations() * e.batch);
@@ -333,6 +418,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
                        : static_cast<int64_t>(0.8 * AvailableMemory());
   run.progress = o.progress;
   run.flags = o;
+  run.isolate = o.isolate && std::getenv("PARADNN_ISOLATED_CHILD") == nullptr;
   // MLPerf names: the flag, else the config, else the default.
   auto pick = [](std::string& flag, const std::string& config,
                  std::string fallback) {
@@ -367,12 +453,16 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     const int index = static_cast<int>(run.entries.size());
     run.index[e.name] = index;
     run.entries.push_back(std::move(e));
-    benchmark::internal::Benchmark* b =
-        benchmark::RegisterBenchmark(
-            run.entries.back().name.c_str(),
-            [index](benchmark::State& state) { RunCase(state, index); })
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+    benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
+        run.entries.back().name.c_str(),
+        [index](benchmark::State& state) { RunCase(state, index); });
+    b->Unit(benchmark::kMillisecond);
+    // Isolated cases report the time their child process measured.
+    if (run.isolate) {
+      b->UseManualTime();
+    } else {
+      b->UseRealTime();
+    }
     if (o.steps > 0) b->Iterations(o.steps);
     registered.push_back(b);
     return index;

@@ -35,6 +35,7 @@ struct Entry {
   int64_t init_start_ms = 0, init_stop_ms = 0;
   double step_ms = 0;         // per step, in the last timed loop
   double benchmark_s = 0;     // in all of Google Benchmark's calls
+  double isolated_step_s = 0; // measured by the child, --paradnn_isolate
 
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
@@ -50,6 +51,7 @@ struct Run {
   std::map<std::string, double> peak_flops;  // from --paradnn_platform
   std::ofstream journal;                     // --paradnn_resume
   bool progress = true;
+  bool isolate = false;  // --paradnn_isolate, in the parent
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.
   int prepared = -1;

@@ -498,3 +498,33 @@ TEST_CASE("memory estimates within 2.5x of the measured peak RSS",
 
 }  // namespace
 }  // namespace paradnn
+
+namespace paradnn {
+namespace {
+
+TEST_CASE("isolated cases: a crash fails that case only", "[runner][isolate]") {
+  const std::string model = "FC/layers:1/nodes:8/input:8/output:2/batch:2/";
+  const std::string cmd = std::string(PARADNN_CRASH_HOST) +
+                          " --paradnn_isolate --paradnn_case=" + model +
+                          "crashing/fp32/train --paradnn_case=" + model +
+                          "torch/fp32/infer --paradnn_threads=1 "
+                          "--benchmark_format=json > " + Scratch("iso.out") +
+                          " 2> " + Scratch("iso.err");
+  const int raw = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(raw));
+  CHECK(WEXITSTATUS(raw) == 1);  // a case failed
+  json j = json::parse(Slurp(Scratch("iso.out")));
+  REQUIRE(j["benchmarks"].size() == 2);
+  CHECK(j["benchmarks"][0]["error_occurred"] == true);
+  CHECK_THAT(j["benchmarks"][0]["error_message"].get<std::string>(),
+             Contains("crashed in its isolated process: Segmentation fault"));
+  const json& ok = j["benchmarks"][1];
+  CHECK_FALSE(ok.contains("error_occurred"));
+  CHECK(CaseNameOf(ok["name"]) == model + "torch/fp32/infer");
+  CHECK(ok["real_time"].get<double>() > 0);
+  CHECK_THAT(Slurp(Scratch("iso.err")),
+             Contains("paradnn: 1 passed, 0 skipped, 1 failed"));
+}
+
+}  // namespace
+}  // namespace paradnn

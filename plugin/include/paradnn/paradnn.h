@@ -32,6 +32,7 @@
 //   --paradnn_progress=BOOL   progress lines on stderr (default true)
 //   --paradnn_steps=N         exactly N timed steps per case
 //   --paradnn_bricks          also time each unique layer (BRICK/...)
+//   --paradnn_isolate         each case in a child process
 //   --paradnn_mllog=DIR       an MLPerf training-style log per case run
 //   --paradnn_mlperf_package=DIR  an MLPerf results package; with
 //   --paradnn_mlperf_org, _system and _status (both need DisplayReporter())
