@@ -129,9 +129,11 @@ Options ParseFlags(int* argc, char** argv) {
       }
       ours.push_back(arg);
       // "--paradnn_x value": the value is ours too, except after a switch.
-      if (arg.find('=') == std::string::npos && arg != "--paradnn_help" &&
-          arg != "--paradnn_bricks" && arg != "--paradnn_isolate" &&
-          i + 1 < *argc) {
+      const po::option_description* option =
+          desc.find_nothrow(arg.substr(2), false);
+      const bool takes_value =
+          option == nullptr || option->semantic()->max_tokens() > 0;
+      if (arg.find('=') == std::string::npos && takes_value && i + 1 < *argc) {
         ours.push_back(argv[++i]);
       }
     }
@@ -162,23 +164,24 @@ Options ParseFlags(int* argc, char** argv) {
   o.dtypes = SplitList(dtypes);
   o.modes = SplitList(modes);
   if (!max_memory.empty()) o.max_memory = ParseSize(max_memory);
-  if (vm.count("paradnn_threads") && o.threads <= 0) {
-    throw FlagError("--paradnn_threads=" + std::to_string(o.threads) +
-                    ": expected a positive thread count");
-  }
-  if (vm.count("paradnn_case_timeout") && o.case_timeout <= 0) {
-    throw FlagError("--paradnn_case_timeout=" +
-                    std::to_string(o.case_timeout) +
-                    ": expected a positive number of seconds");
-  }
-  if (vm.count("paradnn_steps") && o.steps <= 0) {
-    throw FlagError("--paradnn_steps=" + std::to_string(o.steps) +
-                    ": expected a positive step count");
-  }
-  if (vm.count("paradnn_seed") && o.seed < 0) {
-    throw FlagError("--paradnn_seed=" + std::to_string(o.seed) +
-                    ": expected a non-negative seed");
-  }
+  // Given values must be positive (a seed may be 0).
+  auto check = [](bool given, bool ok, const std::string& flag,
+                  const std::string& value, const char* expected) {
+    if (given && !ok) {
+      throw FlagError("--" + flag + "=" + value + ": expected " + expected);
+    }
+  };
+  check(vm.count("paradnn_threads"), o.threads > 0, "paradnn_threads",
+        std::to_string(o.threads), "a positive thread count");
+  std::ostringstream timeout;
+  timeout << o.case_timeout;
+  check(vm.count("paradnn_case_timeout"), o.case_timeout > 0,
+        "paradnn_case_timeout", timeout.str(),
+        "a positive number of seconds");
+  check(vm.count("paradnn_steps"), o.steps > 0, "paradnn_steps",
+        std::to_string(o.steps), "a positive step count");
+  check(vm.count("paradnn_seed"), o.seed >= 0, "paradnn_seed",
+        std::to_string(o.seed), "a non-negative seed");
   return o;
 }
 
