@@ -40,13 +40,6 @@ std::string Html(const std::string& s) {
   return out;
 }
 
-std::string Num(double v, int precision = 4) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << v;
-  return s.str();
-}
-
 class Report {
  public:
   explicit Report(const ReportOptions& o) : o_(o) {}

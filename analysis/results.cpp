@@ -5,10 +5,18 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 namespace paradnn {
 using nlohmann::json;
+
+std::string Num(double v, int precision) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << v;
+  return s.str();
+}
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 

@@ -39,6 +39,9 @@ Results ReadResults(const std::string& path);
 // or "<path>: not JSON: ..." otherwise.
 nlohmann::json ReadJsonFile(const std::string& path, const std::string& what);
 
+// v with `precision` significant digits, as tables and plot titles show it.
+std::string Num(double v, int precision = 4);
+
 double Median(std::vector<double> v);
 // The p-th percentile (0..100), linear between order statistics.
 double Percentile(std::vector<double> v, double p);

@@ -29,11 +29,12 @@ const std::vector<ReferenceModel>& ReferenceModels() {
 
 namespace {
 
-std::string Num(double v, int precision = 4) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << v;
-  return s.str();
+// The published size of a benchmark's model, or nullptr.
+const ReferenceModel* FindReference(const std::string& benchmark) {
+  for (const ReferenceModel& r : ReferenceModels()) {
+    if (r.benchmark == benchmark) return &r;
+  }
+  return nullptr;
 }
 
 // Distance in log10 space over the dimensions both sides have.
@@ -59,10 +60,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
   csv << "kind,system,name,params,flop_per_sample,samples_per_second,"
          "time_to_train_min,step_ms\n";
   for (const MlperfBenchmark& b : real) {
-    const ReferenceModel* m = nullptr;
-    for (const ReferenceModel& r : ReferenceModels()) {
-      if (r.benchmark == b.benchmark) m = &r;
-    }
+    const ReferenceModel* m = FindReference(b.benchmark);
     std::vector<double> rates;
     for (const MlperfRun& r : b.runs) {
       if (r.passed() && r.samples_per_second) rates.push_back(*r.samples_per_second);
@@ -89,10 +87,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
      << "Distance in log10 of params and training FLOPs per sample (params "
         "only where the model's FLOPs are not known).\n";
   for (const MlperfBenchmark& b : real) {
-    const ReferenceModel* m = nullptr;
-    for (const ReferenceModel& r : ReferenceModels()) {
-      if (r.benchmark == b.benchmark) m = &r;
-    }
+    const ReferenceModel* m = FindReference(b.benchmark);
     md << "\n### " << b.benchmark << " on " << b.system_name << "\n\n";
     if (m == nullptr) {
       md << "No published size for this benchmark in paradnn's table.\n";
