@@ -27,15 +27,20 @@ const std::map<std::string, std::pair<std::string, std::string>> kHeatAxes = {
     {"FC", {"batch", "nodes"}},
     {"CNN", {"batch", "filters"}},
     {"RNN", {"batch", "embed"}},
+    {"TRANSFORMER", {"batch", "d_model"}},
 };
 
 std::string Html(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -79,10 +84,12 @@ class Report {
     Roofline();
     for (const auto& [family, axes] : kHeatAxes) HeatMap(family, axes);
     Regressions();
+    Profiles();
     if (!o_.vs.empty() || !o_.a_select.empty()) Speedups();
     if (!notes_.empty()) {
       html_ << "<h2>Not reported</h2>\n<ul>\n";
-      for (const std::string& n : notes_) html_ << "<li>" << Html(n) << "</li>\n";
+      for (const std::string& n : notes_)
+        html_ << "<li>" << Html(n) << "</li>\n";
       html_ << "</ul>\n";
     }
     // The page checks that every plot loaded (the tests read this line).
@@ -100,7 +107,8 @@ class Report {
   void Gnuplot(const std::string& name, const std::string& script) {
     const std::string path = o_.out + "/" + name + ".gp";
     std::ofstream(path) << kTerminal << "set output '" << name << ".svg'\n"
-                        << "set datafile separator ','\n" << script;
+                        << "set datafile separator ','\n"
+                        << script;
     const std::string cmd = "cd '" + o_.out + "' && gnuplot '" + name +
                             ".gp' 2> '" + name + ".gnuplot.log'";
     if (std::system(cmd.c_str()) != 0) {
@@ -134,16 +142,16 @@ class Report {
        << "set xlabel 'arithmetic intensity (FLOP/byte)'\n"
        << "set ylabel 'FLOP/s'\nset key left top\nset grid\n";
     std::string plots;
-    for (const char* f : {"FC", "CNN", "RNN"}) {
+    for (const FamilyDef& f : Families()) {
       if (!plots.empty()) plots += ", ";
-      plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + std::string(f) +
-               "' ? $3 : 1/0):4 with points pt 7 ps 0.8 title '" + f + "'";
+      plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + f.name +
+               "' ? $3 : 1/0):4 with points pt 7 ps 0.8 title '" + f.name + "'";
     }
     if (have_platform_) {
       gp << "set samples 400\nbw=" << platform_.memory_bandwidth << "\n";
       for (const auto& [dtype, peak] : platform_.peak_flops) {
-        gp << "roof_" << dtype << "(x) = bw*x < " << peak << " ? bw*x : "
-           << peak << "\n";
+        gp << "roof_" << dtype << "(x) = bw*x < " << peak
+           << " ? bw*x : " << peak << "\n";
         plots += ", roof_" + dtype + "(x) with lines lw 2 title '" + dtype +
                  " roof (" + Num(peak / 1e9, 3) + " GFLOP/s, " +
                  Num(platform_.memory_bandwidth / 1e9, 3) + " GB/s)'";
@@ -209,16 +217,16 @@ class Report {
        << ", median over the other parameters)'\n"
        << "set style fill solid 1.0 noborder\n"
        << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
-       << "boxxyerror fc palette notitle, '"
-       << name << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
+       << "boxxyerror fc palette notitle, '" << name
+       << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
        << "notitle\n";
     Gnuplot(name, gp.str());
     if (!heat_title_) {
       html_ << "<h2>Heat maps</h2>\n";
       heat_title_ = true;
     }
-    Figure(name, family + ": " + (util ? "utilization" : "GFLOP/s") +
-                     " over " + axes.first + " and " + axes.second);
+    Figure(name, family + ": " + (util ? "utilization" : "GFLOP/s") + " over " +
+                     axes.first + " and " + axes.second);
   }
 
   void Regressions() {
@@ -247,8 +255,10 @@ class Report {
               "set style fill solid 0.6\nset boxwidth 0.6\nset yzeroaxis\n"
               "set yrange [*<0:0<*]\n"
               "set xzeroaxis\nset ylabel 'weight on log(parameter)'\n"
-              "set title '" + std::string(family) + ": R^2 = " + Num(r.r2, 3) +
-                  "'\nplot '" + name + ".csv' skip 1 using 0:2:xtic(1) with "
+              "set title '" +
+                  std::string(family) + ": R^2 = " + Num(r.r2, 3) +
+                  "'\nplot '" + name +
+                  ".csv' skip 1 using 0:2:xtic(1) with "
                   "boxes notitle\n");
       Figure(name, std::string(family) + " regression weights");
       html_ << "<table><tr><th>" << family << "</th>";
@@ -264,12 +274,68 @@ class Report {
     }
   }
 
+  // Where step time goes: the mean share of each operation class over the
+  // profiled cases of each family, backend and mode, as stacked bars.
+  void Profiles() {
+    std::map<std::string, std::pair<std::array<double, kOpClasses>, int>>
+        groups;
+    for (const CaseResult& r : a_.cases) {
+      if (!r.profiled) continue;
+      auto& [sum, n] = groups[r.c.model.family + "/" + r.c.backend + "/" +
+                              ToString(r.c.mode)];
+      for (int k = 0; k < kOpClasses; ++k) sum[k] += r.time_frac[k];
+      ++n;
+    }
+    if (groups.empty()) {
+      notes_.push_back(
+          "no case was profiled (--paradnn_profile): no time breakdown");
+      return;
+    }
+    std::ofstream csv(o_.out + "/profile.csv");
+    csv << "group,cases";
+    for (int k = 0; k < kOpClasses; ++k) {
+      csv << "," << ToString(static_cast<OpClass>(k));
+    }
+    csv << "\n";
+    html_ << "<h2>Where step time goes</h2>\n<p>Mean share of step time per "
+             "operation class (--paradnn_profile), by family, backend and "
+             "mode.</p>\n<table><tr><th>group</th><th>cases</th>";
+    for (int k = 0; k < kOpClasses; ++k) {
+      html_ << "<th>" << ToString(static_cast<OpClass>(k)) << "</th>";
+    }
+    html_ << "</tr>\n";
+    for (const auto& [group, entry] : groups) {
+      const auto& [sum, n] = entry;
+      csv << group << "," << n;
+      html_ << "<tr><td>" << Html(group) << "</td><td>" << n << "</td>";
+      for (int k = 0; k < kOpClasses; ++k) {
+        csv << "," << sum[k] / n;
+        html_ << "<td>" << Num(sum[k] / n, 3) << "</td>";
+      }
+      csv << "\n";
+      html_ << "</tr>\n";
+    }
+    html_ << "</table>\n";
+    csv.close();
+    std::string plot = "plot 'profile.csv' skip 1 using 3:xtic(1) title 'gemm'";
+    for (int k = 1; k < kOpClasses; ++k) {
+      plot += ", '' skip 1 using " + std::to_string(k + 3) + " title '" +
+              ToString(static_cast<OpClass>(k)) + "'";
+    }
+    Gnuplot("profile",
+            "set style data histograms\nset style histogram rowstacked\n"
+            "set style fill solid 0.8 border -1\nset boxwidth 0.7\n"
+            "set yrange [0:1]\nset ylabel 'share of step time'\n"
+            "set xtics rotate by -30\nset key outside right\n" +
+                plot + "\n");
+    Figure("profile", "share of step time per operation class");
+  }
+
   void Speedups() {
     const std::string b_path = o_.vs.empty() ? o_.results : o_.vs;
     const Results b = b_path == o_.results ? a_ : ReadResults(b_path);
     const Matching m = Match(a_.cases, o_.a_select, b.cases, o_.b_select);
-    const std::string a_label =
-        o_.a_select.empty() ? o_.results : o_.a_select;
+    const std::string a_label = o_.a_select.empty() ? o_.results : o_.a_select;
     const std::string b_label = o_.b_select.empty() ? b_path : o_.b_select;
     html_ << "<h2>Speedup of A over B</h2>\n<p>A = <code>" << Html(a_label)
           << "</code>, B = <code>" << Html(b_label)
@@ -308,8 +374,8 @@ class Report {
           << bx.median << "," << bx.p91 << "," << bx.p98 << "," << bx.n << "\n";
       html_ << "<tr><td>" << family << "</td><td>" << bx.n << "</td><td>"
             << Num(bx.p2, 3) << "</td><td>" << Num(bx.p9, 3) << "</td><td>"
-            << Num(bx.median, 3) << "</td><td>" << Num(bx.p91, 3)
-            << "</td><td>" << Num(bx.p98, 3) << "</td></tr>\n";
+            << Num(bx.median, 3) << "</td><td>" << Num(bx.p91, 3) << "</td><td>"
+            << Num(bx.p98, 3) << "</td></tr>\n";
       tics += (i ? ", '" : "'") + family + "' " + std::to_string(i);
       ++i;
     }
@@ -323,11 +389,13 @@ class Report {
                 "candlesticks title 'p9-p91, whiskers p2-p98', "
                 "'' skip 1 using 1:5:5:5:5 with candlesticks lw 2 title "
                 "'median', 1 with lines dt 2 notitle\n");
-    Figure("speedup_box", "speedup per family (box 9th-91st percentile, "
-                          "whiskers 2nd-98th)");
+    Figure("speedup_box",
+           "speedup per family (box 9th-91st percentile, "
+           "whiskers 2nd-98th)");
     Gnuplot("speedup",
             "set logscale x\nset logscale cb\nset xlabel 'params'\n"
-            "set ylabel 'speedup of A over B'\nset cblabel '" + o_.color +
+            "set ylabel 'speedup of A over B'\nset cblabel '" +
+                o_.color +
                 "'\nset grid\nplot 'speedup.csv' skip 1 using 6:5:7 with "
                 "points pt 7 palette notitle, 1 with lines dt 2 notitle\n");
     Figure("speedup", "speedup against params, coloured by " + o_.color);

@@ -104,12 +104,21 @@ Results ReadResults(const std::string& path) {
     r.step_ms = medians.count(name) ? StepMs(medians.at(name)) : Median(ms);
     r.samples_per_second = batch / (r.step_ms / 1e3);
     r.flops = r.flop_per_step / (r.step_ms / 1e3);
+    const json& shares = medians.count(name) ? medians.at(name) : first;
+    for (int k = 0; k < kOpClasses; ++k) {
+      const std::string key =
+          std::string("time_") + ToString(static_cast<OpClass>(k)) + "_frac";
+      if (!shares.contains(key)) break;
+      r.time_frac[k] = shares[key];
+      r.profiled = k + 1 == kOpClasses;
+    }
     results.cases.push_back(std::move(r));
   }
   if (results.cases.empty()) {
     throw std::runtime_error(
-        path + ": no paradnn cases (no benchmark has paradnn's counters "
-               "params and flop_per_step" +
+        path +
+        ": no paradnn cases (no benchmark has paradnn's counters "
+        "params and flop_per_step" +
         (results.failed.empty() ? "" : ", or every case failed") + ")");
   }
   return results;

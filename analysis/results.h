@@ -2,10 +2,12 @@
 // that reports, comparisons and the MLPerf side-by-side table share.
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "backends/profile.h"
 #include "generators/spec.h"
 
 namespace paradnn {
@@ -21,11 +23,15 @@ struct CaseResult {
   double step_ms = 0;  // median over repetitions
   double samples_per_second = 0;
   double flops = 0;  // FLOP/s
+  // Shares of step time per operation class, where run with
+  // --paradnn_profile (counters time_<class>_frac).
+  bool profiled = false;
+  std::array<double, kOpClasses> time_frac{};
 };
 
 struct Results {
   std::string path;
-  std::vector<CaseResult> cases;  // sorted by name
+  std::vector<CaseResult> cases;    // sorted by name
   std::vector<std::string> failed;  // cases that reported an error
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/profile.h"
 #include "generators/spec.h"
 
 namespace paradnn {
@@ -36,6 +37,8 @@ class Runner {
   virtual std::vector<float> Output() = 0;
   // Current values of Graph::Params()[index], as fp32.
   virtual std::vector<float> Param(int index) = 0;
+  // Runs `steps` steps under the backend's own profiler.
+  virtual StepProfile Profile(int steps) = 0;
 };
 
 class Backend {

@@ -3,13 +3,13 @@
 # paper's (bench/bricks_grid.yaml): benchmark time of the unique layers
 # against the models (every case runs the same number of timed steps, so
 # benchmark time follows work), and constructed over measured step time per
-# family.
-#   bench/bricks.sh [backend] [extra flags]
+# family, backend and mode.
+#   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
 "$root/scripts/build.sh" >/dev/null
-backend=${1:-torch}
+backend=${1:-torch,onednn}
 shift || true
 out=$(mktemp -d)
 "$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
@@ -20,11 +20,15 @@ python3 - "$out/bricks.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(f"layers {d['total_layers']}, unique {d['unique_layers']} "
-      f"({d['unique_layers'] / d['total_layers']:.0%})")
+      f"({d['unique_layers'] / d['total_layers']:.0%}); granularity "
+      f"{d['granularity']}: {d['unique_bricks']} unique bricks of "
+      f"{d['total_bricks']}")
 print(f"benchmark time: bricks {d['bricks_benchmark_s']:.1f} s, end to end "
       f"{d['end_to_end_benchmark_s']:.1f} s, ratio "
       f"{d['end_to_end_benchmark_s'] / d['bricks_benchmark_s']:.2f}x")
-for fam, s in d["estimate_over_measured"]["per_family"].items():
+groups = dict(d["estimate_over_measured"]["per_family"])
+groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
+for fam, s in groups.items():
     print(f"{fam}: estimate/measured geomean {s['geomean']:.3f} "
           f"(min {s['min']:.3f}, max {s['max']:.3f}, {s['models']} models)")
 PY

@@ -20,6 +20,10 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kGlobalAvgPool, {}},
       {Op::kEmbedding, {"vocab", "units"}},
       {Op::kRecurrent, {"cell", "units"}},
+      {Op::kLayerNorm, {}},
+      {Op::kGelu, {}},
+      {Op::kPositional, {}},
+      {Op::kAttention, {"heads", "causal"}},
       {Op::kSoftmaxCrossEntropy, {}},
   };
   return attributes;
@@ -62,21 +66,128 @@ std::vector<std::string> Split(std::string_view s, char sep) {
 
 }  // namespace
 
+namespace {
+
+// "/units:16/kernel:3/stride:1/pad:1": the attributes of b's type.
+std::string AttributeText(const Brick& b) {
+  std::string text;
+  for (const std::string& a : Attributes().at(b.op)) {
+    text += "/" + a + ":";
+    if (a == "units") text += std::to_string(b.units);
+    if (a == "kernel") text += std::to_string(b.kernel);
+    if (a == "stride") text += std::to_string(b.stride);
+    if (a == "pad") text += std::to_string(b.pad);
+    if (a == "vocab") text += std::to_string(b.vocab);
+    if (a == "bias") text += b.bias ? "1" : "0";
+    if (a == "cell") text += ToString(b.cell);
+    if (a == "heads") text += std::to_string(b.heads);
+    if (a == "causal") text += b.causal ? "1" : "0";
+  }
+  return text;
+}
+
+Op ParseOp(const std::string& text) {
+  for (const auto& [op, attrs] : Attributes()) {
+    if (text == ToString(op)) return op;
+  }
+  throw SpecError("'" + text + "' is not a layer type");
+}
+
+// Reads the attributes of b's type from parts[*k...], advancing *k.
+void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
+                     Brick* b) {
+  for (const std::string& a : Attributes().at(b->op)) {
+    const std::string p = *k < parts.size() ? parts[*k] : "";
+    if (p.rfind(a + ":", 0) != 0) {
+      throw SpecError("segment '" + p + "' should be " + a + ":<value> (" +
+                      ToString(b->op) + " takes" +
+                      [&] {
+                        std::string all;
+                        for (const std::string& x : Attributes().at(b->op)) {
+                          all += " " + x;
+                        }
+                        return all;
+                      }() +
+                      ")");
+    }
+    const std::string v = p.substr(a.size() + 1);
+    if (a == "units") b->units = PositiveInt(a, v);
+    if (a == "kernel") b->kernel = PositiveInt(a, v);
+    if (a == "stride") b->stride = PositiveInt(a, v);
+    if (a == "pad") b->pad = PositiveInt(a, v, 0);
+    if (a == "vocab") b->vocab = PositiveInt(a, v);
+    if (a == "bias") b->bias = PositiveInt(a, v, 0) != 0;
+    if (a == "heads") b->heads = PositiveInt(a, v);
+    if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
+    if (a == "cell") {
+      if (v == "rnn")
+        b->cell = Cell::kRnn;
+      else if (v == "lstm")
+        b->cell = Cell::kLstm;
+      else if (v == "gru")
+        b->cell = Cell::kGru;
+      else
+        throw SpecError("'" + v + "' is not a cell: expected rnn, lstm or gru");
+    }
+    ++*k;
+  }
+}
+
+// Adds b's layer to g on inputs `in`; its output, or -1 for a loss.
+int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
+  switch (b.op) {
+    case Op::kDense:
+      return g.Dense(in[0], b.units, b.bias);
+    case Op::kConv2d:
+      return g.Conv2d(in[0], b.units, b.kernel, b.stride, b.pad);
+    case Op::kBatchNorm:
+      return g.BatchNorm(in[0]);
+    case Op::kReLU:
+      return g.ReLU(in[0]);
+    case Op::kMaxPool:
+      return g.MaxPool(in[0], b.kernel, b.stride, b.pad);
+    case Op::kAdd:
+      return g.Add(in[0], in[1]);
+    case Op::kGlobalAvgPool:
+      return g.GlobalAvgPool(in[0]);
+    case Op::kEmbedding:
+      return g.Embedding(in[0], b.units);
+    case Op::kRecurrent:
+      return g.Recurrent(in[0], b.cell, b.units);
+    case Op::kLayerNorm:
+      return g.LayerNorm(in[0]);
+    case Op::kGelu:
+      return g.Gelu(in[0]);
+    case Op::kPositional:
+      return g.Positional(in[0]);
+    case Op::kAttention:
+      if (b.inputs[0].size() != 3 || b.inputs[0][2] % b.heads != 0 ||
+          b.inputs[1] != b.inputs[0] || b.inputs[2] != b.inputs[0]) {
+        throw SpecError(
+            "attention needs three equal [length, batch, units] "
+            "inputs with units a multiple of heads");
+      }
+      return g.Attention(in[0], in[1], in[2], b.heads, b.causal);
+    case Op::kSoftmaxCrossEntropy:
+      g.SoftmaxCrossEntropy(in[0]);
+      return -1;
+    default:
+      throw SpecError(std::string("'") + ToString(b.op) +
+                      "' is not a brick layer");
+  }
+}
+
+}  // namespace
+
 std::string Brick::Key() const {
   std::string key = ToString(op);
   key += "/in:";
   for (size_t i = 0; i < inputs.size(); ++i) {
     key += (i ? "," : "") + ShapeText(inputs[i]);
   }
-  for (const std::string& a : Attributes().at(op)) {
-    key += "/" + a + ":";
-    if (a == "units") key += std::to_string(units);
-    if (a == "kernel") key += std::to_string(kernel);
-    if (a == "stride") key += std::to_string(stride);
-    if (a == "pad") key += std::to_string(pad);
-    if (a == "vocab") key += std::to_string(vocab);
-    if (a == "bias") key += bias ? "1" : "0";
-    if (a == "cell") key += ToString(cell);
+  key += AttributeText(*this);
+  for (const Brick& next : then) {
+    key += "/+" + std::string(ToString(next.op)) + AttributeText(next);
   }
   return key + "/grad:" + (input_grad ? "1" : "0");
 }
@@ -90,64 +201,55 @@ BrickCase ParseBrickName(std::string_view name) {
   const std::string quoted = "'" + std::string(name) + "'";
   std::vector<std::string> parts = Split(name, '/');
   if (parts.size() < 7 || parts[0] != "BRICK") {
-    throw SpecError(quoted + " is not a brick name: expected BRICK/<layer>/"
-                             "in:<shape>/.../grad:<0|1>/<backend>/<dtype>/"
-                             "<mode>");
+    throw SpecError(quoted +
+                    " is not a brick name: expected BRICK/<layer>/"
+                    "in:<shape>/.../grad:<0|1>/<backend>/<dtype>/"
+                    "<mode>");
   }
   try {
     BrickCase c;
     Brick& b = c.brick;
-    bool found = false;
-    for (const auto& [op, attrs] : Attributes()) {
-      if (parts[1] == ToString(op)) {
-        b.op = op;
-        found = true;
-      }
+    b.op = ParseOp(parts[1]);
+    if (parts[2].rfind("in:", 0) != 0) {
+      throw SpecError("segment '" + parts[2] + "' should start with 'in:'");
     }
-    if (!found) throw SpecError("'" + parts[1] + "' is not a layer type");
-    const std::vector<std::string>& attrs = Attributes().at(b.op);
-    // op, in, the attributes, grad, backend, dtype, mode
-    if (parts.size() != attrs.size() + 7) {
-      std::string expected = "BRICK/" + parts[1] + "/in:<shape>";
-      for (const std::string& a : attrs) expected += "/" + a + ":<value>";
-      throw SpecError("expected " + expected +
-                      "/grad:<0|1>/<backend>/<dtype>/<mode>");
-    }
-    auto value = [&](size_t i, const std::string& key) {
-      const std::string& p = parts[i];
-      if (p.rfind(key + ":", 0) != 0) {
-        throw SpecError("segment '" + p + "' should start with '" + key + ":'");
-      }
-      return p.substr(key.size() + 1);
-    };
-    for (const std::string& s : Split(value(2, "in"), ',')) {
+    for (const std::string& s : Split(parts[2].substr(3), ',')) {
       b.inputs.push_back(ParseShape(s));
     }
-    for (size_t k = 0; k < attrs.size(); ++k) {
-      const std::string& a = attrs[k];
-      const std::string v = value(3 + k, a);
-      if (a == "units") b.units = PositiveInt(a, v);
-      if (a == "kernel") b.kernel = PositiveInt(a, v);
-      if (a == "stride") b.stride = PositiveInt(a, v);
-      if (a == "pad") b.pad = PositiveInt(a, v, 0);
-      if (a == "vocab") b.vocab = PositiveInt(a, v);
-      if (a == "bias") b.bias = PositiveInt(a, v, 0) != 0;
-      if (a == "cell") {
-        if (v == "rnn") b.cell = Cell::kRnn;
-        else if (v == "lstm") b.cell = Cell::kLstm;
-        else if (v == "gru") b.cell = Cell::kGru;
-        else throw SpecError("'" + v + "' is not a cell: expected rnn, lstm or gru");
+    size_t k = 3;
+    ParseAttributes(parts, &k, &b);
+    while (k < parts.size() && parts[k].rfind("+", 0) == 0) {
+      Brick next;
+      next.op = ParseOp(parts[k].substr(1));
+      if (next.op == Op::kAdd || next.op == Op::kEmbedding ||
+          next.op == Op::kAttention) {
+        throw SpecError("'" + parts[k] + "' cannot follow in a chain: " +
+                        "it reads more than the layer before it");
       }
+      ++k;
+      ParseAttributes(parts, &k, &next);
+      b.then.push_back(std::move(next));
     }
-    const size_t k = 3 + attrs.size();
-    b.input_grad = PositiveInt("grad", value(k, "grad"), 0) != 0;
+    if (k + 4 != parts.size() || parts[k].rfind("grad:", 0) != 0) {
+      throw SpecError(
+          "expected /grad:<0|1>/<backend>/<dtype>/<mode> after "
+          "the layers, found '" +
+          (k < parts.size() ? parts[k] : std::string()) + "'");
+    }
+    b.input_grad = PositiveInt("grad", parts[k].substr(5), 0) != 0;
     c.backend = parts[k + 1];
     c.dtype = ParseDType(parts[k + 2]);
     c.mode = ParseMode(parts[k + 3]);
-    const size_t want = b.op == Op::kAdd ? 2 : 1;
+    const size_t want = b.op == Op::kAdd ? 2 : b.op == Op::kAttention ? 3 : 1;
     if (b.inputs.size() != want) {
       throw SpecError(std::to_string(b.inputs.size()) + " input shapes, " +
                       parts[1] + " takes " + std::to_string(want));
+    }
+    for (size_t i = 0; i + 1 < b.then.size() + 1; ++i) {
+      const Op op = i == 0 ? b.op : b.then[i - 1].op;
+      if (op == Op::kSoftmaxCrossEntropy) {
+        throw SpecError("the loss (softmax_xent) must be a chain's last layer");
+      }
     }
     return c;
   } catch (const SpecError& e) {
@@ -164,35 +266,28 @@ Graph Brick::BuildGraph(Mode mode) const {
   } else {
     for (const Shape& s : inputs) in.push_back(g.Input(s, train && input_grad));
   }
-  int y = -1;
-  switch (op) {
-    case Op::kDense: y = g.Dense(in[0], units, bias); break;
-    case Op::kConv2d: y = g.Conv2d(in[0], units, kernel, stride, pad); break;
-    case Op::kBatchNorm: y = g.BatchNorm(in[0]); break;
-    case Op::kReLU: y = g.ReLU(in[0]); break;
-    case Op::kMaxPool: y = g.MaxPool(in[0], kernel, stride, pad); break;
-    case Op::kAdd: y = g.Add(in[0], in[1]); break;
-    case Op::kGlobalAvgPool: y = g.GlobalAvgPool(in[0]); break;
-    case Op::kEmbedding: y = g.Embedding(in[0], units); break;
-    case Op::kRecurrent: y = g.Recurrent(in[0], cell, units); break;
-    case Op::kSoftmaxCrossEntropy: g.SoftmaxCrossEntropy(in[0]); return g;
-    default: PARADNN_CHECK(false, "not a brick layer");
-  }
-  if (train) g.MeanLoss(y);
+  int y = Apply(g, *this, in);
+  for (const Brick& next : then) y = Apply(g, next, {y});
+  if (train && y >= 0) g.MeanLoss(y);
   return g;
 }
 
-std::vector<Brick> BricksOf(const Graph& g, Mode mode) {
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity) {
+  PARADNN_CHECK(granularity >= 1, "granularity must be at least 1");
   const bool train = mode == Mode::kTrain;
   const std::vector<bool> needs_grad = g.NeedsGrad();
+  std::vector<int> readers(g.size(), 0);
+  for (int i = 0; i < g.size(); ++i) {
+    for (int in : g.layer(i).inputs) ++readers[in];
+  }
   std::vector<Brick> bricks;
+  int previous = -1;  // the last layer added, when it may continue a chain
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
     if (l.op == Op::kInput || l.op == Op::kTokens) continue;
     if (l.op == Op::kSoftmaxCrossEntropy && !train) continue;
     Brick b;
     b.op = l.op;
-    for (int in : l.inputs) b.inputs.push_back(g.layer(in).shape);
     b.units = l.units;
     b.kernel = l.kernel;
     b.stride = l.stride;
@@ -200,6 +295,18 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode) {
     b.vocab = l.vocab;
     b.bias = l.bias;
     b.cell = l.cell;
+    b.heads = l.heads;
+    b.causal = l.causal;
+    const bool continues = previous >= 0 && l.inputs.size() == 1 &&
+                           l.inputs[0] == previous && readers[previous] == 1 &&
+                           l.op != Op::kEmbedding &&
+                           bricks.back().layers() < granularity;
+    previous = i;
+    if (continues) {
+      bricks.back().then.push_back(std::move(b));
+      continue;
+    }
+    for (int in : l.inputs) b.inputs.push_back(g.layer(in).shape);
     b.input_grad = train && l.op != Op::kEmbedding && needs_grad[l.inputs[0]];
     bricks.push_back(std::move(b));
   }

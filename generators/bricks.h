@@ -17,11 +17,18 @@ struct Brick {
   int64_t units = 0, kernel = 0, stride = 0, pad = 0, vocab = 0;
   bool bias = false;
   Cell cell = Cell::kRnn;
+  int64_t heads = 0;
+  bool causal = false;
   // Whether backward computes the gradient of the input, as it does inside
   // the model unless the input is the model's data.
   bool input_grad = false;
+  // Above granularity one: the layers after this one in a chain, each
+  // reading only the one before it (their `inputs` and `input_grad` unused).
+  std::vector<Brick> then;
 
-  // "dense/in:256x2000/units:1024/bias:1/grad:0"
+  int layers() const { return 1 + static_cast<int>(then.size()); }
+  // "dense/in:256x2000/units:1024/bias:1/grad:0";
+  // "conv2d/in:8x16x50x50/units:16/kernel:3/stride:1/pad:1/+batchnorm/+relu/grad:1"
   std::string Key() const;
   // The layer with inputs of its shapes; in training followed by a mean
   // loss, unless the layer is the model's loss itself.
@@ -41,8 +48,11 @@ struct BrickCase {
 // Parses a brick case name (SpecError on bad input).
 BrickCase ParseBrickName(std::string_view name);
 
-// The bricks of a model's graph, one per layer in order (the data inputs
-// are not layers; the loss is one in training only).
-std::vector<Brick> BricksOf(const Graph& g, Mode mode);
+// The bricks of a model's graph in order, covering each layer once (the
+// data inputs are not layers; the loss is one in training only). With a
+// granularity G above one, a brick is a chain of up to G consecutive
+// layers, each after the first reading only the layer before it, which no
+// other layer reads (DLBricks' benchmark granularity).
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1);
 
 }  // namespace paradnn

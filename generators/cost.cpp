@@ -15,6 +15,10 @@ int64_t ForwardFlops(const Graph& g, int i) {
     case Op::kRecurrent:
       // Every gate multiplies the step's input and the previous hidden state.
       return 2 * Elements(l.shape) * Gates(l.cell) * (in.back() + l.units);
+    case Op::kAttention:
+      // Q K^T and the weighted sum of V: 2 x 2 L^2 d per sample. A causal
+      // mask does not save work: the products are computed in full.
+      return 2 * 2 * Elements(l.shape) * in[0];
     default:
       return 0;
   }
@@ -27,9 +31,15 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
     case Op::kDense:
       return l.bias ? Elements(l.shape) : 0;
     case Op::kBatchNorm:
+    case Op::kLayerNorm:
+    case Op::kGelu:
+    case Op::kPositional:
     case Op::kReLU:
     case Op::kAdd:
       return Elements(l.shape);
+    case Op::kAttention:
+      // The softmax over every score: batch x heads x L x L.
+      return Elements(l.shape) / l.units * l.heads * l.shape[0];
     case Op::kMaxPool:
       return Elements(l.shape) * l.kernel * l.kernel;
     case Op::kGlobalAvgPool:
@@ -57,7 +67,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   int64_t activation_bytes = 0;
   int64_t gradient_bytes = 0;
   int64_t largest = 0;
-  int64_t saved_gates = 0;  // bytes recurrent cells keep for backward
+  int64_t saved = 0;  // bytes recurrent cells and attention keep for backward
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
     const bool loss = l.op == Op::kSoftmaxCrossEntropy || l.op == Op::kMeanLoss;
@@ -71,7 +81,11 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     if (!train) continue;
     // Backward: the weight gradient always, the input gradient only where
     // the input depends on something trainable.
-    if (fwd > 0) {
+    // Attention has no weights: its backward is the four products giving
+    // the gradients of the scores, V, Q and K, twice the forward.
+    if (l.op == Op::kAttention) {
+      c.flops += 2 * fwd;
+    } else if (fwd > 0) {
       c.flops += fwd;
       if (needs_grad[l.inputs[0]]) c.flops += fwd;
     }
@@ -79,7 +93,10 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     if (needs_grad[i]) gradient_bytes += out * e;
     // Every step's gate pre-activations, of the input and of the hidden
     // products, stay for backward.
-    if (l.op == Op::kRecurrent) saved_gates += 2 * Gates(l.cell) * out * e;
+    if (l.op == Op::kRecurrent) saved += 2 * Gates(l.cell) * out * e;
+    // The scores and their softmax, batch x heads x L x L each.
+    if (l.op == Op::kAttention)
+      saved += 2 * out / l.units * l.heads * l.shape[0] * e;
   }
   if (train) c.elementwise += 2 * c.params;  // SGD: w -= lr * grad
 
@@ -87,7 +104,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   if (train) {
     c.bytes = 2 * weight_bytes + activation_bytes + gradient_bytes;
     // Everything above is alive at once in the backward pass.
-    c.memory = c.bytes + saved_gates;
+    c.memory = c.bytes + saved;
   } else {
     c.bytes = weight_bytes + activation_bytes;
     // Inference frees activations as it goes: a layer's input, its output

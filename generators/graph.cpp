@@ -12,37 +12,64 @@ int ElementSize(DType d) { return d == DType::kFp32 ? 4 : 2; }
 
 const char* ToString(Op op) {
   switch (op) {
-    case Op::kInput: return "input";
-    case Op::kTokens: return "tokens";
-    case Op::kDense: return "dense";
-    case Op::kConv2d: return "conv2d";
-    case Op::kBatchNorm: return "batchnorm";
-    case Op::kReLU: return "relu";
-    case Op::kMaxPool: return "maxpool";
-    case Op::kAdd: return "add";
-    case Op::kGlobalAvgPool: return "avgpool";
-    case Op::kEmbedding: return "embedding";
-    case Op::kRecurrent: return "recurrent";
-    case Op::kSoftmaxCrossEntropy: return "softmax_xent";
-    case Op::kMeanLoss: return "mean_loss";
+    case Op::kInput:
+      return "input";
+    case Op::kTokens:
+      return "tokens";
+    case Op::kDense:
+      return "dense";
+    case Op::kConv2d:
+      return "conv2d";
+    case Op::kBatchNorm:
+      return "batchnorm";
+    case Op::kReLU:
+      return "relu";
+    case Op::kMaxPool:
+      return "maxpool";
+    case Op::kAdd:
+      return "add";
+    case Op::kGlobalAvgPool:
+      return "avgpool";
+    case Op::kEmbedding:
+      return "embedding";
+    case Op::kRecurrent:
+      return "recurrent";
+    case Op::kLayerNorm:
+      return "layernorm";
+    case Op::kGelu:
+      return "gelu";
+    case Op::kPositional:
+      return "positional";
+    case Op::kAttention:
+      return "attention";
+    case Op::kSoftmaxCrossEntropy:
+      return "softmax_xent";
+    case Op::kMeanLoss:
+      return "mean_loss";
   }
   return "?";
 }
 
 const char* ToString(Cell c) {
   switch (c) {
-    case Cell::kRnn: return "rnn";
-    case Cell::kLstm: return "lstm";
-    case Cell::kGru: return "gru";
+    case Cell::kRnn:
+      return "rnn";
+    case Cell::kLstm:
+      return "lstm";
+    case Cell::kGru:
+      return "gru";
   }
   return "?";
 }
 
 int Gates(Cell c) {
   switch (c) {
-    case Cell::kRnn: return 1;
-    case Cell::kLstm: return 4;
-    case Cell::kGru: return 3;
+    case Cell::kRnn:
+      return 1;
+    case Cell::kLstm:
+      return 4;
+    case Cell::kGru:
+      return 3;
   }
   return 0;
 }
@@ -185,6 +212,52 @@ int Graph::Recurrent(int x, Cell cell, int64_t hidden) {
   return Append(std::move(l));
 }
 
+int Graph::LayerNorm(int x) {
+  Layer l;
+  l.op = Op::kLayerNorm;
+  l.inputs = {x};
+  l.shape = layer(x).shape;
+  l.units = l.shape.back();
+  return Append(std::move(l));
+}
+
+int Graph::Gelu(int x) {
+  Layer l;
+  l.op = Op::kGelu;
+  l.inputs = {x};
+  l.shape = layer(x).shape;
+  return Append(std::move(l));
+}
+
+int Graph::Positional(int x) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 3,
+                "positional table needs [length, batch, units]");
+  Layer l;
+  l.op = Op::kPositional;
+  l.inputs = {x};
+  l.shape = in;
+  l.units = in[2];
+  return Append(std::move(l));
+}
+
+int Graph::Attention(int q, int k, int v, int64_t heads, bool causal) {
+  const Shape& in = layer(q).shape;
+  PARADNN_CHECK(in.size() == 3, "attention needs [length, batch, units]");
+  PARADNN_CHECK(layer(k).shape == in && layer(v).shape == in,
+                "attention of unequal shapes");
+  PARADNN_CHECK(heads > 0 && in[2] % heads == 0,
+                "attention heads must divide the units");
+  Layer l;
+  l.op = Op::kAttention;
+  l.inputs = {q, k, v};
+  l.shape = in;
+  l.units = in[2];
+  l.heads = heads;
+  l.causal = causal;
+  return Append(std::move(l));
+}
+
 int Graph::SoftmaxCrossEntropy(int logits) {
   Layer l;
   l.op = Op::kSoftmaxCrossEntropy;
@@ -230,12 +303,16 @@ std::vector<ParamTensor> Graph::Params() const {
         break;
       }
       case Op::kBatchNorm:
+      case Op::kLayerNorm:
         add(i, "weight", {l.units}, 1);
         params.back().bound = 0;
         params.back().fill = 1;
         add(i, "bias", {l.units}, 1);
         params.back().bound = 0;
         params.back().fill = 0;
+        break;
+      case Op::kPositional:
+        add(i, "weight", {layer(l.inputs[0]).shape[0], l.units}, l.units);
         break;
       case Op::kEmbedding:
         // fan-in 1: one row is selected per token, so rows are uniform in
@@ -264,7 +341,8 @@ std::vector<bool> Graph::NeedsGrad() const {
     const Layer& l = layers_[i];
     bool trainable = l.op == Op::kDense || l.op == Op::kConv2d ||
                      l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
-                     l.op == Op::kRecurrent;
+                     l.op == Op::kRecurrent || l.op == Op::kLayerNorm ||
+                     l.op == Op::kPositional;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

@@ -27,6 +27,12 @@ enum class Op {
   kGlobalAvgPool,  // [N, C, H, W] -> [N, C]
   kEmbedding,      // [length, batch] ids -> [length, batch, units]
   kRecurrent,      // one layer of rnn/lstm/gru cells over [length, batch, in]
+  kLayerNorm,      // over the last dimension; scale and shift are trainable
+  kGelu,           // x * Phi(x), the exact (erf) form
+  kPositional,     // + a trainable [length, units] table, the same per batch
+  // Multi-head scaled dot-product attention of q, k, v ([length, batch,
+  // units] each, `heads` heads of units / heads), causal or not.
+  kAttention,
   kSoftmaxCrossEntropy,  // mean over all rows of the logits; only in training
   kMeanLoss,  // mean of all values: the loss of a layer run on its own
 };
@@ -53,6 +59,8 @@ struct Layer {
   int64_t vocab = 0;  // token range, embedding rows, loss classes
   bool bias = false;
   Cell cell = Cell::kRnn;
+  int64_t heads = 0;    // attention
+  bool causal = false;  // attention: position t sees positions <= t only
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
   bool requires_grad = false;
@@ -85,6 +93,10 @@ class Graph {
   int GlobalAvgPool(int x);
   int Embedding(int tokens, int64_t units);
   int Recurrent(int x, Cell cell, int64_t hidden);
+  int LayerNorm(int x);
+  int Gelu(int x);
+  int Positional(int x);
+  int Attention(int q, int k, int v, int64_t heads, bool causal);
   int SoftmaxCrossEntropy(int logits);
   int MeanLoss(int x);
 

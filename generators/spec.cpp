@@ -8,8 +8,8 @@
 namespace paradnn {
 
 const std::vector<FamilyDef>& Families() {
-  static const std::vector<FamilyDef> families = {FcFamily(), CnnFamily(),
-                                                  RnnFamily()};
+  static const std::vector<FamilyDef> families = {
+      FcFamily(), CnnFamily(), RnnFamily(), TransformerFamily()};
   return families;
 }
 
@@ -67,7 +67,8 @@ std::string CanonicalValue(const ParamDef& def, std::string_view value) {
                     ": expected one of " + Join(def.choices, ", "));
   }
   int64_t v = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  auto [end, ec] =
+      std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc() || end != value.data() + value.size() || v <= 0) {
     throw SpecError("'" + std::string(value) + "' is not a valid " + def.key +
                     ": expected a positive integer");
@@ -98,14 +99,17 @@ ModelSpec ModelSpec::Make(std::string_view family,
                     FamilyNames());
   }
   if (values.size() != def->params.size()) {
-    throw SpecError(def->name + " takes " +
-                    std::to_string(def->params.size()) + " parameters, got " +
-                    std::to_string(values.size()));
+    throw SpecError(def->name + " takes " + std::to_string(def->params.size()) +
+                    " parameters, got " + std::to_string(values.size()));
   }
   ModelSpec spec;
   spec.family = def->name;
   for (size_t i = 0; i < values.size(); ++i) {
     spec.values.push_back(CanonicalValue(def->params[i], values[i]));
+  }
+  if (def->check != nullptr) {
+    const std::string why = def->check(spec);
+    if (!why.empty()) throw SpecError(spec.Name() + ": " + why);
   }
   return spec;
 }

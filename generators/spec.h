@@ -24,6 +24,8 @@ struct FamilyDef {
   std::string name;              // name prefix, e.g. "CNN"
   std::vector<ParamDef> params;  // in canonical order
   Graph (*build)(const ModelSpec&);
+  // Why values that are each valid do not fit together, or "".
+  std::string (*check)(const ModelSpec&) = nullptr;
 };
 
 // The built-in families, in one explicit table.
@@ -91,5 +93,6 @@ Case ParseCaseName(std::string_view name);
 FamilyDef FcFamily();
 FamilyDef CnnFamily();
 FamilyDef RnnFamily();
+FamilyDef TransformerFamily();
 
 }  // namespace paradnn

@@ -63,7 +63,7 @@ class Parser {
     }
     std::set<std::string> seen;
     for (const YAML::Node& grid : sweeps) {
-      for (Case& c : Expand(grid, defaults)) {
+      for (Case& c : Expand(grid, defaults, &sweep.invalid)) {
         if (seen.insert(c.Name()).second) sweep.cases.push_back(std::move(c));
       }
     }
@@ -180,8 +180,9 @@ class Parser {
         step = Integer(kv.second, def.key + " 'step'", 1);
       } else {
         Fail(kv.first.Mark(), "unknown key '" + k + "' in the range of " +
-                                  def.key + ": expected from, to, and times "
-                                            "or step");
+                                  def.key +
+                                  ": expected from, to, and times "
+                                  "or step");
       }
     }
     if (!n["from"] || !n["to"] || (times > 0) == (step > 0)) {
@@ -211,10 +212,14 @@ class Parser {
     return out;
   }
 
-  std::vector<Case> Expand(const YAML::Node& grid, Defaults d) {
+  // The grid's cases; points whose values do not fit together (heads that
+  // do not divide d_model) go to `invalid`, each with where and why.
+  std::vector<Case> Expand(const YAML::Node& grid, Defaults d,
+                           std::vector<std::string>* invalid) {
     if (!grid.IsMap()) {
-      Fail(grid.Mark(), Text(grid) + " is not a grid: expected a mapping "
-                                     "with 'family' and its parameters");
+      Fail(grid.Mark(), Text(grid) +
+                            " is not a grid: expected a mapping "
+                            "with 'family' and its parameters");
     }
     const YAML::Node family_node = grid["family"];
     if (!family_node) Fail(grid.Mark(), "grid without 'family'");
@@ -253,7 +258,8 @@ class Parser {
     double count = d.backends.size() * d.dtypes.size() * d.modes.size();
     for (const auto& axis : axes) count *= axis.size();
     if (count > kMaxCases) {
-      Fail(grid.Mark(), def->name + " grid of " + std::to_string(int64_t(count)) +
+      Fail(grid.Mark(), def->name + " grid of " +
+                            std::to_string(int64_t(count)) +
                             " cases: expected at most " +
                             std::to_string(kMaxCases) + " per grid");
     }
@@ -262,11 +268,18 @@ class Parser {
     while (true) {
       std::vector<std::string> values;
       for (size_t i = 0; i < axes.size(); ++i) values.push_back(axes[i][at[i]]);
-      ModelSpec model = ModelSpec::Make(def->name, values);
-      for (const std::string& b : d.backends) {
-        for (DType t : d.dtypes) {
-          for (Mode m : d.modes) cases.push_back({model, b, t, m});
+      try {
+        ModelSpec model = ModelSpec::Make(def->name, values);
+        for (const std::string& b : d.backends) {
+          for (DType t : d.dtypes) {
+            for (Mode m : d.modes) cases.push_back({model, b, t, m});
+          }
         }
+      } catch (const SpecError& e) {
+        std::ostringstream out;
+        out << source_ << ":" << grid.Mark().line + 1 << ":"
+            << grid.Mark().column + 1 << ": skipped " << e.what();
+        invalid->push_back(out.str());
       }
       // Odometer over the axes, last parameter fastest.
       size_t i = axes.size();
@@ -291,8 +304,8 @@ Sweep LoadSweep(const std::string& path,
                 const std::vector<std::string>& backends) {
   std::ifstream in(path);
   if (!in) {
-    throw ConfigError(path + ": error: cannot open the config file: " +
-                      std::strerror(errno));
+    throw ConfigError(
+        path + ": error: cannot open the config file: " + std::strerror(errno));
   }
   std::stringstream text;
   text << in.rdbuf();

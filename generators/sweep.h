@@ -19,7 +19,9 @@ class ConfigError : public std::runtime_error {
 
 struct Sweep {
   std::vector<Case> cases;  // unique, in config order
-  int threads = 0;          // 0: all cores
+  // Grid points that are no model, as "file:line:col: skipped NAME: why".
+  std::vector<std::string> invalid;
+  int threads = 0;  // 0: all cores
   uint64_t seed = 1;
   // Who and what MLPerf outputs name (empty: the flags' or the defaults).
   std::string mlperf_org, mlperf_system, mlperf_status;

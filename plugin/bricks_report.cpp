@@ -1,12 +1,15 @@
 // After a --paradnn_bricks run: every model's step time constructed as the
 // sum of its layers' times, against its measured time.
+#include "plugin/bricks_report.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
-#include "plugin/bricks_report.h"
+#include "analysis/results.h"
 
 namespace paradnn {
 namespace {
@@ -29,8 +32,12 @@ ordered_json Spread(const std::vector<double>& ratios) {
 
 }  // namespace
 
+double Entry::MedianStepMs() const {
+  return step_times_ms.empty() ? step_ms : Median(step_times_ms);
+}
+
 void ReportBricks(const Run& run) {
-  int64_t total_layers = 0;
+  int64_t total_layers = 0, total_bricks = 0;
   double bricks_s = 0, models_s = 0;
   bool models_ran = false;
   int unique = 0;
@@ -39,14 +46,25 @@ void ReportBricks(const Run& run) {
       ++unique;
       bricks_s += e.benchmark_s;
     } else {
-      total_layers += static_cast<int64_t>(e.layer_bricks.size());
+      total_bricks += static_cast<int64_t>(e.layer_bricks.size());
+      for (int b : e.layer_bricks)
+        total_layers += run.entries[b].brick->layers();
       models_s += e.benchmark_s;
       models_ran = models_ran || e.status != Status::kNotRun;
     }
   }
   if (unique == 0) return;
+  // Unique single layers, whatever the granularity of the bricks.
+  std::set<std::string> layers_seen;
+  for (const Entry& e : run.entries) {
+    if (!e.model) continue;
+    for (Brick& b : BricksOf(e.BuildGraph(), e.mode)) {
+      layers_seen.insert(
+          BrickCase{std::move(b), e.backend, e.dtype, e.mode}.Name());
+    }
+  }
   std::vector<double> all;
-  std::map<std::string, std::vector<double>> by_family;
+  std::map<std::string, std::vector<double>> by_family, by_group;
   ordered_json models = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
@@ -56,49 +74,61 @@ void ReportBricks(const Run& run) {
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
       complete = complete && brick.status == Status::kPassed;
-      estimate += brick.step_ms;
+      estimate += brick.MedianStepMs();
       layers.push_back(brick.name);
     }
     const bool measured = e.status == Status::kPassed;
-    ordered_json m = {{"name", e.name},
-                      {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
-                      {"measured_ms", measured ? ordered_json(e.step_ms) : nullptr}};
+    ordered_json m = {
+        {"name", e.name},
+        {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
+        {"measured_ms", measured ? ordered_json(e.MedianStepMs()) : nullptr}};
     m["layers"] = layers;
     if (complete && measured) {
-      const double ratio = estimate / e.step_ms;
+      const double ratio = estimate / e.MedianStepMs();
       m["estimate_over_measured"] = ratio;
       all.push_back(ratio);
       by_family[e.model->model.family].push_back(ratio);
+      by_group[e.model->model.family + "/" + e.backend + "/" +
+               ToString(e.dtype) + "/" + ToString(e.mode)]
+          .push_back(ratio);
     }
     models.push_back(m);
   }
   ordered_json bricks = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
-    bricks.push_back(
-        {{"name", e.name},
-         {"step_ms",
-          e.status == Status::kPassed ? ordered_json(e.step_ms) : nullptr}});
+    bricks.push_back({{"name", e.name},
+                      {"step_ms", e.status == Status::kPassed
+                                      ? ordered_json(e.MedianStepMs())
+                                      : nullptr}});
   }
-  ordered_json per_family = ordered_json::object();
-  for (const auto& [family, ratios] : by_family) {
-    per_family[family] = Spread(ratios);
-  }
+  auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {
+    ordered_json out = ordered_json::object();
+    for (const auto& [key, ratios] : groups) out[key] = Spread(ratios);
+    return out;
+  };
   ordered_json out = {
+      {"granularity", run.flags.bricks_granularity},
       {"total_layers", total_layers},
-      {"unique_layers", unique},
+      {"unique_layers", layers_seen.size()},
+      {"total_bricks", total_bricks},
+      {"unique_bricks", unique},
       {"bricks_benchmark_s", bricks_s},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
-       {{"all", Spread(all)}, {"per_family", per_family}}},
+       {{"all", Spread(all)},
+        {"per_family", spreads(by_family)},
+        {"per_family_backend_dtype_mode", spreads(by_group)}}},
       {"models", models},
       {"bricks", bricks}};
   std::fprintf(stderr,
-               "paradnn: bricks: %d unique of %lld layers (%.0f%%), bricks "
-               "benchmarked in %.1f s",
-               unique, static_cast<long long>(total_layers),
-               total_layers ? 100.0 * unique / total_layers : 0.0, bricks_s);
-  if (models_ran) std::fprintf(stderr, ", models end to end in %.1f s", models_s);
+               "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
+               "unique bricks of up to %d layers benchmarked in %.1f s",
+               layers_seen.size(), static_cast<long long>(total_layers),
+               total_layers ? 100.0 * layers_seen.size() / total_layers : 0.0,
+               unique, run.flags.bricks_granularity, bricks_s);
+  if (models_ran)
+    std::fprintf(stderr, ", models end to end in %.1f s", models_s);
   if (!all.empty()) {
     const ordered_json s = Spread(all);
     std::fprintf(stderr, "; estimate/measured geomean %.3f (%.3f to %.3f)",

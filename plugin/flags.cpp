@@ -1,8 +1,7 @@
 #include "plugin/flags.h"
 
-#include <boost/program_options.hpp>
-
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <cctype>
 #include <sstream>
 
@@ -24,68 +23,79 @@ std::vector<std::string> SplitList(const std::string& s) {
 }
 
 po::options_description Describe(Options& o, std::string& backends,
-                                  std::string& dtypes, std::string& modes,
-                                  std::string& max_memory) {
+                                 std::string& dtypes, std::string& modes,
+                                 std::string& max_memory) {
   po::options_description d("paradnn flags");
-  d.add_options()
-      ("paradnn_help", po::bool_switch(&o.help), "print these flags")
-      ("paradnn_config", po::value(&o.config),
-       "YAML sweep (default: the built-in configs/quickstart.yaml)")
-      ("paradnn_case", po::value(&o.cases)->composing(),
-       "run this case, given by canonical name; repeatable")
-      ("paradnn_backends", po::value(&backends),
-       "comma-separated backends, replacing the config's")
-      ("paradnn_dtypes", po::value(&dtypes),
-       "comma-separated data types (fp32, bf16), replacing the config's")
-      ("paradnn_modes", po::value(&modes),
-       "comma-separated modes (train, infer), replacing the config's")
-      ("paradnn_threads", po::value(&o.threads),
-       "intra-op threads (default: the config's, else all cores)")
-      ("paradnn_seed", po::value(&o.seed), "seed of weights and inputs")
-      ("paradnn_max_memory", po::value(&max_memory),
-       "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
-       "80% of available memory)")
-      ("paradnn_progress", po::value(&o.progress),
-       "print progress lines on stderr (default: true)")
-      ("paradnn_platform", po::value(&o.platform),
-       "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")
-      ("paradnn_steps", po::value(&o.steps),
-       "run every case for exactly this many timed steps, so that benchmark "
-       "time follows each case's work (default: Google Benchmark's "
-       "min_time)")
-      ("paradnn_case_timeout", po::value(&o.case_timeout),
-       "skip a case whose preparation and warm-up step took longer than "
-       "this many seconds, before timing it")
-      ("paradnn_isolate", po::bool_switch(&o.isolate),
-       "run each case in a child process (this binary again), so that a "
-       "crash fails that case only")
-      ("paradnn_shard", po::value(&o.shard),
-       "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
-       "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")
-      ("paradnn_shard_count", po::value(&o.shard_count),
-       "the number of shards for a Kubernetes Indexed Job")
-      ("paradnn_resume", po::value(&o.resume),
-       "journal file: cases recorded there are not run again, and every "
-       "case that finishes is appended")
-      ("paradnn_bricks", po::bool_switch(&o.bricks),
-       "also register every unique layer of the sweep on its own "
-       "(BRICK/...), and construct model step times from them")
-      ("paradnn_bricks_out", po::value(&o.bricks_out),
-       "write the constructed and measured step times as JSON "
-       "(implies --paradnn_bricks)")
-      ("paradnn_mllog", po::value(&o.mllog),
-       "write an MLPerf training-style log per case run into this folder")
-      ("paradnn_mlperf_package", po::value(&o.mlperf_package),
-       "write an MLPerf results package (systems/, results/) into this folder")
-      ("paradnn_mlperf_org", po::value(&o.mlperf_org),
-       "submitter in MLPerf outputs (default: the config's mlperf_org, "
-       "else paradnn)")
-      ("paradnn_mlperf_system", po::value(&o.mlperf_system),
-       "system in MLPerf outputs (default: the config's mlperf_system, else "
-       "the host name)")
-      ("paradnn_mlperf_status", po::value(&o.mlperf_status),
-       "submission status in MLPerf outputs (default: the config's "
-       "mlperf_status, else onprem)");
+  d.add_options()("paradnn_help", po::bool_switch(&o.help),
+                  "print these flags")(
+      "paradnn_config", po::value(&o.config),
+      "YAML sweep (default: the built-in configs/quickstart.yaml)")(
+      "paradnn_case", po::value(&o.cases)->composing(),
+      "run this case, given by canonical name; repeatable")(
+      "paradnn_backends", po::value(&backends),
+      "comma-separated backends, replacing the config's")(
+      "paradnn_dtypes", po::value(&dtypes),
+      "comma-separated data types (fp32, bf16), replacing the config's")(
+      "paradnn_modes", po::value(&modes),
+      "comma-separated modes (train, infer), replacing the config's")(
+      "paradnn_threads", po::value(&o.threads),
+      "intra-op threads (default: the config's, else all cores)")(
+      "paradnn_seed", po::value(&o.seed), "seed of weights and inputs")(
+      "paradnn_max_memory", po::value(&max_memory),
+      "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
+      "80% of available memory)")(
+      "paradnn_progress", po::value(&o.progress),
+      "print progress lines on stderr (default: true)")(
+      "paradnn_platform", po::value(&o.platform),
+      "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")(
+      "paradnn_steps", po::value(&o.steps),
+      "run every case for exactly this many timed steps, so that benchmark "
+      "time follows each case's work (default: Google Benchmark's "
+      "min_time)")(
+      "paradnn_case_timeout", po::value(&o.case_timeout),
+      "skip a case whose preparation and warm-up step took longer than "
+      "this many seconds, before timing it")(
+      "paradnn_isolate", po::bool_switch(&o.isolate),
+      "run each case in a child process (this binary again), so that a "
+      "crash fails that case only")(
+      "paradnn_profile", po::bool_switch(&o.profile),
+      "after timing, run each case's steps again under the backend's "
+      "profiler and report the share of step time per operation class "
+      "(time_gemm_frac, time_elementwise_frac, time_movement_frac, "
+      "time_optimizer_frac, time_other_frac)")(
+      "paradnn_profile_out", po::value(&o.profile_out),
+      "write every case's operations (self time per step, calls, class) "
+      "as JSON (implies --paradnn_profile)")(
+      "paradnn_shard", po::value(&o.shard),
+      "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
+      "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")(
+      "paradnn_shard_count", po::value(&o.shard_count),
+      "the number of shards for a Kubernetes Indexed Job")(
+      "paradnn_resume", po::value(&o.resume),
+      "journal file: cases recorded there are not run again, and every "
+      "case that finishes is appended")(
+      "paradnn_bricks", po::bool_switch(&o.bricks),
+      "also register every unique layer of the sweep on its own "
+      "(BRICK/...), and construct model step times from them")(
+      "paradnn_bricks_granularity", po::value(&o.bricks_granularity),
+      "bricks of up to this many consecutive layers, each reading only the "
+      "one before (default: 1, one layer per brick)")(
+      "paradnn_bricks_out", po::value(&o.bricks_out),
+      "write the constructed and measured step times as JSON "
+      "(implies --paradnn_bricks)")(
+      "paradnn_mllog", po::value(&o.mllog),
+      "write an MLPerf training-style log per case run into this folder")(
+      "paradnn_mlperf_package", po::value(&o.mlperf_package),
+      "write an MLPerf results package (systems/, results/) into this folder")(
+      "paradnn_mlperf_org", po::value(&o.mlperf_org),
+      "submitter in MLPerf outputs (default: the config's mlperf_org, "
+      "else paradnn)")(
+      "paradnn_mlperf_system", po::value(&o.mlperf_system),
+      "system in MLPerf outputs (default: the config's mlperf_system, else "
+      "the host name)")(
+      "paradnn_mlperf_status", po::value(&o.mlperf_status),
+      "submission status in MLPerf outputs (default: the config's "
+      "mlperf_status, else onprem)");
   return d;
 }
 
@@ -144,22 +154,22 @@ Options ParseFlags(int* argc, char** argv) {
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(ours).options(desc).run(), vm);
-    po::store(po::parse_environment(desc,
-                                    [&](const std::string& env) -> std::string {
-                                      if (env.rfind("PARADNN_", 0) != 0) return "";
-                                      std::string name = "paradnn_" + env.substr(8);
-                                      std::transform(name.begin(), name.end(),
-                                                     name.begin(), ::tolower);
-                                      return desc.find_nothrow(name, false)
-                                                 ? name
-                                                 : "";
-                                    }),
+    po::store(po::parse_environment(
+                  desc,
+                  [&](const std::string& env) -> std::string {
+                    if (env.rfind("PARADNN_", 0) != 0) return "";
+                    std::string name = "paradnn_" + env.substr(8);
+                    std::transform(name.begin(), name.end(), name.begin(),
+                                   ::tolower);
+                    return desc.find_nothrow(name, false) ? name : "";
+                  }),
               vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw FlagError(std::string(e.what()) + " (see --paradnn_help)");
   }
   if (!o.bricks_out.empty()) o.bricks = true;
+  if (!o.profile_out.empty()) o.profile = true;
   o.backends = SplitList(backends);
   o.dtypes = SplitList(dtypes);
   o.modes = SplitList(modes);
@@ -176,10 +186,12 @@ Options ParseFlags(int* argc, char** argv) {
   std::ostringstream timeout;
   timeout << o.case_timeout;
   check(vm.count("paradnn_case_timeout"), o.case_timeout > 0,
-        "paradnn_case_timeout", timeout.str(),
-        "a positive number of seconds");
+        "paradnn_case_timeout", timeout.str(), "a positive number of seconds");
   check(vm.count("paradnn_steps"), o.steps > 0, "paradnn_steps",
         std::to_string(o.steps), "a positive step count");
+  check(vm.count("paradnn_bricks_granularity"), o.bricks_granularity > 0,
+        "paradnn_bricks_granularity", std::to_string(o.bricks_granularity),
+        "a positive number of layers");
   check(vm.count("paradnn_seed"), o.seed >= 0, "paradnn_seed",
         std::to_string(o.seed), "a non-negative seed");
   return o;

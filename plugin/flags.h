@@ -19,19 +19,22 @@ struct Options {
   std::string config;              // empty: the built-in default
   std::vector<std::string> cases;  // canonical names
   std::vector<std::string> backends, dtypes, modes;  // empty: the config's
-  int threads = 0;                 // 0: the config's, else all cores
-  int64_t seed = -1;               // -1: the config's
-  int64_t max_memory = 0;          // bytes; 0: 80% of available memory
+  int threads = 0;         // 0: the config's, else all cores
+  int64_t seed = -1;       // -1: the config's
+  int64_t max_memory = 0;  // bytes; 0: 80% of available memory
   bool progress = true;
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
-  double case_timeout = 0;  // seconds for preparation and warm-up; 0: none
-  bool isolate = false;     // each case in a child process
-  std::string shard;     // "I/N"; empty: the scheduler's, else all cases
-  int shard_count = 0;   // N for Kubernetes Indexed Jobs
-  std::string resume;    // journal of finished cases, read and appended
-  std::string bricks_out;  // models' step times constructed from bricks
+  double case_timeout = 0;     // seconds for preparation and warm-up; 0: none
+  bool isolate = false;        // each case in a child process
+  bool profile = false;        // per-operation-class shares of step time
+  std::string profile_out;     // per-operation times of every case, as JSON
+  std::string shard;           // "I/N"; empty: the scheduler's, else all cases
+  int shard_count = 0;         // N for Kubernetes Indexed Jobs
+  std::string resume;          // journal of finished cases, read and appended
+  int bricks_granularity = 1;  // layers per brick, at most
+  std::string bricks_out;      // models' step times constructed from bricks
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".

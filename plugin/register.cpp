@@ -1,18 +1,19 @@
 // Registration of a sweep with Google Benchmark, and what runs per case.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <regex>
 #include <set>
-#include <thread>
-#include <cstring>
 #include <sstream>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <thread>
 
 #include "adapters/mlperf/package.h"
 #include "analysis/calibrate.h"
@@ -24,6 +25,7 @@
 #include "plugin/bricks_report.h"
 #include "plugin/default_config.h"
 #include "plugin/flags.h"
+#include "plugin/profile_report.h"
 #include "plugin/run.h"
 
 namespace paradnn {
@@ -98,8 +100,8 @@ void NoteStart(Run& run, int index) {
                     std::max(0, run.to_run - run.started + 1));
   }
   std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
-               run.started, std::max(run.to_run, run.started),
-               e.name.c_str(), Duration(elapsed).c_str(), left.c_str());
+               run.started, std::max(run.to_run, run.started), e.name.c_str(),
+               Duration(elapsed).c_str(), left.c_str());
 }
 
 void End(benchmark::State& state, Entry& e, Status status,
@@ -108,8 +110,9 @@ void End(benchmark::State& state, Entry& e, Status status,
   state.SkipWithError(why.c_str());
 }
 
-Runner* Prepared(Run& run, int index, const Graph& g) {
-  if (run.prepared == index) return run.runner.get();
+Runner* Prepared(Run& run, int index, const Graph& g, bool* fresh) {
+  *fresh = run.prepared != index;
+  if (!*fresh) return run.runner.get();
   run.runner.reset();  // free the previous model first
   run.prepared = -1;
   Entry& e = run.entries[index];
@@ -121,14 +124,29 @@ Runner* Prepared(Run& run, int index, const Graph& g) {
   return run.runner.get();
 }
 
+// The steps right after the first are still slow (the allocator, caches and
+// worker threads settle): up to 10 more before timing, in at most 50 ms
+// beyond the first of them. Without them a short case timed for a fixed
+// number of steps (--paradnn_steps) measured up to twice its settled time.
+void Settle(Runner& runner) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    runner.Step();
+    if (std::chrono::steady_clock::now() - start >
+        std::chrono::milliseconds(50)) {
+      break;
+    }
+  }
+}
+
 // Times everything Google Benchmark spends in a case, for --paradnn_bricks.
 class CallTimer {
  public:
   explicit CallTimer(double* total) : total_(total) {}
   ~CallTimer() {
-    *total_ += std::chrono::duration<double>(
-                   std::chrono::steady_clock::now() - start_)
-                   .count();
+    *total_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+            .count();
   }
 
  private:
@@ -144,7 +162,8 @@ void Counters(benchmark::State& state, Run& run, Entry& e);
 // becomes this case's.
 void RunIsolated(benchmark::State& state, Run& run, Entry& e) {
   if (e.isolated_step_s <= 0 && e.status == Status::kNotRun) {
-    const std::string out = "/tmp/paradnn_isolate_" + std::to_string(getpid()) + ".json";
+    const std::string out =
+        "/tmp/paradnn_isolate_" + std::to_string(getpid()) + ".json";
     const pid_t pid = fork();
     if (pid == 0) {
       setenv("PARADNN_ISOLATED_CHILD", "1", 1);
@@ -154,14 +173,17 @@ void RunIsolated(benchmark::State& state, Run& run, Entry& e) {
       setenv("PARADNN_SEED", std::to_string(run.options.seed).c_str(), 1);
       setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
       const Options& f = run.flags;
-      if (f.steps > 0) setenv("PARADNN_STEPS", std::to_string(f.steps).c_str(), 1);
+      if (f.steps > 0)
+        setenv("PARADNN_STEPS", std::to_string(f.steps).c_str(), 1);
       if (f.case_timeout > 0) {
-        setenv("PARADNN_CASE_TIMEOUT", std::to_string(f.case_timeout).c_str(), 1);
+        setenv("PARADNN_CASE_TIMEOUT", std::to_string(f.case_timeout).c_str(),
+               1);
       }
-      if (!f.platform.empty()) setenv("PARADNN_PLATFORM", f.platform.c_str(), 1);
-      for (const char* unused : {"PARADNN_CONFIG", "PARADNN_RESUME", "PARADNN_SHARD",
-                                 "PARADNN_MLLOG", "PARADNN_MLPERF_PACKAGE",
-                                 "PARADNN_BRICKS_OUT"}) {
+      if (!f.platform.empty())
+        setenv("PARADNN_PLATFORM", f.platform.c_str(), 1);
+      for (const char* unused :
+           {"PARADNN_CONFIG", "PARADNN_RESUME", "PARADNN_SHARD",
+            "PARADNN_MLLOG", "PARADNN_MLPERF_PACKAGE", "PARADNN_BRICKS_OUT"}) {
         unsetenv(unused);
       }
       // Its output is read from the file; its console would interleave.
@@ -206,6 +228,7 @@ void RunIsolated(benchmark::State& state, Run& run, Entry& e) {
   if (e.isolated_step_s <= 0) return End(state, e, e.status, "failed before");
   for (auto _ : state) state.SetIterationTime(e.isolated_step_s);
   e.step_ms = e.isolated_step_s * 1e3;
+  e.step_times_ms = {e.step_ms};
 }
 
 void RunCase(benchmark::State& state, int index) {
@@ -229,8 +252,9 @@ void RunCase(benchmark::State& state, int index) {
     return Counters(state, run, e);
   }
   Runner* runner = nullptr;
+  bool fresh = false;
   try {
-    runner = Prepared(run, index, g);
+    runner = Prepared(run, index, g, &fresh);
   } catch (const std::exception& ex) {
     return End(state, e, Status::kFailed,
                std::string("preparing the model failed: ") + ex.what());
@@ -248,13 +272,35 @@ void RunCase(benchmark::State& state, int index) {
   }
   double loss = 0;
   try {
+    if (fresh) Settle(*runner);
+    // Each step timed on its own too: the median resists the odd step a
+    // shared machine stretches, which a mean of a few steps does not.
+    std::vector<double>& steps = e.step_times_ms;
+    steps.clear();
+    steps.reserve(state.max_iterations);
     const auto start = std::chrono::steady_clock::now();
-    for (auto _ : state) runner->Step();
+    for (auto _ : state) {
+      const auto step_start = std::chrono::steady_clock::now();
+      runner->Step();
+      steps.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - step_start)
+                          .count());
+    }
     e.step_ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - start)
                     .count() /
                 std::max<int64_t>(1, state.iterations());
     loss = runner->Loss();
+    if (run.flags.profile) {
+      // Up to 20 steps: enough to average, short next to the timing.
+      e.profile = runner->Profile(
+          static_cast<int>(std::clamp<int64_t>(state.iterations(), 1, 20)));
+      const auto shares = e.profile->Shares();
+      for (int c = 0; c < kOpClasses; ++c) {
+        state.counters[std::string("time_") +
+                       ToString(static_cast<OpClass>(c)) + "_frac"] = shares[c];
+      }
+    }
   } catch (const std::exception& ex) {
     return End(state, e, Status::kFailed,
                std::string("step failed: ") + ex.what());
@@ -321,8 +367,9 @@ std::vector<Case> Override(const std::vector<Case>& cases, const Options& o) {
   std::vector<Case> out;
   std::set<std::string> seen;
   for (const Case& c : cases) {
-    for (const std::string& b :
-         o.backends.empty() ? std::vector<std::string>{c.backend} : o.backends) {
+    for (const std::string& b : o.backends.empty()
+                                    ? std::vector<std::string>{c.backend}
+                                    : o.backends) {
       for (DType d : dtypes.empty() ? std::vector<DType>{c.dtype} : dtypes) {
         for (Mode m : modes.empty() ? std::vector<Mode>{c.mode} : modes) {
           Case v{c.model, b, d, m};
@@ -359,8 +406,8 @@ std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
   if (shard && shard->count > 1) {
     std::vector<double> seconds;
     for (const Case& c : cases) {
-      seconds.push_back(EstimatedSeconds(
-          ComputeCost(c.model.BuildGraph(), c.mode, c.dtype)));
+      seconds.push_back(
+          EstimatedSeconds(ComputeCost(c.model.BuildGraph(), c.mode, c.dtype)));
     }
     const std::vector<int> assigned = AssignShards(seconds, shard->count);
     std::vector<Case> mine;
@@ -368,17 +415,16 @@ std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
       if (assigned[i] == shard->index) mine.push_back(std::move(cases[i]));
     }
     cases = std::move(mine);
-    benchmark::AddCustomContext("paradnn_shard",
-                                std::to_string(shard->index) + "/" +
-                                    std::to_string(shard->count));
+    benchmark::AddCustomContext(
+        "paradnn_shard",
+        std::to_string(shard->index) + "/" + std::to_string(shard->count));
   }
   if (!o.resume.empty()) {
     const std::set<std::string> done = ReadJournal(o.resume);
-    cases.erase(std::remove_if(cases.begin(), cases.end(),
-                               [&](const Case& c) {
-                                 return done.count(c.Name()) > 0;
-                               }),
-                cases.end());
+    cases.erase(
+        std::remove_if(cases.begin(), cases.end(),
+                       [&](const Case& c) { return done.count(c.Name()) > 0; }),
+        cases.end());
     run.journal.open(o.resume, std::ios::app);
     if (!run.journal) {
       throw FlagError("--paradnn_resume=" + o.resume + ": cannot write it");
@@ -404,14 +450,19 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     sweep = LoadCases(o);
     sweep.cases = Override(sweep.cases, o);
     sweep.cases = Select(sweep.cases, o);
-    if (!o.platform.empty()) run.peak_flops = LoadPlatform(o.platform).peak_flops;
+    if (!o.platform.empty())
+      run.peak_flops = LoadPlatform(o.platform).peak_flops;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "paradnn: %s\n", ex.what());
     std::exit(2);
   }
+  for (const std::string& why : sweep.invalid) {
+    std::fprintf(stderr, "paradnn: %s\n", why.c_str());
+  }
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  run.options.threads =
-      o.threads > 0 ? o.threads : sweep.threads > 0 ? sweep.threads : cores;
+  run.options.threads = o.threads > 0       ? o.threads
+                        : sweep.threads > 0 ? sweep.threads
+                                            : cores;
   run.options.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : sweep.seed;
   run.max_memory = o.max_memory > 0
                        ? o.max_memory
@@ -428,10 +479,9 @@ Benchmarks RegisterWith(int* argc, char** argv) {
   pick(run.flags.mlperf_system, sweep.mlperf_system, HostName());
   pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
 
-  benchmark::AddCustomContext("paradnn_config",
-                              o.config.empty() && o.cases.empty()
-                                  ? kDefaultConfigName
-                                  : o.config);
+  benchmark::AddCustomContext(
+      "paradnn_config",
+      o.config.empty() && o.cases.empty() ? kDefaultConfigName : o.config);
   benchmark::AddCustomContext("paradnn_version", PARADNN_VERSION);
   benchmark::AddCustomContext("paradnn_threads",
                               std::to_string(run.options.threads));
@@ -476,7 +526,7 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     e.mode = c.mode;
     std::vector<int> layers;
     if (o.bricks) {
-      for (Brick& b : BricksOf(g, c.mode)) {
+      for (Brick& b : BricksOf(g, c.mode, o.bricks_granularity)) {
         Entry brick;
         brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();
         brick.backend = c.backend;
@@ -516,6 +566,7 @@ int Finish() {
   run.runner.reset();
   run.prepared = -1;
   ReportBricks(run);
+  WriteProfiles(run);
   int passed = 0, skipped = 0, failed = 0;
   for (const Entry& e : run.entries) {
     passed += e.status == Status::kPassed;

@@ -33,9 +33,13 @@ struct Entry {
   Status status = Status::kNotRun;
   // Wall-clock milliseconds around the last Prepare, for MLPerf logs.
   int64_t init_start_ms = 0, init_stop_ms = 0;
-  double step_ms = 0;         // per step, in the last timed loop
-  double benchmark_s = 0;     // in all of Google Benchmark's calls
-  double isolated_step_s = 0; // measured by the child, --paradnn_isolate
+  double step_ms = 0;                 // per step, in the last timed loop
+  std::vector<double> step_times_ms;  // each step of the last timed loop
+
+  double MedianStepMs() const;
+  double benchmark_s = 0;      // in all of Google Benchmark's calls
+  double isolated_step_s = 0;  // measured by the child, --paradnn_isolate
+  std::optional<StepProfile> profile;  // --paradnn_profile
 
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);

@@ -5,15 +5,17 @@
 #include "backends/onednn/onednn_backend.h"
 
 #include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <oneapi/dnnl/dnnl_version.h>
 
-#include <cmath>
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <oneapi/dnnl/dnnl_debug.h>
-#include <oneapi/dnnl/dnnl_version.h>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -31,6 +33,7 @@ using Args = std::unordered_map<int, memory>;
 
 constexpr float kLearningRate = 0.01f;
 constexpr float kBatchNormEpsilon = 1e-5f;  // LibTorch's default
+constexpr float kLayerNormEpsilon = 1e-5f;  // LibTorch's default
 
 float Bf16ToFloat(uint16_t v) {
   uint32_t bits = static_cast<uint32_t>(v) << 16;
@@ -115,19 +118,14 @@ class OnednnRunner : public Runner {
     for (int i = 0; i < opt.warmup; ++i) Step();
   }
 
-  void Step() override {
-    for (auto& f : forward_) f();
-    if (train_) {
-      // A mean loss's gradient is constant, set in Prepare; its value is
-      // computed when asked for.
-      if (!mean_loss_) loss_ = CrossEntropy(true);
-      // From the loss down to the first layer.
-      for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
-        for (auto& f : *it) f();
-      }
-      for (auto& f : update_) f();
-    }
-    stream_.wait();
+  void Step() override { RunStep(nullptr); }
+
+  StepProfile Profile(int steps) override {
+    StepProfile profile;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) RunStep(&profile);
+    profile.SetWall(Seconds(start), steps);
+    return profile;
   }
 
   double Loss() override {
@@ -146,7 +144,8 @@ class OnednnRunner : public Runner {
     memory plain = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
     RunNow(logits, plain);
     const float* p = static_cast<const float*>(plain.get_data_handle());
-    return std::vector<float>(p, p + plain.get_desc().get_size() / sizeof(float));
+    return std::vector<float>(p,
+                              p + plain.get_desc().get_size() / sizeof(float));
   }
 
   std::vector<float> Param(int index) override {
@@ -215,6 +214,89 @@ class OnednnRunner : public Runner {
     }
   };
 
+  // One entry of a step: a primitive's execution or a loop of our own.
+  struct Action {
+    OpClass cls;
+    std::string name;  // "convolution backward", "embedding forward"
+    std::function<void()> run;
+  };
+  using Actions = std::vector<Action>;
+
+  static double Seconds(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         since)
+        .count();
+  }
+
+  // With a profile, times every action; the CPU stream executes each
+  // primitive before returning, so the times are the primitives' own.
+  void RunActions(const Actions& list, StepProfile* profile) {
+    for (const Action& a : list) {
+      if (profile == nullptr) {
+        a.run();
+        continue;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      a.run();
+      stream_.wait();
+      profile->Add(a.cls, a.name, Seconds(start));
+    }
+  }
+
+  void RunStep(StepProfile* profile) {
+    RunActions(forward_, profile);
+    if (train_) {
+      // A mean loss's gradient is constant, set in Prepare; its value is
+      // computed when asked for.
+      if (!mean_loss_) {
+        const auto start = std::chrono::steady_clock::now();
+        loss_ = CrossEntropy(true);
+        if (profile) {
+          profile->Add(OpClass::kElementwise, "softmax cross-entropy",
+                       Seconds(start));
+        }
+      }
+      // From the loss down to the first layer.
+      for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
+        RunActions(*it, profile);
+      }
+      RunActions(update_, profile);
+    }
+    stream_.wait();
+  }
+
+  // The list being built: forward, a layer's backward, or the update.
+  const char* Phase(const Actions& list) const {
+    return &list == &forward_  ? "forward"
+           : &list == &update_ ? "update"
+                               : "backward";
+  }
+
+  static OpClass ClassOf(dnnl::primitive::kind kind) {
+    using K = dnnl::primitive::kind;
+    switch (kind) {
+      case K::convolution:
+      case K::deconvolution:
+      case K::inner_product:
+      case K::rnn:
+      case K::matmul:
+        return OpClass::kGemm;
+      case K::reorder:
+      case K::concat:
+      case K::sum:
+      case K::shuffle:
+        return OpClass::kMovement;
+      default:
+        return OpClass::kElementwise;
+    }
+  }
+
+  void Push(Actions& list, OpClass cls, const std::string& what,
+            std::function<void()> run) {
+    list.push_back({&list == &update_ ? OpClass::kOptimizer : cls,
+                    what + " " + Phase(list), std::move(run)});
+  }
+
   memory Make(const memory::desc& md) { return memory(md, engine_); }
 
   static Tag PlainTag(size_t rank) {
@@ -223,25 +305,27 @@ class OnednnRunner : public Runner {
     return kPlain[rank];
   }
 
-  void Run(std::vector<std::function<void()>>& list, dnnl::primitive p,
-           Args args) {
+  void Run(Actions& list, dnnl::primitive p, Args args) {
     const int layer = building_;
-    list.push_back([this, p, args, layer] {
-      try {
-        p.execute(stream_, args);
-      } catch (const dnnl::error& e) {
-        throw std::runtime_error(
-            std::string(e.what()) + " (" +
-            dnnl_prim_kind2str(static_cast<dnnl_primitive_kind_t>(p.get_kind())) +
-            " of layer " + std::to_string(layer) + ", " +
-            ToString(graph_.layer(layer).op) + ")");
-      }
-    });
+    Push(list, ClassOf(p.get_kind()),
+         dnnl_prim_kind2str(static_cast<dnnl_primitive_kind_t>(p.get_kind())),
+         [this, p, args, layer] {
+           try {
+             p.execute(stream_, args);
+           } catch (const dnnl::error& e) {
+             throw std::runtime_error(
+                 std::string(e.what()) + " (" +
+                 dnnl_prim_kind2str(
+                     static_cast<dnnl_primitive_kind_t>(p.get_kind())) +
+                 " of layer " + std::to_string(layer) + ", " +
+                 ToString(graph_.layer(layer).op) + ")");
+           }
+         });
   }
 
   // Copies src into dst's format; with accumulate, adds to dst instead.
-  void Reorder(std::vector<std::function<void()>>& list, const memory& src,
-               const memory& dst, bool accumulate, float scale = 1.f) {
+  void Reorder(Actions& list, const memory& src, const memory& dst,
+               bool accumulate, float scale = 1.f) {
     dnnl::primitive_attr attr;
     if (scale != 1.f) attr.set_output_scales(0, {scale});
     if (accumulate) {
@@ -375,7 +459,19 @@ class OnednnRunner : public Runner {
         BuildBatchNorm(i, l);
         break;
       case Op::kReLU:
-        BuildRelu(i, l);
+        BuildEltwise(i, l, dnnl::algorithm::eltwise_relu);
+        break;
+      case Op::kGelu:
+        BuildEltwise(i, l, dnnl::algorithm::eltwise_gelu_erf);
+        break;
+      case Op::kLayerNorm:
+        BuildLayerNorm(i, l);
+        break;
+      case Op::kPositional:
+        BuildPositional(i, l);
+        break;
+      case Op::kAttention:
+        BuildAttention(i, l);
         break;
       case Op::kMaxPool:
         BuildPool(i, l, dnnl::algorithm::pooling_max, l.kernel, l.stride,
@@ -383,8 +479,8 @@ class OnednnRunner : public Runner {
         break;
       case Op::kGlobalAvgPool: {
         const Dims in = out_[l.inputs[0]].get_desc().dims();
-        BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, in[2],
-                  1, 0);
+        BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, in[2], 1,
+                  0);
         break;
       }
       case Op::kAdd:
@@ -405,7 +501,8 @@ class OnednnRunner : public Runner {
           const int x = l.inputs[0];
           const memory::desc md = out_[x].get_desc();
           const Dims dims = md.dims();
-          memory user = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+          memory user =
+              Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
           const int64_t n = Elements(graph_.layer(x).shape);
           std::fill_n(static_cast<float*>(user.get_data_handle()), n, 1.f / n);
           RunNow(user, diff_[x]);
@@ -449,28 +546,33 @@ class OnednnRunner : public Runner {
         {Forward(), src_md, w_md, b_md, dst_md}, engine_);
     AddParam(i, "weight", pd.weights_desc(),
              memory::desc(w_dims, Dt::f32, w_tag), pd.weights_desc());
-    AddParam(i, "bias", pd.bias_desc(), memory::desc({l.units}, Dt::f32, Tag::x),
-             pd.bias_desc());
+    AddParam(i, "bias", pd.bias_desc(),
+             memory::desc({l.units}, Dt::f32, Tag::x), pd.bias_desc());
     SetOut(i, pd.dst_desc());
     const memory in = Input(x, pd.src_desc());
     Weight& w = ParamOf(i, "weight");
     Weight& b = ParamOf(i, "bias");
     Run(forward_, dnnl::inner_product_forward(pd),
-        {{DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w.value},
-         {DNNL_ARG_BIAS, b.value}, {DNNL_ARG_DST, out_[i]}});
+        {{DNNL_ARG_SRC, in},
+         {DNNL_ARG_WEIGHTS, w.value},
+         {DNNL_ARG_BIAS, b.value},
+         {DNNL_ARG_DST, out_[i]}});
     if (!train_) return;
     dnnl::inner_product_backward_weights::primitive_desc wpd(
         {pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc()},
         engine_, pd);
     Run(backward_[i], dnnl::inner_product_backward_weights(wpd),
-        {{DNNL_ARG_SRC, in}, {DNNL_ARG_DIFF_DST, diff_[i]},
-         {DNNL_ARG_DIFF_WEIGHTS, w.grad}, {DNNL_ARG_DIFF_BIAS, b.grad}});
+        {{DNNL_ARG_SRC, in},
+         {DNNL_ARG_DIFF_DST, diff_[i]},
+         {DNNL_ARG_DIFF_WEIGHTS, w.grad},
+         {DNNL_ARG_DIFF_BIAS, b.grad}});
     if (Grad(x)) {
       dnnl::inner_product_backward_data::primitive_desc dpd(
           {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, engine_, pd);
       memory grad = GradTarget(x, i, dpd.diff_src_desc());
       Run(backward_[i], dnnl::inner_product_backward_data(dpd),
-          {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_WEIGHTS, w.value},
+          {{DNNL_ARG_DIFF_DST, diff_[i]},
+           {DNNL_ARG_WEIGHTS, w.value},
            {DNNL_ARG_DIFF_SRC, grad}});
       Deliver(x, i, grad);
     }
@@ -495,7 +597,8 @@ class OnednnRunner : public Runner {
     const memory in = Input(x, pd.src_desc());
     Weight& w = ParamOf(i, "weight");
     Run(forward_, dnnl::convolution_forward(pd),
-        {{DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w.value},
+        {{DNNL_ARG_SRC, in},
+         {DNNL_ARG_WEIGHTS, w.value},
          {DNNL_ARG_DST, out_[i]}});
     if (!train_) return;
     dnnl::convolution_backward_weights::primitive_desc wpd(
@@ -509,7 +612,8 @@ class OnednnRunner : public Runner {
           "gradient");
     }
     Run(backward_[i], dnnl::convolution_backward_weights(wpd),
-        {{DNNL_ARG_SRC, in}, {DNNL_ARG_DIFF_DST, diff_[i]},
+        {{DNNL_ARG_SRC, in},
+         {DNNL_ARG_DIFF_DST, diff_[i]},
          {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
     if (Grad(x)) {
       // Backward data has kernels of its own for its own weight format;
@@ -526,7 +630,8 @@ class OnednnRunner : public Runner {
       }
       memory grad = GradTarget(x, i, dpd.diff_src_desc());
       Run(backward_[i], dnnl::convolution_backward_data(dpd),
-          {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_WEIGHTS, weights},
+          {{DNNL_ARG_DIFF_DST, diff_[i]},
+           {DNNL_ARG_WEIGHTS, weights},
            {DNNL_ARG_DIFF_SRC, grad}});
       Deliver(x, i, grad);
     }
@@ -551,9 +656,12 @@ class OnednnRunner : public Runner {
     Weight& scale = ParamOf(i, "weight");
     Weight& shift = ParamOf(i, "bias");
     Run(forward_, dnnl::batch_normalization_forward(pd),
-        {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]},
-         {DNNL_ARG_SCALE, scale.value}, {DNNL_ARG_SHIFT, shift.value},
-         {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, variance}});
+        {{DNNL_ARG_SRC, out_[x]},
+         {DNNL_ARG_DST, out_[i]},
+         {DNNL_ARG_SCALE, scale.value},
+         {DNNL_ARG_SHIFT, shift.value},
+         {DNNL_ARG_MEAN, mean},
+         {DNNL_ARG_VARIANCE, variance}});
     if (!train_) return;
     dnnl::batch_normalization_backward::primitive_desc bpd(
         {dnnl::prop_kind::backward, pd.dst_desc(), data_md, kBatchNormEpsilon,
@@ -561,28 +669,33 @@ class OnednnRunner : public Runner {
         engine_, pd);
     memory grad = GradTarget(x, i, bpd.diff_src_desc());
     Run(backward_[i], dnnl::batch_normalization_backward(bpd),
-        {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_MEAN, mean},
-         {DNNL_ARG_VARIANCE, variance}, {DNNL_ARG_DIFF_DST, diff_[i]},
-         {DNNL_ARG_SCALE, scale.value}, {DNNL_ARG_SHIFT, shift.value},
+        {{DNNL_ARG_SRC, out_[x]},
+         {DNNL_ARG_MEAN, mean},
+         {DNNL_ARG_VARIANCE, variance},
+         {DNNL_ARG_DIFF_DST, diff_[i]},
+         {DNNL_ARG_SCALE, scale.value},
+         {DNNL_ARG_SHIFT, shift.value},
          {DNNL_ARG_DIFF_SRC, grad},
-         {DNNL_ARG_DIFF_SCALE, scale.grad}, {DNNL_ARG_DIFF_SHIFT, shift.grad}});
+         {DNNL_ARG_DIFF_SCALE, scale.grad},
+         {DNNL_ARG_DIFF_SHIFT, shift.grad}});
     Deliver(x, i, grad);
   }
 
-  void BuildRelu(int i, const Layer& l) {
+  void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg) {
     const int x = l.inputs[0];
     const memory::desc md = out_[x].get_desc();
-    dnnl::eltwise_forward::primitive_desc pd(
-        {Forward(), dnnl::algorithm::eltwise_relu, md, 0.f}, engine_);
+    dnnl::eltwise_forward::primitive_desc pd({Forward(), alg, md, 0.f},
+                                             engine_);
     SetOut(i, pd.dst_desc());
     Run(forward_, dnnl::eltwise_forward(pd),
         {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}});
     if (!Grad(x)) return;
-    dnnl::eltwise_backward::primitive_desc bpd(
-        {dnnl::algorithm::eltwise_relu, pd.dst_desc(), md, 0.f}, engine_, pd);
+    dnnl::eltwise_backward::primitive_desc bpd({alg, pd.dst_desc(), md, 0.f},
+                                               engine_, pd);
     memory grad = GradTarget(x, i, bpd.diff_src_desc());
     Run(backward_[i], dnnl::eltwise_backward(bpd),
-        {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DIFF_DST, diff_[i]},
+        {{DNNL_ARG_SRC, out_[x]},
+         {DNNL_ARG_DIFF_DST, diff_[i]},
          {DNNL_ARG_DIFF_SRC, grad}});
     Deliver(x, i, grad);
   }
@@ -623,18 +736,201 @@ class OnednnRunner : public Runner {
   void BuildAdd(int i, const Layer& l) {
     const int a = l.inputs[0], b = l.inputs[1];
     const memory::desc md = out_[a].get_desc();
-    dnnl::binary::primitive_desc pd(
-        {dnnl::algorithm::binary_add, md, md, md}, engine_);
+    dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, md, md, md},
+                                    engine_);
     SetOut(i, md);
     const memory other = Input(b, md);
     Run(forward_, dnnl::binary(pd),
-        {{DNNL_ARG_SRC_0, out_[a]}, {DNNL_ARG_SRC_1, other},
+        {{DNNL_ARG_SRC_0, out_[a]},
+         {DNNL_ARG_SRC_1, other},
          {DNNL_ARG_DST, out_[i]}});
     if (!train_) return;
     // The sum passes its gradient to both inputs unchanged.
     for (int x : {a, b}) {
       if (Grad(x)) Deliver(x, i, diff_[i]);
     }
+  }
+
+  void BuildLayerNorm(int i, const Layer& l) {
+    const int x = l.inputs[0];
+    const memory::desc data_md = out_[x].get_desc();
+    const auto flags = dnnl::normalization_flags::use_scale |
+                       dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward::primitive_desc pd(
+        {Forward(), data_md, kLayerNormEpsilon, flags}, engine_);
+    const memory::desc c_md({l.units}, Dt::f32, Tag::x);
+    AddParam(i, "weight", c_md, c_md, c_md);
+    AddParam(i, "bias", c_md, c_md, c_md);
+    SetOut(i, pd.dst_desc());
+    Weight& scale = ParamOf(i, "weight");
+    Weight& shift = ParamOf(i, "bias");
+    Args args = {{DNNL_ARG_SRC, out_[x]},
+                 {DNNL_ARG_DST, out_[i]},
+                 {DNNL_ARG_SCALE, scale.value},
+                 {DNNL_ARG_SHIFT, shift.value}};
+    memory mean, variance;
+    if (train_) {
+      mean = Make(pd.mean_desc());
+      variance = Make(pd.variance_desc());
+      args[DNNL_ARG_MEAN] = mean;
+      args[DNNL_ARG_VARIANCE] = variance;
+    }
+    Run(forward_, dnnl::layer_normalization_forward(pd), args);
+    if (!train_) return;
+    dnnl::layer_normalization_backward::primitive_desc bpd(
+        {dnnl::prop_kind::backward, pd.dst_desc(), data_md, kLayerNormEpsilon,
+         flags},
+        engine_, pd);
+    memory grad = GradTarget(x, i, bpd.diff_src_desc());
+    Run(backward_[i], dnnl::layer_normalization_backward(bpd),
+        {{DNNL_ARG_SRC, out_[x]},
+         {DNNL_ARG_MEAN, mean},
+         {DNNL_ARG_VARIANCE, variance},
+         {DNNL_ARG_DIFF_DST, diff_[i]},
+         {DNNL_ARG_SCALE, scale.value},
+         {DNNL_ARG_SHIFT, shift.value},
+         {DNNL_ARG_DIFF_SRC, grad},
+         {DNNL_ARG_DIFF_SCALE, scale.grad},
+         {DNNL_ARG_DIFF_SHIFT, shift.grad}});
+    if (Grad(x)) Deliver(x, i, grad);
+  }
+
+  // x + a [length, units] table broadcast over the batch; the table's
+  // gradient is the output's summed over the batch.
+  void BuildPositional(int i, const Layer& l) {
+    const int x = l.inputs[0];
+    const Dims dims = l.shape;  // [length, batch, units]
+    const memory::desc md(dims, dt_, Tag::abc);
+    const Dims table_dims = {dims[0], 1, dims[2]};
+    AddParam(i, "weight", memory::desc(table_dims, dt_, Tag::abc),
+             memory::desc(table_dims, Dt::f32, Tag::abc),
+             memory::desc(table_dims, Dt::f32, Tag::abc));
+    SetOut(i, md);
+    Weight& table = ParamOf(i, "weight");
+    dnnl::binary::primitive_desc pd(
+        {dnnl::algorithm::binary_add, md, table.value.get_desc(), md}, engine_);
+    Run(forward_, dnnl::binary(pd),
+        {{DNNL_ARG_SRC_0, Input(x, md)},
+         {DNNL_ARG_SRC_1, table.value},
+         {DNNL_ARG_DST, out_[i]}});
+    if (!train_) return;
+    // Per position, ones[1, batch] x dOut[batch, units]: a batched matmul
+    // (oneDNN's reduction over the middle dimension is reference code).
+    const memory::desc ones_md({1, 1, dims[1]}, dt_, Tag::abc);
+    memory ones = Make(ones_md);
+    memory user_ones = Make(memory::desc({1, 1, dims[1]}, Dt::f32, Tag::abc));
+    std::fill_n(static_cast<float*>(user_ones.get_data_handle()), dims[1], 1.f);
+    RunNow(user_ones, ones);
+    dnnl::matmul::primitive_desc rpd({ones_md, md, table.grad.get_desc()},
+                                     engine_);
+    Run(backward_[i], dnnl::matmul(rpd),
+        {{DNNL_ARG_SRC, ones},
+         {DNNL_ARG_WEIGHTS, diff_[i]},
+         {DNNL_ARG_DST, table.grad}});
+    if (Grad(x)) Deliver(x, i, diff_[i]);
+  }
+
+  // Multi-head attention with matmuls on strided views: head j of [length,
+  // batch, units] is the 4-D [batch, heads, length, dh] view with strides
+  // (units, dh, batch * units, 1), so no reorder splits or merges heads.
+  void BuildAttention(int i, const Layer& l) {
+    const int64_t length = l.shape[0], batch = l.shape[1], units = l.shape[2];
+    const int64_t heads = l.heads, dh = units / heads;
+    const float scale = 1.f / std::sqrt(static_cast<float>(dh));
+    const memory::desc plain({length * batch, units}, dt_, Tag::ab);
+    const Dims head_dims = {batch, heads, length, dh};
+    const Dims head_strides = {units, dh, batch * units, 1};
+    const memory::desc head_md(head_dims, dt_, head_strides);
+    const memory::desc head_t_md({batch, heads, dh, length}, dt_,
+                                 Dims{units, dh, 1, batch * units});
+    const memory::desc scores_md({batch, heads, length, length}, dt_,
+                                 Tag::abcd);
+    const memory::desc scores_t_md(
+        {batch, heads, length, length}, dt_,
+        Dims{heads * length * length, length * length, 1, length});
+    auto view = [&](const memory& m, const memory::desc& md) {
+      owners_.push_back(m);
+      return memory(md, engine_, m.get_data_handle());
+    };
+    memory q = Input(l.inputs[0], plain), k = Input(l.inputs[1], plain),
+           v = Input(l.inputs[2], plain);
+    SetOut(i, memory::desc(l.shape, dt_, Tag::abc));
+    memory scores = Make(scores_md), probs = Make(scores_md);
+    auto matmul = [&](const memory::desc& a, const memory::desc& b,
+                      const memory::desc& c, const dnnl::primitive_attr& attr) {
+      return dnnl::matmul(
+          dnnl::matmul::primitive_desc({a, b, c}, attr, engine_));
+    };
+    // Scores: scale Q K^T.
+    dnnl::primitive_attr scaled;
+    scaled.set_output_scales(0, {scale});
+    Run(forward_, matmul(head_md, head_t_md, scores_md, scaled),
+        {{DNNL_ARG_SRC, view(q, head_md)},
+         {DNNL_ARG_WEIGHTS, view(k, head_t_md)},
+         {DNNL_ARG_DST, scores}});
+    if (l.causal) {
+      // -inf above the diagonal, added in place. (As a post-op of the
+      // matmul it would send that to oneDNN's reference code.)
+      const memory::desc mask_md({1, 1, length, length}, Dt::f32, Tag::abcd);
+      memory mask = Make(mask_md);
+      float* m = static_cast<float*>(mask.get_data_handle());
+      for (int64_t r = 0; r < length; ++r) {
+        for (int64_t c = 0; c < length; ++c) {
+          m[r * length + c] =
+              c > r ? -std::numeric_limits<float>::infinity() : 0.f;
+        }
+      }
+      dnnl::binary::primitive_desc mask_pd(
+          {dnnl::algorithm::binary_add, scores_md, mask_md, scores_md},
+          engine_);
+      Run(forward_, dnnl::binary(mask_pd),
+          {{DNNL_ARG_SRC_0, scores},
+           {DNNL_ARG_SRC_1, mask},
+           {DNNL_ARG_DST, scores}});
+    }
+    dnnl::softmax_forward::primitive_desc softmax_pd({Forward(), scores_md, 3},
+                                                     engine_);
+    Run(forward_, dnnl::softmax_forward(softmax_pd),
+        {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, probs}});
+    // Out = P V, written into [length, batch, units] through the head view.
+    const memory out2d = view(out_[i], plain);
+    Run(forward_, matmul(scores_md, head_md, head_md, {}),
+        {{DNNL_ARG_SRC, probs},
+         {DNNL_ARG_WEIGHTS, view(v, head_md)},
+         {DNNL_ARG_DST, view(out2d, head_md)}});
+    if (!train_) return;
+    const memory d_out = view(diff_[i], head_md);
+    memory d_probs = Make(scores_md), d_scores = Make(scores_md);
+    // dP = dOut V^T; dV = P^T dOut.
+    Run(backward_[i], matmul(head_md, head_t_md, scores_md, {}),
+        {{DNNL_ARG_SRC, d_out},
+         {DNNL_ARG_WEIGHTS, view(v, head_t_md)},
+         {DNNL_ARG_DST, d_probs}});
+    memory grad_v = GradTarget(l.inputs[2], i, plain);
+    Run(backward_[i], matmul(scores_t_md, head_md, head_md, {}),
+        {{DNNL_ARG_SRC, view(probs, scores_t_md)},
+         {DNNL_ARG_WEIGHTS, d_out},
+         {DNNL_ARG_DST, view(grad_v, head_md)}});
+    Deliver(l.inputs[2], i, grad_v);
+    dnnl::softmax_backward::primitive_desc softmax_bpd(
+        {scores_md, scores_md, 3}, engine_, softmax_pd);
+    Run(backward_[i], dnnl::softmax_backward(softmax_bpd),
+        {{DNNL_ARG_DST, probs},
+         {DNNL_ARG_DIFF_DST, d_probs},
+         {DNNL_ARG_DIFF_SRC, d_scores}});
+    // dQ = scale dS K; dK = scale dS^T Q.
+    memory grad_q = GradTarget(l.inputs[0], i, plain);
+    Run(backward_[i], matmul(scores_md, head_md, head_md, scaled),
+        {{DNNL_ARG_SRC, d_scores},
+         {DNNL_ARG_WEIGHTS, view(k, head_md)},
+         {DNNL_ARG_DST, view(grad_q, head_md)}});
+    Deliver(l.inputs[0], i, grad_q);
+    memory grad_k = GradTarget(l.inputs[1], i, plain);
+    Run(backward_[i], matmul(scores_t_md, head_md, head_md, scaled),
+        {{DNNL_ARG_SRC, view(d_scores, scores_t_md)},
+         {DNNL_ARG_WEIGHTS, view(q, head_md)},
+         {DNNL_ARG_DST, view(grad_k, head_md)}});
+    Deliver(l.inputs[1], i, grad_k);
   }
 
   void BuildEmbedding(int i, const Layer& l) {
@@ -645,7 +941,7 @@ class OnednnRunner : public Runner {
     SetOut(i, memory::desc(l.shape, dt_, Tag::tnc));
     Weight& table = ParamOf(i, "weight");
     const int64_t width = l.units * (dt_ == Dt::f32 ? 4 : 2);
-    forward_.push_back([this, i, &table, width] {
+    Push(forward_, OpClass::kMovement, "embedding", [this, i, &table, width] {
       const char* t = static_cast<const char*>(table.value.get_data_handle());
       char* o = static_cast<char*>(out_[i].get_data_handle());
       const int64_t n = static_cast<int64_t>(tokens_.size());
@@ -656,18 +952,19 @@ class OnednnRunner : public Runner {
     });
     if (!train_) return;
     const int64_t units = l.units;
-    backward_[i].push_back([this, i, &table, units] {
-      float* g = static_cast<float*>(table.grad.get_data_handle());
-      std::memset(g, 0, table.grad.get_desc().get_size());
-      const void* d = diff_[i].get_data_handle();
-      // Rows of one token add up; a serial pass keeps that race-free.
-      for (size_t k = 0; k < tokens_.size(); ++k) {
-        float* row = g + tokens_[k] * units;
-        for (int64_t e = 0; e < units; ++e) {
-          row[e] += Load(d, dt_, static_cast<int64_t>(k) * units + e);
-        }
-      }
-    });
+    Push(backward_[i], OpClass::kMovement, "embedding",
+         [this, i, &table, units] {
+           float* g = static_cast<float*>(table.grad.get_data_handle());
+           std::memset(g, 0, table.grad.get_desc().get_size());
+           const void* d = diff_[i].get_data_handle();
+           // Rows of one token add up; a serial pass keeps that race-free.
+           for (size_t k = 0; k < tokens_.size(); ++k) {
+             float* row = g + tokens_[k] * units;
+             for (int64_t e = 0; e < units; ++e) {
+               row[e] += Load(d, dt_, static_cast<int64_t>(k) * units + e);
+             }
+           }
+         });
   }
 
   void BuildRecurrent(int i, const Layer& l) {
@@ -738,9 +1035,10 @@ class OnednnRunner : public Runner {
         fwd = dnnl::lstm_forward(pd);
         if (!train_) break;
         dnnl::lstm_backward::primitive_desc b(
-            {back, dir, src_md, iter_md, iter_c_md, wl_any, wi_any, bias_md,
-             dst_md, none, none, src_md, diff_iter_md, iter_c_md, dwl_any,
-             dwi_any, bias_md, dst_md, none, none},
+            {back,    dir,     src_md,       iter_md,   iter_c_md,
+             wl_any,  wi_any,  bias_md,      dst_md,    none,
+             none,    src_md,  diff_iter_md, iter_c_md, dwl_any,
+             dwi_any, bias_md, dst_md,       none,      none},
             engine_, pd);
         bpd = b;
         bwd = dnnl::lstm_backward(b);
@@ -826,14 +1124,15 @@ class OnednnRunner : public Runner {
       }
     }
     // oneDNN adds the weight gradients to what the buffers hold.
-    backward_[i].push_back([&wl, &wi, &b] {
-      for (const memory* m : {&wl.grad, &wi.grad, &b.grad}) {
-        std::memset(m->get_data_handle(), 0, m->get_desc().get_size());
-      }
-    });
+    Push(backward_[i], OpClass::kMovement, "clear rnn gradients",
+         [&wl, &wi, &b] {
+           for (const memory* m : {&wl.grad, &wi.grad, &b.grad}) {
+             std::memset(m->get_data_handle(), 0, m->get_desc().get_size());
+           }
+         });
     Run(backward_[i], bwd, bargs);
     if (Grad(x)) Deliver(x, i, grad);
-    update_.push_back([&b] { b.Update(); });
+    Push(update_, OpClass::kOptimizer, "rnn bias", [&b] { b.Update(); });
   }
 
   // Mean softmax cross-entropy over the rows of the logits; in training
@@ -888,10 +1187,10 @@ class OnednnRunner : public Runner {
   std::unordered_map<std::pair<int, std::string>, int, PairHash> param_index_;
   std::deque<RecurrentBias> biases_;  // stable addresses for the closures
   std::vector<int64_t> tokens_, labels_;
-  std::vector<std::function<void()>> forward_, update_;
-  std::vector<std::vector<std::function<void()>>> backward_;  // per layer
+  Actions forward_, update_;
+  std::vector<Actions> backward_;  // per layer
   double loss_ = std::nan("");
-  int building_ = 0;  // the layer whose steps are being built
+  int building_ = 0;            // the layer whose steps are being built
   std::vector<memory> owners_;  // buffers behind reshaped views
   bool mean_loss_ = false;
 };
@@ -942,13 +1241,20 @@ class OnednnBackend : public Backend {
 
   static std::string IsaName() {
     switch (dnnl::get_effective_cpu_isa()) {
-      case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-      case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-      case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-      case dnnl::cpu_isa::avx512_core: return "avx512_core";
-      case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-      case dnnl::cpu_isa::avx2: return "avx2";
-      default: return "other";
+      case dnnl::cpu_isa::avx512_core_amx:
+        return "avx512_core_amx";
+      case dnnl::cpu_isa::avx512_core_bf16:
+        return "avx512_core_bf16";
+      case dnnl::cpu_isa::avx512_core_vnni:
+        return "avx512_core_vnni";
+      case dnnl::cpu_isa::avx512_core:
+        return "avx512_core";
+      case dnnl::cpu_isa::avx2_vnni:
+        return "avx2_vnni";
+      case dnnl::cpu_isa::avx2:
+        return "avx2";
+      default:
+        return "other";
     }
   }
 };

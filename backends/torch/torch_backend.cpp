@@ -2,11 +2,15 @@
 // interpreting the graph in order.
 #include "backends/torch/torch_backend.h"
 
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 
 #include "generators/check.h"
@@ -14,6 +18,8 @@
 
 namespace paradnn {
 namespace {
+
+constexpr double kLayerNormEpsilon = 1e-5;
 
 // The modules of one layer; at most one is set.
 struct LayerModules {
@@ -24,7 +30,10 @@ struct LayerModules {
   torch::nn::RNN rnn{nullptr};
   torch::nn::LSTM lstm{nullptr};
   torch::nn::GRU gru{nullptr};
-  torch::nn::Module* base = nullptr;  // whichever of the above is set
+  torch::nn::LayerNorm layer_norm{nullptr};
+  std::shared_ptr<torch::nn::Module> table;  // a positional table's holder
+  torch::nn::Module* base = nullptr;         // whichever of the above is set
+  torch::Tensor causal_mask;  // attention: true above the diagonal
 };
 
 class TorchModel : public torch::nn::Module {
@@ -35,7 +44,8 @@ class TorchModel : public torch::nn::Module {
       const Layer& l = g.layer(i);
       for (int in : l.inputs) last_use_[in] = i;
       const std::string name = "layer" + std::to_string(i);
-      const int64_t in = l.inputs.empty() ? 0 : g.layer(l.inputs[0]).shape.back();
+      const int64_t in =
+          l.inputs.empty() ? 0 : g.layer(l.inputs[0]).shape.back();
       LayerModules& m = layers_[i];
       switch (l.op) {
         case Op::kDense:
@@ -66,6 +76,26 @@ class TorchModel : public torch::nn::Module {
         case Op::kRecurrent:
           AddRecurrent(name, l, in, m);
           break;
+        case Op::kLayerNorm:
+          m.layer_norm = register_module(
+              name,
+              torch::nn::LayerNorm(torch::nn::LayerNormOptions({l.units}).eps(
+                  kLayerNormEpsilon)));
+          m.base = m.layer_norm.get();
+          break;
+        case Op::kPositional:
+          m.table =
+              register_module(name, std::make_shared<torch::nn::Module>());
+          m.table->register_parameter("weight",
+                                      torch::empty({l.shape[0], l.units}));
+          m.base = m.table.get();
+          break;
+        case Op::kAttention:
+          if (l.causal) {
+            m.causal_mask =
+                torch::ones({l.shape[0], l.shape[0]}, torch::kBool).triu(1);
+          }
+          break;
         default:
           break;
       }
@@ -79,7 +109,8 @@ class TorchModel : public torch::nn::Module {
       LayerModules& m = layers_[p.layer];
       torch::nn::Module* module = m.base;
       // LibTorch names a recurrent layer's tensors per stacked layer.
-      const std::string key = (m.rnn || m.lstm || m.gru) ? p.role + "_l0" : p.role;
+      const std::string key =
+          (m.rnn || m.lstm || m.gru) ? p.role + "_l0" : p.role;
       PARADNN_CHECK(module != nullptr, "parameter of a layer without module");
       torch::Tensor* t = module->named_parameters(false).find(key);
       PARADNN_CHECK(t != nullptr, "module lacks a graph parameter");
@@ -97,7 +128,8 @@ class TorchModel : public torch::nn::Module {
     for (int i = 0; i < graph_.size(); ++i) {
       const Layer& l = graph_.layer(i);
       LayerModules& m = layers_[i];
-      const torch::Tensor& x = l.inputs.empty() ? inputs[i] : values_[l.inputs[0]];
+      const torch::Tensor& x =
+          l.inputs.empty() ? inputs[i] : values_[l.inputs[0]];
       torch::Tensor& y = values_[i];
       switch (l.op) {
         case Op::kInput:
@@ -133,6 +165,19 @@ class TorchModel : public torch::nn::Module {
               : m.lstm ? std::get<0>(m.lstm(x))
                        : std::get<0>(m.gru(x));
           break;
+        case Op::kLayerNorm:
+          y = m.layer_norm(x);
+          break;
+        case Op::kGelu:
+          y = torch::gelu(x);
+          break;
+        case Op::kPositional:
+          y = x + m.table->named_parameters(false)["weight"].unsqueeze(1);
+          break;
+        case Op::kAttention:
+          y = Attention(x, values_[l.inputs[1]], values_[l.inputs[2]], l,
+                        m.causal_mask);
+          break;
         case Op::kSoftmaxCrossEntropy:
           logits = x;
           if (loss != nullptr) *loss = CrossEntropy(x, labels);
@@ -153,6 +198,27 @@ class TorchModel : public torch::nn::Module {
     return logits;
   }
 
+  // Heads split the units: head j of a position reads units [j dh, (j+1) dh).
+  static torch::Tensor Attention(const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v, const Layer& l,
+                                 const torch::Tensor& causal_mask) {
+    const int64_t length = q.size(0), batch = q.size(1), units = q.size(2);
+    const int64_t dh = units / l.heads;
+    // [length, batch, units] -> [batch * heads, length, dh]
+    auto split = [&](const torch::Tensor& t) {
+      return t.view({length, batch * l.heads, dh}).transpose(0, 1);
+    };
+    torch::Tensor scores = torch::bmm(split(q), split(k).transpose(1, 2))
+                               .mul_(1.0 / std::sqrt(static_cast<double>(dh)));
+    if (causal_mask.defined()) {
+      scores.masked_fill_(causal_mask.to(scores.device()),
+                          -std::numeric_limits<float>::infinity());
+    }
+    return torch::bmm(torch::softmax(scores, -1), split(v))
+        .transpose(0, 1)
+        .reshape({length, batch, units});
+  }
+
   static torch::Tensor CrossEntropy(const torch::Tensor& logits,
                                     const torch::Tensor& labels) {
     return torch::nn::functional::cross_entropy(
@@ -165,8 +231,9 @@ class TorchModel : public torch::nn::Module {
     switch (l.cell) {
       case Cell::kRnn:
         m.rnn = register_module(
-            name, torch::nn::RNN(torch::nn::RNNOptions(in, l.units)
-                                     .nonlinearity(torch::kTanh)));
+            name,
+            torch::nn::RNN(
+                torch::nn::RNNOptions(in, l.units).nonlinearity(torch::kTanh)));
         m.base = m.rnn.get();
         break;
       case Cell::kLstm:
@@ -198,7 +265,8 @@ torch::Tensor FromVector(const std::vector<T>& v, const Shape& shape) {
 
 std::vector<float> ToVector(const torch::Tensor& t) {
   torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+  return std::vector<float>(c.data_ptr<float>(),
+                            c.data_ptr<float>() + c.numel());
 }
 
 // LibTorch's messages carry a backtrace; the reason is the part before it.
@@ -208,6 +276,68 @@ auto Translated(F f) -> decltype(f()) {
     return f();
   } catch (const c10::Error& e) {
     throw std::runtime_error(e.what_without_backtrace());
+  }
+}
+
+// The profiler's scope around the parameter update.
+constexpr char kOptimizerScope[] = "paradnn::optimizer";
+
+bool HasAny(const std::string& name, std::initializer_list<const char*> parts) {
+  return std::any_of(parts.begin(), parts.end(), [&](const char* p) {
+    return name.find(p) != std::string::npos;
+  });
+}
+
+// The class of an ATen operation or autograd node, by its name.
+OpClass ClassOf(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (name.rfind("aten::", 0) == 0) name = name.substr(6);
+  if (HasAny(name, {"mm", "conv", "linear", "matmul", "lstm", "gru", "rnn",
+                    "_cell", "attention", "einsum", "dot"})) {
+    return OpClass::kGemm;
+  }
+  if (name == "t" ||
+      HasAny(name,
+             {"copy",      "clone",   "contiguous", "cat",           "stack",
+              "embedding", "index",   "gather",     "scatter",       "to_",
+              "_to",       "permute", "transpose",  "view",          "reshape",
+              "expand",    "select",  "slice",      "narrow",        "squeeze",
+              "split",     "chunk",   "unbind",     "as_strided",    "flatten",
+              "detach",    "empty",   "resize",     "accumulategrad"})) {
+    return OpClass::kMovement;
+  }
+  return OpClass::kElementwise;
+}
+
+// Self time (own time minus nested operations') of every range of one
+// thread's events; everything inside the optimizer's scope is optimizer.
+void AddSelfTimes(
+    const std::vector<torch::autograd::profiler::LegacyEvent>& events,
+    StepProfile* profile) {
+  using torch::autograd::profiler::EventKind;
+  using torch::autograd::profiler::LegacyEvent;
+  struct Open {
+    const LegacyEvent* push;
+    double children_us = 0;
+    bool optimizer = false;
+  };
+  std::vector<Open> stack;
+  for (const LegacyEvent& e : events) {
+    if (e.kind() == EventKind::PushRange) {
+      const bool optimizer = std::string(e.name()) == kOptimizerScope ||
+                             (!stack.empty() && stack.back().optimizer);
+      stack.push_back({&e, 0, optimizer});
+    } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
+      const Open open = stack.back();
+      stack.pop_back();
+      const double us = open.push->hasCuda() ? open.push->cudaElapsedUs(e)
+                                             : open.push->cpuElapsedUs(e);
+      if (!stack.empty()) stack.back().children_us += us;
+      const std::string name = open.push->name();
+      profile->Add(open.optimizer ? OpClass::kOptimizer : ClassOf(name), name,
+                   (us - open.children_us) / 1e6);
+    }
   }
 }
 
@@ -222,7 +352,8 @@ class TorchRunner : public Runner {
       torch::NoGradGuard no_grad;
       const std::vector<ParamTensor> specs = graph_.Params();
       for (size_t i = 0; i < specs.size(); ++i) {
-        params_[i].copy_(FromVector(InitParam(graph_, opt.seed, i), specs[i].shape));
+        params_[i].copy_(
+            FromVector(InitParam(graph_, opt.seed, i), specs[i].shape));
       }
     }
     const auto dtype =
@@ -235,7 +366,8 @@ class TorchRunner : public Runner {
     for (int i = 0; i < graph_.size(); ++i) {
       const Layer& l = graph_.layer(i);
       if (l.op == Op::kTokens) {
-        inputs_[i] = FromVector(InitTokens(graph_, opt.seed), l.shape).to(device_);
+        inputs_[i] =
+            FromVector(InitTokens(graph_, opt.seed), l.shape).to(device_);
       } else if (l.op == Op::kInput) {
         inputs_[i] = FromVector(InitInput(graph_, opt.seed, i), l.shape)
                          .to(device_, dtype)
@@ -243,8 +375,8 @@ class TorchRunner : public Runner {
       }
     }
     const std::vector<int64_t> labels = InitLabels(graph_, opt.seed);
-    labels_ = FromVector(labels, {static_cast<int64_t>(labels.size())})
-                  .to(device_);
+    labels_ =
+        FromVector(labels, {static_cast<int64_t>(labels.size())}).to(device_);
     if (train_) {
       optimizer_ = std::make_unique<torch::optim::SGD>(
           params_, torch::optim::SGDOptions(0.01));
@@ -256,12 +388,35 @@ class TorchRunner : public Runner {
     Translated([this] { TimedStep(); });
   }
 
+  StepProfile Profile(int steps) override {
+    return Translated([&] {
+      namespace prof = torch::autograd::profiler;
+      using torch::profiler::impl::ProfilerConfig;
+      using torch::profiler::impl::ProfilerState;
+      prof::enableProfilerLegacy(ProfilerConfig(
+          device_.is_cuda() ? ProfilerState::CUDA : ProfilerState::CPU));
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < steps; ++i) TimedStep();
+      const std::chrono::duration<double> wall =
+          std::chrono::steady_clock::now() - start;
+      const prof::thread_event_lists lists = prof::disableProfilerLegacy();
+      StepProfile profile;
+      profile.SetWall(wall.count(), steps);
+      for (const auto& events : lists) AddSelfTimes(events, &profile);
+      return profile;
+    });
+  }
+
   void TimedStep() {
     if (train_) {
-      optimizer_->zero_grad();
+      {
+        RECORD_USER_SCOPE(kOptimizerScope);
+        optimizer_->zero_grad();
+      }
       torch::Tensor loss;
       logits_ = model_->Forward(inputs_, labels_, &loss);
       loss.backward();
+      RECORD_USER_SCOPE(kOptimizerScope);
       optimizer_->step();
       loss_ = loss.detach();
     } else {

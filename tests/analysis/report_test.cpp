@@ -37,28 +37,38 @@ std::string ResultsJson() {
   std::string out = "{\"context\": {}, \"benchmarks\": [";
   bool first = true;
   auto add = [&](const std::string& name, double ms, double params,
-                 double flops, double intensity) {
+                 double flops, double intensity,
+                 const std::string& extra = "") {
     out += std::string(first ? "" : ",") + "{\"name\": \"" + name +
            "/real_time\", \"run_name\": \"" + name +
            "/real_time\", \"run_type\": \"iteration\", \"iterations\": 5, "
-           "\"real_time\": " + std::to_string(ms) +
+           "\"real_time\": " +
+           std::to_string(ms) +
            ", \"time_unit\": \"ms\", \"params\": " + std::to_string(params) +
            ", \"flop_per_step\": " + std::to_string(flops) +
            ", \"bytes_per_step\": " + std::to_string(flops / intensity) +
-           ", \"intensity\": " + std::to_string(intensity) + "}";
+           ", \"intensity\": " + std::to_string(intensity) + extra + "}";
     first = false;
   };
   for (const char* backend : {"onednn", "torch"}) {
     const double slow = std::string(backend) == "torch" ? 1.5 : 1.0;
     for (int batch : {64, 256}) {
       for (int nodes : {256, 1024, 4096}) {
-        const std::string name = "FC/layers:4/nodes:" + std::to_string(nodes) +
-                                 "/input:2000/output:1000/batch:" +
-                                 std::to_string(batch) + "/" + backend +
-                                 "/fp32/train";
+        const std::string name =
+            "FC/layers:4/nodes:" + std::to_string(nodes) +
+            "/input:2000/output:1000/batch:" + std::to_string(batch) + "/" +
+            backend + "/fp32/train";
         const double flops = 6.0 * batch * nodes * nodes * 4;
+        // The FC cases were profiled (--paradnn_profile).
         add(name, slow * flops / 1e8 * (1 + 64.0 / batch), nodes * nodes * 4.0,
-            flops, batch / 4.0);
+            flops, batch / 4.0,
+            slow > 1
+                ? ", \"time_gemm_frac\": 0.6, \"time_elementwise_frac\": "
+                  "0.2, \"time_movement_frac\": 0.1, "
+                  "\"time_optimizer_frac\": 0.05, \"time_other_frac\": 0.05"
+                : ", \"time_gemm_frac\": 0.9, \"time_elementwise_frac\": "
+                  "0.05, \"time_movement_frac\": 0.02, "
+                  "\"time_optimizer_frac\": 0.02, \"time_other_frac\": 0.01");
       }
     }
     for (int batch : {8, 32}) {
@@ -94,7 +104,7 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
        {"index.html", "roofline.svg", "roofline.csv", "heatmap_FC.svg",
         "heatmap_FC.csv", "heatmap_CNN.svg", "regression_FC.svg",
         "regression_FC.csv", "speedup_box.svg", "speedup_box.csv",
-        "speedup.svg", "speedup.csv"}) {
+        "speedup.svg", "speedup.csv", "profile.svg", "profile.csv"}) {
     INFO(f);
     CHECK(fs::file_size(dir / "report" / f) > 0);
   }
@@ -102,11 +112,20 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   const std::string box = Slurp(dir / "report/speedup_box.csv");
   CHECK_THAT(box, Contains(",CNN,1.5,1.5,1.5,1.5,1.5,4"));
   CHECK_THAT(box, Contains(",FC,1.5,1.5,1.5,1.5,1.5,6"));
+  // Shares of step time, per family, backend and mode; CNN was not
+  // profiled.
+  const std::string profile = Slurp(dir / "report/profile.csv");
+  CHECK_THAT(profile, Contains("group,cases,gemm,elementwise,movement,"
+                               "optimizer,other\n"));
+  CHECK_THAT(profile, Contains("FC/onednn/train,6,0.9,0.05,0.02,0.02,0.01\n"));
+  CHECK_THAT(profile, Contains("FC/torch/train,6,0.6,0.2,0.1,0.05,0.05\n"));
+  CHECK(profile.find("CNN") == std::string::npos);
   // The roofs come from the platform file.
   CHECK_THAT(Slurp(dir / "report/roofline.gp"), Contains("bw=3.4e+10"));
   const std::string html = Slurp(dir / "report/index.html");
   CHECK_THAT(html, Contains("<img src='roofline.svg'"));
   CHECK_THAT(html, Contains("10 cases matched by canonical name"));
+  CHECK_THAT(html, Contains("<h2>Where step time goes</h2>"));
   for (const std::string& n : notes) INFO(n);
 }
 
@@ -136,15 +155,16 @@ TEST_CASE("the report opens in headless Chromium with every plot",
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string dom = Slurp(dir / "dom.html");
   // The page's own check: every <img> loaded (naturalWidth > 0). FC and CNN
-  // here: roofline, 2 heat maps, 2 regressions, 2 speedup plots.
+  // here: roofline, 2 heat maps, 2 regressions, the profile, 2 speedup
+  // plots.
   const std::string page = Slurp(dir / "report/index.html");
   size_t images = 0;
   for (size_t at = page.find("<img"); at != std::string::npos;
        at = page.find("<img", at + 1)) {
     ++images;
   }
-  CHECK(images == 7);
-  CHECK_THAT(dom, Contains("plots: 7 loaded: 7 failed: 0"));
+  CHECK(images == 8);
+  CHECK_THAT(dom, Contains("plots: 8 loaded: 8 failed: 0"));
 }
 
 TEST_CASE("bad input: a clear message, and what can be reported still is",
@@ -154,8 +174,9 @@ TEST_CASE("bad input: a clear message, and what can be reported still is",
   o.out = (dir / "out").string();
   o.results = (dir / "missing.json").string();
   CHECK_THROWS_WITH(WriteReport(o), Contains("cannot open the results file"));
-  std::ofstream(dir / "other.json") << "{\"benchmarks\": [{\"name\": \"BM_X\", "
-                                       "\"run_name\": \"BM_X\", \"real_time\": 1}]}";
+  std::ofstream(dir / "other.json")
+      << "{\"benchmarks\": [{\"name\": \"BM_X\", "
+         "\"run_name\": \"BM_X\", \"real_time\": 1}]}";
   o.results = (dir / "other.json").string();
   CHECK_THROWS_WITH(WriteReport(o), Contains("no paradnn cases"));
 

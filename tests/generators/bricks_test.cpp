@@ -10,9 +10,9 @@ namespace {
 
 using Catch::Matchers::Contains;
 
-std::vector<Brick> Of(const std::string& name) {
+std::vector<Brick> Of(const std::string& name, int granularity = 1) {
   const Case c = ParseCaseName(name);
-  return BricksOf(c.model.BuildGraph(), c.mode);
+  return BricksOf(c.model.BuildGraph(), c.mode, granularity);
 }
 
 std::set<std::string> Keys(const std::vector<Brick>& bricks) {
@@ -28,12 +28,11 @@ TEST_CASE("an FC model repeats its hidden layers", "[bricks]") {
   REQUIRE(b.size() == 10);
   // The first dense (its input is the data: no input gradient), the other
   // three hidden denses, one relu shape, the output dense, the loss.
-  CHECK(Keys(b) == std::set<std::string>{
-                       "dense/in:8x64/units:32/bias:1/grad:0",
-                       "dense/in:8x32/units:32/bias:1/grad:1",
-                       "relu/in:8x32/grad:1",
-                       "dense/in:8x32/units:10/bias:1/grad:1",
-                       "softmax_xent/in:8x10/grad:1"});
+  CHECK(Keys(b) == std::set<std::string>{"dense/in:8x64/units:32/bias:1/grad:0",
+                                         "dense/in:8x32/units:32/bias:1/grad:1",
+                                         "relu/in:8x32/grad:1",
+                                         "dense/in:8x32/units:10/bias:1/grad:1",
+                                         "softmax_xent/in:8x10/grad:1"});
   // Inference: no loss, no input gradients.
   std::vector<Brick> infer =
       Of("FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/infer");
@@ -56,7 +55,8 @@ TEST_CASE("unique layers across a hand-built sweep", "[bricks]") {
     }
   }
   CHECK(total == 6 + 14 + 6);
-  CHECK(unique.size() == 5 + 4);  // 16 wide: dense x 3, relu; the loss is shared
+  CHECK(unique.size() ==
+        5 + 4);  // 16 wide: dense x 3, relu; the loss is shared
 }
 
 TEST_CASE("ResNet blocks repeat within a group", "[bricks]") {
@@ -79,36 +79,112 @@ TEST_CASE("brick names round-trip", "[bricks]") {
         "CNN/block:bottleneck/blocks:1/filters:4/image:32/output:10/batch:2/"
         "onednn/bf16/train",
         "RNN/cell:gru/layers:2/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
-        "infer"}) {
+        "infer",
+        "TRANSFORMER/layers:2/d_model:16/heads:2/ffn:32/length:6/vocab:32/"
+        "causal:true/batch:3/onednn/fp32/train"}) {
     const Case c = ParseCaseName(model);
-    for (const Brick& b : BricksOf(c.model.BuildGraph(), c.mode)) {
-      const BrickCase bc{b, c.backend, c.dtype, c.mode};
-      INFO(bc.Name());
-      const BrickCase back = ParseBrickName(bc.Name());
-      CHECK(back.Name() == bc.Name());
-      CHECK(back.brick == b);
-      CHECK(back.backend == c.backend);
+    for (int granularity : {1, 3}) {
+      for (const Brick& b :
+           BricksOf(c.model.BuildGraph(), c.mode, granularity)) {
+        const BrickCase bc{b, c.backend, c.dtype, c.mode};
+        INFO(bc.Name());
+        const BrickCase back = ParseBrickName(bc.Name());
+        CHECK(back.Name() == bc.Name());
+        CHECK(back.brick == b);
+        CHECK(back.backend == c.backend);
+      }
     }
   }
-  CHECK_THROWS_WITH(ParseBrickName("BRICK/softmax/in:8x10/grad:0/torch/fp32/train"),
-                    Contains("'softmax' is not a layer type"));
   CHECK_THROWS_WITH(
-      ParseBrickName("BRICK/dense/in:8x64/units:0/bias:1/grad:0/torch/fp32/train"),
+      ParseBrickName("BRICK/softmax/in:8x10/grad:0/torch/fp32/train"),
+      Contains("'softmax' is not a layer type"));
+  CHECK_THROWS_WITH(
+      ParseBrickName(
+          "BRICK/dense/in:8x64/units:0/bias:1/grad:0/torch/fp32/train"),
       Contains("'0' is not a valid units"));
   CHECK_THROWS_WITH(ParseBrickName("BRICK/add/in:8x64/grad:1/torch/fp32/train"),
                     Contains("1 input shapes, add takes 2"));
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/dense/in:8x64/units:4/grad:0/torch/fp32/train"),
+      Contains(
+          "segment 'grad:0' should be bias:<value> (dense takes units bias)"));
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/attention/in:6x3x16,6x3x16,6x3x16/heads:3/causal:1/"
+                     "grad:1/torch/fp32/train")
+          .brick.BuildGraph(Mode::kTrain),
+      Contains("units a multiple of heads"));
+  CHECK(ParseBrickName("BRICK/attention/in:6x3x16,6x3x16,6x3x16/heads:2/"
+                       "causal:1/grad:1/torch/fp32/train")
+            .brick.causal);
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/relu/in:8x64/+add/grad:1/torch/fp32/train"),
+      Contains("'+add' cannot follow in a chain"));
+  CHECK_THROWS_WITH(
+      ParseBrickName(
+          "BRICK/relu/in:8x64/+softmax_xent/+relu/grad:1/torch/fp32/train"),
+      Contains("the loss (softmax_xent) must be a chain's last layer"));
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/relu/in:8x64/+relu/torch/fp32/train"),
+      Contains(
+          "expected /grad:<0|1>/<backend>/<dtype>/<mode> after the layers, "
+          "found 'torch'"));
+}
+
+TEST_CASE("granularity: chains of consecutive layers", "[bricks]") {
+  const char* fc =
+      "FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/train";
+  // 10 layers in a single chain: G = 3 cuts it into 3 + 3 + 3 + 1.
+  std::vector<Brick> b = Of(fc, 3);
+  REQUIRE(b.size() == 4);
+  CHECK(b[0].Key() ==
+        "dense/in:8x64/units:32/bias:1/+relu/+dense/units:32/"
+        "bias:1/grad:0");
+  CHECK(b[1].Key() == "relu/in:8x32/+dense/units:32/bias:1/+relu/grad:1");
+  CHECK(b[3].Key() == "softmax_xent/in:8x10/grad:1");
+  CHECK(Of(fc, 100).size() == 1);
+  CHECK(Of(fc, 100)[0].layers() == 10);
+  // A residual add reads two layers, and a block's input is read twice:
+  // chains stop there, so no brick spans a branch.
+  const char* resnet =
+      "CNN/block:residual/blocks:1/filters:8/image:64/output:10/batch:2/torch/"
+      "fp32/train";
+  const size_t layers = Of(resnet).size();
+  int covered = 0;
+  for (const Brick& brick : Of(resnet, 4)) {
+    covered += brick.layers();
+    CHECK(brick.layers() <= 4);
+    for (const Brick& next : brick.then) CHECK(next.op != Op::kAdd);
+  }
+  CHECK(covered == static_cast<int>(layers));
+  CHECK(Of(resnet, 4).size() < layers);
+  // The stem: conv, bn, relu, maxpool; the maxpool's output is read by the
+  // first block's convolution and its shortcut.
+  CHECK(Of(resnet, 4)[0].Key() ==
+        "conv2d/in:2x3x64x64/units:8/kernel:7/stride:2/pad:3/+batchnorm/+relu/"
+        "+maxpool/kernel:3/stride:2/pad:1/grad:0");
 }
 
 TEST_CASE("a brick's graph does the layer's own work", "[bricks]") {
-  const Case c = ParseCaseName(
-      "FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train");
-  const Graph model = c.model.BuildGraph();
-  int64_t sum = 0;
-  for (const Brick& b : BricksOf(model, c.mode)) {
-    sum += ComputeCost(b.BuildGraph(c.mode), c.mode, c.dtype).flops;
+  for (const char* name :
+       {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train",
+        "CNN/block:bottleneck/blocks:2/filters:4/image:32/output:10/batch:2/"
+        "torch/fp32/train",
+        "RNN/cell:lstm/layers:2/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+        "train",
+        "TRANSFORMER/layers:2/d_model:16/heads:2/ffn:32/length:6/vocab:32/"
+        "causal:false/batch:3/torch/fp32/train"}) {
+    const Case c = ParseCaseName(name);
+    const Graph model = c.model.BuildGraph();
+    for (int granularity : {1, 2, 5}) {
+      INFO(name << " granularity " << granularity);
+      int64_t sum = 0;
+      for (const Brick& b : BricksOf(model, c.mode, granularity)) {
+        sum += ComputeCost(b.BuildGraph(c.mode), c.mode, c.dtype).flops;
+      }
+      // The bricks' FLOPs add up to the model's: the input gradients match.
+      CHECK(sum == ComputeCost(model, c.mode, c.dtype).flops);
+    }
   }
-  // The bricks' FLOPs add up to the model's: the input gradients match.
-  CHECK(sum == ComputeCost(model, c.mode, c.dtype).flops);
 }
 
 }  // namespace

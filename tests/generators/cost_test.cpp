@@ -54,8 +54,7 @@ TEST_CASE("CNN residual: hand-counted ResNet", "[cost]") {
   // MACs per image: stem 16·16·588, groups 19456 + 3 x 14336, dense 320
   CHECK(infer.flops == 2 * 2 * 213312);
   // training: no input gradient for the stem convolution
-  CHECK(CostOf("CNN", v, Mode::kTrain).flops ==
-        3 * 853248 - 2 * 2 * 150528);
+  CHECK(CostOf("CNN", v, Mode::kTrain).flops == 3 * 853248 - 2 * 2 * 150528);
 }
 
 TEST_CASE("CNN bottleneck: hand-counted ResNet", "[cost]") {
@@ -70,20 +69,56 @@ TEST_CASE("RNN: cells, embedding and per-step dense", "[cost]") {
   CHECK(lstm.params == 32 * 16 + 2 * (4 * 16 * 32 + 2 * 4 * 16) + 16 * 32 + 32);
   CHECK(lstm.flops == 2 * (2 * 20 * 4 * 16 * 32) + 2 * 20 * 16 * 32);
   // every matrix product needs its input gradient: the embedding trains
-  CHECK(CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kTrain).flops ==
-        3 * lstm.flops);
-  CHECK(CostOf("RNN", {"gru", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
-        512 + 2 * (3 * 16 * 32 + 6 * 16) + 544);
-  CHECK(CostOf("RNN", {"rnn", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
-        512 + 2 * (16 * 32 + 2 * 16) + 544);
+  CHECK(
+      CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kTrain).flops ==
+      3 * lstm.flops);
+  CHECK(
+      CostOf("RNN", {"gru", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
+      512 + 2 * (3 * 16 * 32 + 6 * 16) + 544);
+  CHECK(
+      CostOf("RNN", {"rnn", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
+      512 + 2 * (16 * 32 + 2 * 16) + 544);
+}
+
+TEST_CASE("Transformer: projections, attention, feed-forward", "[cost]") {
+  // layers 2, d 16, heads 2, ffn 32, length 6, vocab 32, batch 3
+  const std::vector<std::string> v = {"2", "16", "2",    "32",
+                                      "6", "32", "true", "3"};
+  Cost infer = CostOf("TRANSFORMER", v, Mode::kInfer);
+  // token table 32·16, positions 6·16; per layer Q, K, V, out 4·(16·16+16),
+  // two layer norms 2·2·16, feed-forward 16·32+32 and 32·16+16; output
+  // 16·32+32
+  CHECK(infer.params ==
+        32 * 16 + 6 * 16 + 2 * (4 * 272 + 64 + 544 + 528) + 544);
+  // Per sequence and layer: projections 4·2·L·d², attention 2·2·L²·d,
+  // feed-forward 2·2·L·d·ffn; then the output 2·L·d·vocab. L = 6, d = 16.
+  const int64_t layer = 4 * 2 * 6 * 256 + 2 * 2 * 36 * 16 + 2 * 2 * 6 * 16 * 32;
+  CHECK(layer == 26880);
+  CHECK(infer.flops == 3 * (2 * layer + 2 * 6 * 16 * 32));
+  // Training: every product also gives its input's and weights' gradient
+  // (the embedding trains), attention's backward is four products.
+  CHECK(CostOf("TRANSFORMER", v, Mode::kTrain).flops == 3 * infer.flops);
+  // Causal attention computes the same products.
+  std::vector<std::string> full = v;
+  full[6] = "false";
+  CHECK(CostOf("TRANSFORMER", full, Mode::kInfer).flops == infer.flops);
+  // The quadratic term: doubling the length doubles everything but the
+  // attention products, which quadruple.
+  std::vector<std::string> longer = v;
+  longer[4] = "12";
+  CHECK(CostOf("TRANSFORMER", longer, Mode::kInfer).flops ==
+        2 * infer.flops + 2 * 3 * 2 * (2 * 2 * 36 * 16));
+  // The scores' softmax: batch x heads x L x L per layer.
+  CHECK(infer.elementwise > 2 * 3 * 2 * 36);
 }
 
 TEST_CASE("the paper's grids span about 10k to beyond 1B parameters",
           "[cost]") {
   CHECK(CostOf("FC", {"4", "32", "2000", "200", "64"}, Mode::kTrain).params <
         100000);
-  CHECK(CostOf("FC", {"128", "8192", "8000", "1000", "64"}, Mode::kTrain)
-            .params > 1000000000);
+  CHECK(
+      CostOf("FC", {"128", "8192", "8000", "1000", "64"}, Mode::kTrain).params >
+      1000000000);
 }
 
 }  // namespace

@@ -18,7 +18,9 @@ TEST_CASE("canonical names round-trip for every family", "[spec]") {
       "RNN/cell:gru/layers:1/embed:100/vocab:2/length:10/batch:16/torch_cuda/"
       "bf16/infer",
       "RNN/cell:rnn/layers:13/embed:900/vocab:8/length:90/batch:1024/torch/"
-      "fp32/infer"};
+      "fp32/infer",
+      "TRANSFORMER/layers:12/d_model:768/heads:12/ffn:3072/length:512/"
+      "vocab:30522/causal:false/batch:32/onednn/bf16/train"};
   for (const std::string& name : names) {
     Case c = ParseCaseName(name);
     CHECK(c.Name() == name);
@@ -65,9 +67,18 @@ TEST_CASE("values are canonicalized", "[spec]") {
 
 TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
   using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(
+      ParseCaseName("TRANSFORMER/layers:2/d_model:100/heads:8/ffn:64/length:8/"
+                    "vocab:10/causal:true/batch:2/torch/fp32/train"),
+      Contains("heads:8 does not divide d_model:100: expected a d_model that "
+               "is a multiple of heads"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("TRANSFORMER/layers:2/d_model:16/heads:8/ffn:64/length:8/"
+                    "vocab:10/causal:maybe/batch:2/torch/fp32/train"),
+      Contains("'maybe'") && Contains("false, true"));
   CHECK_THROWS_WITH(ParseCaseName("MLP/layers:4"),
                     Contains("'MLP' is not a model family") &&
-                        Contains("FC, CNN, RNN"));
+                        Contains("FC, CNN, RNN, TRANSFORMER"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/torch/fp32/train"),
       Contains("expected FC/layers:<value>/nodes:<value>/input:<value>"));

@@ -40,6 +40,8 @@ TEST_CASE("the paper's grids have the paper's sizes", "[sweep]") {
   CHECK(rnn["RNN/cell:rnn"] == 720);
   CHECK(rnn["RNN/cell:lstm"] == 720);
   CHECK(rnn["RNN/cell:gru"] == 720);
+  CHECK(LoadSweep(Config("paper_transformer.yaml"), kBackends).cases.size() ==
+        6 * 4 * 3 * 4 * 4 * 2 * 3);
   for (const Case& c : fc.cases) {
     CHECK(c.backend == "torch");
     CHECK(c.dtype == DType::kFp32);
@@ -53,12 +55,34 @@ TEST_CASE("smoke and quickstart cover every family", "[sweep]") {
     for (const Case& c : LoadSweep(Config(file), kBackends).cases) {
       n[c.model.family]++;
     }
-    CHECK(n.size() == 3);
+    CHECK(n.size() == Families().size());
   }
 }
 
-TEST_CASE("values, lists and ranges expand as a Cartesian product",
+TEST_CASE("grid points that are no model are skipped with where and why",
           "[sweep]") {
+  Sweep s = Parse(R"(
+sweeps:
+  - family: TRANSFORMER
+    layers: 1
+    d_model: [100, 128]
+    heads: [4, 8]
+    ffn: 64
+    length: 8
+    vocab: 10
+    causal: true
+    batch: 2
+)");
+  // 100 is not a multiple of 8; the other three points run.
+  CHECK(s.cases.size() == 3);
+  REQUIRE(s.invalid.size() == 1);
+  CHECK_THAT(
+      s.invalid[0],
+      Catch::Matchers::Contains("test.yaml:3:5: skipped TRANSFORMER/") &&
+          Catch::Matchers::Contains("heads:8 does not divide d_model:100"));
+}
+
+TEST_CASE("values, lists and ranges expand as a Cartesian product", "[sweep]") {
   Sweep s = Parse(R"(
 seed: 3
 threads: 2
@@ -121,16 +145,14 @@ TEST_CASE("bad configs name the file, line, column, value and expectation",
              "'0' is not a valid nodes: expected a positive integer");
   CheckError(std::string(kGrid) + "    nodes: [8, -16]\n" + kRest, "4:16",
              "'-16' is not a valid nodes: expected a positive integer");
-  CheckError(std::string(kGrid) + "    nodes: {from: 64, to: 8, times: 2}\n" +
-                 kRest,
-             "4:12",
-             "is an empty range of nodes: expected 'from' at most 'to'");
+  CheckError(
+      std::string(kGrid) + "    nodes: {from: 64, to: 8, times: 2}\n" + kRest,
+      "4:12", "is an empty range of nodes: expected 'from' at most 'to'");
   CheckError(std::string(kGrid) + "    nodes: {from: 8, to: 64}\n" + kRest,
              "4:12", "expected {from: A, to: B, times: K}");
   CheckError(std::string(kGrid) + "    nodes: []\n" + kRest, "4:12",
              "expected a value or a non-empty list");
-  CheckError(std::string(kGrid) + kRest, "2:5",
-             "FC grid without 'nodes'");
+  CheckError(std::string(kGrid) + kRest, "2:5", "FC grid without 'nodes'");
   CheckError("sweeps:\n  - family: MLP\n    layers: 2\n", "2:13",
              "'MLP' is not a model family: expected one of FC, CNN, RNN");
   CheckError("backends: [torch, tensorflow]\nsweeps: []\n", "1:19",
@@ -146,8 +168,8 @@ TEST_CASE("bad configs name the file, line, column, value and expectation",
              "is not a valid mlperf_org: expected a non-empty name");
   CheckError("sweeps: [\n", "2:1", "invalid YAML");
   CheckError("sweeps: []\n", "1:9", "'sweeps' should be a non-empty list");
-  CheckError(std::string(kGrid) + "    nodes: {from: 1, to: 100000000, step: 1}\n" +
-                 kRest,
+  CheckError(std::string(kGrid) +
+                 "    nodes: {from: 1, to: 100000000, step: 1}\n" + kRest,
              "4:12", "expands to more than 1000000 values of nodes");
   CheckError(std::string(kGrid) +
                  "    nodes: {from: 1, to: 2000, step: 1}\n    input: "

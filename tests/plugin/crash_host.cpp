@@ -15,6 +15,7 @@ class CrashingRunner : public paradnn::Runner {
   double Loss() override { return 0; }
   std::vector<float> Output() override { return {}; }
   std::vector<float> Param(int) override { return {}; }
+  paradnn::StepProfile Profile(int) override { std::abort(); }
 };
 
 class CrashingBackend : public paradnn::Backend {

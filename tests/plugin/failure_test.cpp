@@ -22,13 +22,17 @@ class FailingRunner : public Runner {
   double Loss() override { return 0; }
   std::vector<float> Output() override { return {}; }
   std::vector<float> Param(int) override { return {}; }
+  StepProfile Profile(int) override {
+    throw std::runtime_error("injected failure");
+  }
 };
 
 class FailingBackend : public Backend {
  public:
   std::string name() const override { return "failing"; }
   std::string Unsupported(const Job&) const override { return ""; }
-  std::unique_ptr<Runner> Prepare(const Job&, const RunOptions&) const override {
+  std::unique_ptr<Runner> Prepare(const Job&,
+                                  const RunOptions&) const override {
     return std::make_unique<FailingRunner>();
   }
   std::string Describe() const override { return "fails every step"; }
@@ -60,9 +64,11 @@ TEST_CASE("an injected backend failure fails one case; the sweep goes on",
                     Contains("'failing' is already registered"));
   const std::string model = "FC/layers:1/nodes:8/input:8/output:2/batch:2/";
   std::vector<std::string> args = {
-      "failure_test", "--paradnn_case=" + model + "failing/fp32/train",
+      "failure_test",
+      "--paradnn_case=" + model + "failing/fp32/train",
       "--paradnn_case=" + model + "torch/fp32/infer",
-      "--paradnn_progress=false", "--benchmark_min_time=0.01",
+      "--paradnn_progress=false",
+      "--benchmark_min_time=0.01",
       "--benchmark_format=json"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -40,8 +40,8 @@ std::string Scratch(const std::string& name) {
 
 Result RunRunner(const std::string& args) {
   const std::string out = Scratch("out"), err = Scratch("err");
-  const std::string cmd = std::string(PARADNN_RUNNER) + " " + args + " >" +
-                          out + " 2>" + err;
+  const std::string cmd =
+      std::string(PARADNN_RUNNER) + " " + args + " >" + out + " 2>" + err;
   Result r;
   const int raw = std::system(cmd.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -68,8 +68,8 @@ const char kFast[] = " --benchmark_min_time=0.01 --paradnn_threads=1";
 
 TEST_CASE("the smoke sweep runs every family with the cost model's counters",
           "[runner]") {
-  Result r = RunRunner(Config("smoke.yaml") + kFast +
-                       " --benchmark_format=json");
+  Result r =
+      RunRunner(Config("smoke.yaml") + kFast + " --benchmark_format=json");
   INFO(r.err);
   REQUIRE(r.status == 0);
   json j = json::parse(r.out);
@@ -78,7 +78,7 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
   CHECK_THAT(j["context"]["paradnn_backend_torch"].get<std::string>(),
              Contains("LibTorch"));
   std::set<std::string> families;
-  REQUIRE(j["benchmarks"].size() == 12);
+  REQUIRE(j["benchmarks"].size() == 16);
   for (const json& b : j["benchmarks"]) {
     Case c = ParseCaseName(CaseName(b));
     families.insert(c.model.family);
@@ -93,13 +93,14 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
     // Rates are per second of wall-clock time.
     const double seconds = b["real_time"].get<double>() / 1e3;
     CHECK(b["time_unit"] == "ms");
-    CHECK(b["FLOPS"].get<double>() == Approx(cost.flops / seconds).epsilon(1e-3));
+    CHECK(b["FLOPS"].get<double>() ==
+          Approx(cost.flops / seconds).epsilon(1e-3));
     CHECK(b["examples_per_second"].get<double>() ==
           Approx(g.batch() / seconds).epsilon(1e-3));
   }
-  CHECK(families == std::set<std::string>{"FC", "CNN", "RNN"});
-  CHECK_THAT(r.err, Contains("paradnn: 12 passed, 0 skipped, 0 failed"));
-  CHECK_THAT(r.err, Contains("paradnn: [12/12] RNN/"));
+  CHECK(families == std::set<std::string>{"FC", "CNN", "RNN", "TRANSFORMER"});
+  CHECK_THAT(r.err, Contains("paradnn: 16 passed, 0 skipped, 0 failed"));
+  CHECK_THAT(r.err, Contains("paradnn: [16/16] TRANSFORMER/"));
 }
 
 TEST_CASE("Google Benchmark's filter CNN/ selects exactly the CNN cases",
@@ -119,9 +120,9 @@ TEST_CASE("Google Benchmark's filter CNN/ selects exactly the CNN cases",
 
 TEST_CASE("listing the paper's sweeps gives the paper's grid sizes",
           "[runner]") {
-  const std::pair<const char*, int> grids[] = {
-      {"paper_fc.yaml", 9720}, {"paper_cnn.yaml", 2160},
-      {"paper_rnn.yaml", 2160}};
+  const std::pair<const char*, int> grids[] = {{"paper_fc.yaml", 9720},
+                                               {"paper_cnn.yaml", 2160},
+                                               {"paper_rnn.yaml", 2160}};
   for (const auto& [file, size] : grids) {
     Result r = RunRunner(Config(file) + " --benchmark_list_tests");
     REQUIRE(r.status == 0);
@@ -145,8 +146,8 @@ TEST_CASE("a case name alone reproduces that case", "[runner]") {
       "infer";
   // Names copied from results carry Google Benchmark's suffix; both work.
   for (const std::string& arg : {name, name + "/real_time"}) {
-    Result r = RunRunner("--paradnn_case=" + arg + kFast +
-                         " --benchmark_format=json");
+    Result r =
+        RunRunner("--paradnn_case=" + arg + kFast + " --benchmark_format=json");
     INFO(r.err);
     REQUIRE(r.status == 0);
     json j = json::parse(r.out);
@@ -155,15 +156,14 @@ TEST_CASE("a case name alone reproduces that case", "[runner]") {
   }
 }
 
-TEST_CASE("bad input stops the run before anything is registered",
-          "[runner]") {
+TEST_CASE("bad input stops the run before anything is registered", "[runner]") {
   const std::string bad = Scratch("bad.yaml");
   std::ofstream(bad) << "sweeps:\n  - family: FC\n    layers: 0\n";
   Result r = RunRunner("--paradnn_config=" + bad + " --benchmark_format=json");
   CHECK(r.status == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Contains(bad + ":3:13: error: '0' is not a valid "
-                             "layers: expected a positive integer"));
+                                   "layers: expected a positive integer"));
 
   r = RunRunner("--paradnn_config=missing.yaml");
   CHECK(r.status == 2);
@@ -241,16 +241,20 @@ TEST_CASE("MLPerf logs and a results package from a run, summarized",
   const std::string logs = Scratch("mllog"), package = Scratch("package");
   Result r = RunRunner(
       "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:4/torch/"
-      "fp32/train --paradnn_mllog=" + logs + " --paradnn_mlperf_package=" +
-      package + " --paradnn_mlperf_org=acme --paradnn_mlperf_system=box1 "
-      "--benchmark_repetitions=5" + std::string(kFast));
+      "fp32/train --paradnn_mllog=" +
+      logs + " --paradnn_mlperf_package=" + package +
+      " --paradnn_mlperf_org=acme --paradnn_mlperf_system=box1 "
+      "--benchmark_repetitions=5" +
+      std::string(kFast));
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const std::string folder = "FC_layers-1_nodes-8_input-8_output-2_batch-4_torch_fp32_train";
+  const std::string folder =
+      "FC_layers-1_nodes-8_input-8_output-2_batch-4_torch_fp32_train";
   for (int i = 0; i < 5; ++i) {
     const std::string name = "/result_" + std::to_string(i) + ".txt";
     CHECK(std::ifstream(logs + "/" + folder + name).good());
-    CHECK(std::ifstream(package + "/acme/results/box1/" + folder + name).good());
+    CHECK(
+        std::ifstream(package + "/acme/results/box1/" + folder + name).good());
   }
   json system = json::parse(Slurp(package + "/acme/systems/box1.json"));
   CHECK(system["submitter"] == "acme");
@@ -291,8 +295,8 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   Result r = RunRunner(
       "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
       "fp32/train --paradnn_case=FC/layers:5/nodes:32/input:64/output:10/"
-      "batch:8/torch/fp32/train --paradnn_bricks_out=" + out + kFast +
-      " --benchmark_format=json");
+      "batch:8/torch/fp32/train --paradnn_bricks_out=" +
+      out + kFast + " --benchmark_format=json");
   INFO(r.err);
   REQUIRE(r.status == 0);
   json j = json::parse(Slurp(out));
@@ -326,6 +330,95 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   json results = json::parse(r.out);
   CHECK(results["benchmarks"].size() == 7);
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
+}
+
+TEST_CASE("profiles: shares of step time per operation class",
+          "[runner][profile]") {
+  const std::string out = Scratch("profile.json");
+  // A large FC case is matrix products, on either backend.
+  const std::string fc =
+      "FC/layers:4/nodes:2048/input:2000/output:1000/batch:256/";
+  Result r = RunRunner(
+      "--paradnn_case=" + fc + "torch/fp32/train --paradnn_case=" + fc +
+      "onednn/fp32/train --paradnn_case=TRANSFORMER/layers:1/d_model:32/"
+      "heads:4/ffn:64/length:16/vocab:50/causal:true/batch:2/torch/fp32/infer "
+      "--paradnn_steps=3 --paradnn_threads=2 --benchmark_format=json "
+      "--paradnn_profile_out=" +
+      out);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const char* classes[] = {"gemm", "elementwise", "movement", "optimizer",
+                           "other"};
+  json results = json::parse(r.out);
+  REQUIRE(results["benchmarks"].size() == 3);
+  for (const json& b : results["benchmarks"]) {
+    INFO(b["name"]);
+    double sum = 0;
+    for (const char* c : classes) {
+      const double share = b.at(std::string("time_") + c + "_frac");
+      CHECK(share >= 0);
+      CHECK(share <= 1);
+      sum += share;
+    }
+    CHECK(sum == Approx(1).epsilon(1e-9));
+    if (b["name"].get<std::string>().rfind("FC/", 0) == 0) {
+      CHECK(b["time_gemm_frac"].get<double>() > 0.8);
+      CHECK(b["time_optimizer_frac"].get<double>() > 0);
+    } else {
+      CHECK(b["time_optimizer_frac"].get<double>() == 0);  // inference
+    }
+  }
+  json j = json::parse(Slurp(out));
+  REQUIRE(j["cases"].size() == 3);
+  for (const json& c : j["cases"]) {
+    INFO(c["name"]);
+    CHECK(c["profiled_steps"] == 3);
+    CHECK(c["profiled_step_ms"].get<double>() > 0);
+    REQUIRE(c["ops"].size() > 0);
+    // Slowest first, each with its class.
+    const json& top = c["ops"][0];
+    for (const json& op : c["ops"]) {
+      CHECK(op["ms_per_step"].get<double>() <=
+            top["ms_per_step"].get<double>());
+    }
+    if (c["name"].get<std::string>().rfind("FC/", 0) == 0) {
+      CHECK(top["class"] == "gemm");
+    }
+  }
+  // The LibTorch case names ATen's operations; oneDNN its primitives.
+  CHECK(j["cases"][0]["ops"].dump().find("aten::") != std::string::npos);
+  CHECK(j["cases"][1]["ops"].dump().find("inner_product") != std::string::npos);
+}
+
+TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
+          "[runner][bricks]") {
+  const std::string out = Scratch("bricks2.json");
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
+      "fp32/train --paradnn_case=FC/layers:5/nodes:32/input:64/output:10/"
+      "batch:8/torch/fp32/train --paradnn_bricks_granularity=2 "
+      "--paradnn_bricks_out=" +
+      out + kFast);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(Slurp(out));
+  // (dense, relu) pairs and (dense, loss): 4 + 6 bricks, 3 distinct.
+  CHECK(j["granularity"] == 2);
+  CHECK(j["total_layers"] == 20);
+  CHECK(j["unique_layers"] == 5);
+  CHECK(j["total_bricks"] == 10);
+  CHECK(j["unique_bricks"] == 3);
+  std::set<std::string> names;
+  for (const json& b : j["bricks"]) names.insert(b["name"]);
+  CHECK(names.count("BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1/torch/"
+                    "fp32/train") == 1);
+  CHECK(names.count("BRICK/dense/in:8x32/units:10/bias:1/+softmax_xent/"
+                    "grad:1/torch/fp32/train") == 1);
+  CHECK_THAT(r.err, Contains("3 unique bricks of up to 2 layers"));
+  CHECK_THAT(
+      RunRunner("--paradnn_bricks_granularity=0" + std::string(kFast)).err,
+      Contains("--paradnn_bricks_granularity=0: expected a positive "
+               "number of layers"));
 }
 
 }  // namespace
@@ -369,8 +462,9 @@ TEST_CASE("merging shard results gives the unsharded cases; contexts checked",
   std::vector<std::string> files;
   for (int i = 0; i < 3; ++i) {
     files.push_back(Scratch("shard" + std::to_string(i) + ".json"));
-    Result r = RunRunner(Config("smoke.yaml") + " --paradnn_shard=" +
-                         std::to_string(i) + "/3 --paradnn_steps=1 "
+    Result r = RunRunner(Config("smoke.yaml") +
+                         " --paradnn_shard=" + std::to_string(i) +
+                         "/3 --paradnn_steps=1 "
                          "--benchmark_out_format=json --benchmark_out=" +
                          files.back());
     REQUIRE(r.status == 0);
@@ -411,8 +505,9 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
           "[runner][shard]") {
   const std::string journal = Scratch("journal.jsonl");
   std::remove(journal.c_str());
-  const std::string args = Config("smoke.yaml") + " --paradnn_resume=" +
-                           journal + " --paradnn_steps=300";
+  const std::string args = Config("smoke.yaml") +
+                           " --paradnn_resume=" + journal +
+                           " --paradnn_steps=300";
   const std::string cmd =
       std::string(PARADNN_RUNNER) + " " + args + " > /dev/null 2>&1";
   const pid_t pid = fork();
@@ -434,7 +529,7 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
   REQUIRE(WIFSIGNALED(status));
   const int before = lines();
   REQUIRE(before >= 3);
-  REQUIRE(before < 12);  // killed midway
+  REQUIRE(before < 16);  // killed midway
   Result r = RunRunner(args);
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -444,7 +539,7 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
   std::ifstream in(journal);
   std::string line;
   while (std::getline(in, line)) count[json::parse(line)["name"]]++;
-  CHECK(count.size() == 12);
+  CHECK(count.size() == 16);
   for (const auto& [name, n] : count) CHECK(n == 1);
 }
 
@@ -508,8 +603,8 @@ TEST_CASE("isolated cases: a crash fails that case only", "[runner][isolate]") {
                           " --paradnn_isolate --paradnn_case=" + model +
                           "crashing/fp32/train --paradnn_case=" + model +
                           "torch/fp32/infer --paradnn_threads=1 "
-                          "--benchmark_format=json > " + Scratch("iso.out") +
-                          " 2> " + Scratch("iso.err");
+                          "--benchmark_format=json > " +
+                          Scratch("iso.out") + " 2> " + Scratch("iso.err");
   const int raw = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(raw));
   CHECK(WEXITSTATUS(raw) == 1);  // a case failed

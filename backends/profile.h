@@ -1,0 +1,52 @@
+// Where a step's time goes (--paradnn_profile): the self time of every
+// operation the backend's own profiler saw, grouped into classes, against
+// the wall time of the profiled steps.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+
+namespace paradnn {
+
+enum class OpClass {
+  kGemm,         // matrix products: GEMM, convolution, recurrent, attention
+  kElementwise,  // elementwise, normalization, pooling, losses
+  kMovement,     // copies, reorders, gathers, layout changes
+  kOptimizer,    // the parameter update and clearing gradients
+  kOther,        // framework overhead: time no operation covers
+};
+inline constexpr int kOpClasses = 5;
+
+// "gemm", "elementwise", "movement", "optimizer", "other"
+const char* ToString(OpClass c);
+
+class StepProfile {
+ public:
+  // Self time of one call of operation `op`.
+  void Add(OpClass c, const std::string& op, double seconds);
+  // The wall time of the profiled steps, and how many there were.
+  void SetWall(double seconds, int steps);
+
+  // Per class, its share of the wall time; the part of the wall time no
+  // operation covers is other. Each share is in [0, 1] and they sum to 1
+  // (operations on several threads that cover more than the wall time are
+  // scaled down together).
+  std::array<double, kOpClasses> Shares() const;
+  double step_s() const { return steps_ ? wall_s_ / steps_ : 0; }
+  int steps() const { return steps_; }
+
+  struct Op {
+    OpClass cls = OpClass::kOther;
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  const std::map<std::string, Op>& ops() const { return ops_; }
+
+ private:
+  std::map<std::string, Op> ops_;
+  double wall_s_ = 0;
+  int steps_ = 0;
+};
+
+}  // namespace paradnn
