@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -181,9 +182,11 @@ void RunIsolated(benchmark::State& state, Run& run, Entry& e) {
       }
       if (!f.platform.empty())
         setenv("PARADNN_PLATFORM", f.platform.c_str(), 1);
+      if (f.profile) setenv("PARADNN_PROFILE", "true", 1);
       for (const char* unused :
            {"PARADNN_CONFIG", "PARADNN_RESUME", "PARADNN_SHARD",
-            "PARADNN_MLLOG", "PARADNN_MLPERF_PACKAGE", "PARADNN_BRICKS_OUT"}) {
+            "PARADNN_MLLOG", "PARADNN_MLPERF_PACKAGE", "PARADNN_BRICKS_OUT",
+            "PARADNN_PROFILE_OUT"}) {
         unsetenv(unused);
       }
       // Its output is read from the file; its console would interleave.
@@ -224,8 +227,18 @@ void RunIsolated(benchmark::State& state, Run& run, Entry& e) {
                      std::to_string(WEXITSTATUS(status)) + " and no result");
     }
     e.isolated_step_s = std::stod(json.substr(rt + 13)) / 1e3;  // ms
+    if (run.flags.profile) {
+      const nlohmann::json child = nlohmann::json::parse(json)["benchmarks"][0];
+      for (const auto& [key, value] : child.items()) {
+        // time_<class>_frac (not time_unit)
+        if (key.rfind("time_", 0) == 0 && value.is_number()) {
+          e.child_counters[key] = value;
+        }
+      }
+    }
   }
   if (e.isolated_step_s <= 0) return End(state, e, e.status, "failed before");
+  for (const auto& [key, value] : e.child_counters) state.counters[key] = value;
   for (auto _ : state) state.SetIterationTime(e.isolated_step_s);
   e.step_ms = e.isolated_step_s * 1e3;
   e.step_times_ms = {e.step_ms};
@@ -292,9 +305,12 @@ void RunCase(benchmark::State& state, int index) {
                 std::max<int64_t>(1, state.iterations());
     loss = runner->Loss();
     if (run.flags.profile) {
-      // Up to 20 steps: enough to average, short next to the timing.
-      e.profile = runner->Profile(
-          static_cast<int>(std::clamp<int64_t>(state.iterations(), 1, 20)));
+      // As many steps as were timed, at most 20 and about 0.2 s: enough to
+      // average, short next to the timing.
+      const int64_t steps = std::min<int64_t>(
+          state.iterations(), static_cast<int64_t>(std::ceil(200 / e.step_ms)));
+      e.profile =
+          runner->Profile(static_cast<int>(std::clamp<int64_t>(steps, 1, 20)));
       const auto shares = e.profile->Shares();
       for (int c = 0; c < kOpClasses; ++c) {
         state.counters[std::string("time_") +

@@ -40,6 +40,8 @@ struct Entry {
   double benchmark_s = 0;      // in all of Google Benchmark's calls
   double isolated_step_s = 0;  // measured by the child, --paradnn_isolate
   std::optional<StepProfile> profile;  // --paradnn_profile
+  // Counters the isolated child measured beyond its time (the profile's).
+  std::map<std::string, double> child_counters;
 
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);

@@ -3,9 +3,11 @@
 # default sweep (configs/quickstart.yaml) on both backends and writes the
 # report:
 #   results/platform.json     peak FLOP/s (fp32, bf16) and memory bandwidth
-#   results/quickstart.json   Google Benchmark JSON, with flops_util
+#   results/quickstart.json   Google Benchmark JSON, with flops_util and the
+#                             share of step time per operation class
 #   results/quickstart.txt    the table
-#   results/report/index.html roofline, heat maps, regressions, oneDNN vs LibTorch
+#   results/report/index.html roofline, heat maps, regressions, where step
+#                             time goes, oneDNN vs LibTorch
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -14,7 +16,7 @@ results="$root/results"
 mkdir -p "$results"
 "$root/build/paradnn" calibrate -o "$results/platform.json"
 "$root/build/paradnn" --paradnn_config="$root/configs/quickstart.yaml" \
-  --paradnn_platform="$results/platform.json" \
+  --paradnn_platform="$results/platform.json" --paradnn_profile \
   --benchmark_out="$results/quickstart.json" --benchmark_out_format=json \
   "$@" | tee "$results/quickstart.txt"
 "$root/build/paradnn" report "$results/quickstart.json" --a /onednn/ --b /torch/ \

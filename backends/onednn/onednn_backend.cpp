@@ -91,12 +91,16 @@ class OnednnRunner : public Runner {
         out_(job.graph.size()),
         diff_(job.graph.size()),
         last_reader_(job.graph.size(), -1),
+        readers_(job.graph.size(), 0),
         params_(job.graph.Params().size()),
         backward_(job.graph.size()) {
     omp_set_num_threads(opt.threads);
     const Graph& g = graph_;
     for (int i = 0; i < g.size(); ++i) {
-      for (int in : g.layer(i).inputs) last_reader_[in] = i;
+      for (int in : g.layer(i).inputs) {
+        last_reader_[in] = i;
+        ++readers_[in];
+      }
     }
     const std::vector<ParamTensor> specs = g.Params();
     for (size_t p = 0; p < specs.size(); ++p) {
@@ -342,6 +346,16 @@ class OnednnRunner : public Runner {
   // when its producer wrote another.
   memory Input(int x, const memory::desc& want) {
     if (out_[x].get_desc() == want) return out_[x];
+    if (graph_.layer(x).op == Op::kInput && readers_[x] == 1) {
+      // Data fed to the graph is the same every step: hand it to its only
+      // reader in the reader's format once, as a producer layer would,
+      // rather than reorder it (and its gradient) in every step.
+      memory m = Make(want);
+      RunNow(out_[x], m);
+      out_[x] = m;
+      if (Grad(x)) diff_[x] = Make(want);
+      return m;
+    }
     memory m = Make(want);
     Reorder(forward_, out_[x], m, false);
     return m;
@@ -1183,6 +1197,7 @@ class OnednnRunner : public Runner {
   const std::vector<bool> needs_grad_;
   std::vector<memory> out_, diff_;
   std::vector<int> last_reader_;
+  std::vector<int> readers_;  // how many layers read each layer's output
   std::vector<Weight> params_;
   std::unordered_map<std::pair<int, std::string>, int, PairHash> param_index_;
   std::deque<RecurrentBias> biases_;  // stable addresses for the closures

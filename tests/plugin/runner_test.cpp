@@ -388,6 +388,16 @@ TEST_CASE("profiles: shares of step time per operation class",
   // The LibTorch case names ATen's operations; oneDNN its primitives.
   CHECK(j["cases"][0]["ops"].dump().find("aten::") != std::string::npos);
   CHECK(j["cases"][1]["ops"].dump().find("inner_product") != std::string::npos);
+  // An isolated case brings its child's shares back.
+  Result isolated = RunRunner(
+      "--paradnn_case=FC/layers:1/nodes:64/input:32/output:4/batch:8/torch/"
+      "fp32/train --paradnn_isolate --paradnn_profile --paradnn_steps=2 "
+      "--benchmark_format=json");
+  INFO(isolated.err);
+  REQUIRE(isolated.status == 0);
+  const json b = json::parse(isolated.out)["benchmarks"][0];
+  CHECK(b.contains("time_gemm_frac"));
+  CHECK(b.contains("time_other_frac"));
 }
 
 TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
