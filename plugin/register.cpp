@@ -305,12 +305,14 @@ void RunCase(benchmark::State& state, int index) {
                 std::max<int64_t>(1, state.iterations());
     loss = runner->Loss();
     if (run.flags.profile) {
-      // As many steps as were timed, at most 20 and about 0.2 s: enough to
-      // average, short next to the timing.
-      const int64_t steps = std::min<int64_t>(
-          state.iterations(), static_cast<int64_t>(std::ceil(200 / e.step_ms)));
+      // As many steps as were timed, at most 20 and about 0.2 s, but 3
+      // where 3 were timed: enough to average, short next to the timing.
+      const int64_t timed = state.iterations();
+      const int64_t steps = std::clamp<int64_t>(
+          static_cast<int64_t>(std::ceil(200 / e.step_ms)),
+          std::min<int64_t>(3, timed), std::min<int64_t>(20, timed));
       e.profile =
-          runner->Profile(static_cast<int>(std::clamp<int64_t>(steps, 1, 20)));
+          runner->Profile(static_cast<int>(std::max<int64_t>(1, steps)));
       const auto shares = e.profile->Shares();
       for (int c = 0; c < kOpClasses; ++c) {
         state.counters[std::string("time_") +
