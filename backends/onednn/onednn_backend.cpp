@@ -525,24 +525,28 @@ class OnednnRunner : public Runner {
     }
   }
 
+  // A [length, batch, features] output (and its gradient) becomes a matrix
+  // of length x batch rows, through views on the same buffers.
+  void Flatten(int x) {
+    const Dims dims = out_[x].get_desc().dims();
+    if (dims.size() != 3) return;
+    // Views without a buffer of their own: keep the owners alive.
+    owners_.push_back(out_[x]);
+    if (Grad(x)) owners_.push_back(diff_[x]);
+    const Dims flat = {dims[0] * dims[1], dims[2]};
+    out_[x] = memory(out_[x].get_desc().reshape(flat), engine_,
+                     out_[x].get_data_handle());
+    if (Grad(x)) {
+      diff_[x] = memory(diff_[x].get_desc().reshape(flat), engine_,
+                        diff_[x].get_data_handle());
+    }
+  }
+
   void BuildDense(int i, const Layer& l) {
     const int x = l.inputs[0];
-    // A [length, batch, features] input is a matrix of length x batch rows.
-    memory src = out_[x];
-    Dims src_dims = src.get_desc().dims();
-    if (src_dims.size() == 3) {
-      // Views without a buffer of their own: keep the owners alive.
-      owners_.push_back(out_[x]);
-      if (Grad(x)) owners_.push_back(diff_[x]);
-      src_dims = {src_dims[0] * src_dims[1], src_dims[2]};
-      src = memory(src.get_desc().reshape(src_dims), engine_,
-                   src.get_data_handle());
-      if (Grad(x)) {
-        diff_[x] = memory(diff_[x].get_desc().reshape(src_dims), engine_,
-                          diff_[x].get_data_handle());
-      }
-      out_[x] = src;
-    }
+    Flatten(x);
+    const memory src = out_[x];
+    const Dims src_dims = src.get_desc().dims();
     Dims w_dims = {l.units, src_dims[1]};
     Tag w_tag = Tag::oi;
     if (src_dims.size() == 4) {  // after the global pool: [N, C, 1, 1]
@@ -866,6 +870,7 @@ class OnednnRunner : public Runner {
       owners_.push_back(m);
       return memory(md, engine_, m.get_data_handle());
     };
+    for (int x : l.inputs) Flatten(x);
     memory q = Input(l.inputs[0], plain), k = Input(l.inputs[1], plain),
            v = Input(l.inputs[2], plain);
     SetOut(i, memory::desc(l.shape, dt_, Tag::abc));

@@ -183,8 +183,8 @@ class TorchModel : public torch::nn::Module {
           if (loss != nullptr) *loss = CrossEntropy(x, labels);
           break;
         case Op::kMeanLoss:
+          // Its gradient is constant: the runner passes it to backward.
           logits = x;
-          if (loss != nullptr) *loss = x.mean();
           break;
       }
       // Drop each activation after its last reader, as eager Python frees
@@ -413,12 +413,27 @@ class TorchRunner : public Runner {
         RECORD_USER_SCOPE(kOptimizerScope);
         optimizer_->zero_grad();
       }
+      // Inputs that take a gradient (a brick's) get a fresh one each step,
+      // as a layer's input does inside its model, not a sum over steps.
+      for (torch::Tensor& in : inputs_) {
+        if (in.defined() && in.requires_grad()) in.mutable_grad().reset();
+      }
       torch::Tensor loss;
       logits_ = model_->Forward(inputs_, labels_, &loss);
-      loss.backward();
+      if (loss.defined()) {
+        loss.backward();
+        loss_ = loss.detach();
+      } else {
+        // A mean loss: the layer gets the constant dense gradient 1/n, as in
+        // the oneDNN backend, not the expanded view mean's backward makes.
+        if (!mean_grad_.defined()) {
+          mean_grad_ = torch::full_like(logits_, 1.0 / logits_.numel());
+        }
+        logits_.backward(mean_grad_);
+        loss_ = torch::Tensor();
+      }
       RECORD_USER_SCOPE(kOptimizerScope);
       optimizer_->step();
-      loss_ = loss.detach();
     } else {
       c10::InferenceMode guard;
       logits_ = model_->Forward(inputs_, labels_, nullptr);
@@ -441,7 +456,10 @@ class TorchRunner : public Runner {
  private:
   double ComputeLoss() {
     if (!logits_.defined()) return std::nan("");
-    if (train_) return loss_.item<double>();
+    if (train_) {
+      return loss_.defined() ? loss_.item<double>()
+                             : logits_.detach().mean().item<double>();
+    }
     c10::InferenceMode guard;
     return TorchModel::CrossEntropy(logits_.to(torch::kFloat), labels_)
         .item<double>();
@@ -454,6 +472,7 @@ class TorchRunner : public Runner {
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> inputs_;  // per input layer
   torch::Tensor labels_, logits_, loss_;
+  torch::Tensor mean_grad_;  // d mean / d output, for a mean loss
   std::unique_ptr<torch::optim::SGD> optimizer_;
 };
 

@@ -1,11 +1,11 @@
 // The oneDNN backend against the LibTorch backend: the same graph and the
 // same deterministic weights must give the same numbers.
-#include "backends/onednn/onednn_backend.h"
-
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "backends/onednn/onednn_backend.h"
 #include "backends/torch/torch_backend.h"
+#include "generators/bricks.h"
 #include "generators/init.h"
 #include "generators/sweep.h"
 
@@ -92,6 +92,39 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
   }
 }
 
+TEST_CASE("bricks agree too: a layer on its own, its mean loss and update",
+          "[onednn][bricks]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  for (const char* model :
+       {"CNN/block:residual/blocks:1/filters:4/image:32/output:10/batch:2/"
+        "torch/fp32/train",
+        "TRANSFORMER/layers:1/d_model:16/heads:2/ffn:32/length:6/vocab:32/"
+        "causal:true/batch:3/torch/fp32/train"}) {
+    const Case c = ParseCaseName(model);
+    for (const Brick& b : BricksOf(c.model.BuildGraph(), c.mode, 2)) {
+      INFO((BrickCase{b, "onednn", c.dtype, c.mode}.Name()));
+      const Graph g = b.BuildGraph(c.mode);
+      auto a = Prepare(*onednn, c, g);
+      auto t = Prepare(*torch, c, g);
+      a->Step();
+      t->Step();
+      CHECK(RelativeError(a->Output(), t->Output()) < kFp32Tolerance);
+      CHECK(a->Loss() ==
+            Approx(t->Loss()).epsilon(kFp32Tolerance).margin(1e-6));
+      for (int p = 0; p < static_cast<int>(g.Params().size()); ++p) {
+        const std::vector<float> start = InitParam(g, 11, p);
+        std::vector<float> da = a->Param(p), dt = t->Param(p);
+        for (size_t k = 0; k < start.size(); ++k) {
+          da[k] -= start[k];
+          dt[k] -= start[k];
+        }
+        CHECK(RelativeError(da, dt) < kUpdateTolerance);
+      }
+    }
+  }
+}
+
 TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
           "[onednn]") {
   auto torch = MakeTorchBackend(false);
@@ -106,7 +139,8 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
     for (const char* mode : {"train", "infer"}) {
       cases.push_back(ParseCaseName(std::string("CNN/block:") + block +
                                     "/blocks:1/filters:8/image:64/output:10/"
-                                    "batch:8/torch/bf16/" + mode));
+                                    "batch:8/torch/bf16/" +
+                                    mode));
     }
   }
   for (const Case& c : cases) {
