@@ -147,22 +147,21 @@ int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
   return i;
 }
 
-int Graph::BatchNorm(int x) {
+int Graph::SameShape(Op op, int x) {
   Layer l;
-  l.op = Op::kBatchNorm;
+  l.op = op;
   l.inputs = {x};
   l.shape = layer(x).shape;
-  l.units = l.shape.at(1);
   return Append(std::move(l));
 }
 
-int Graph::ReLU(int x) {
-  Layer l;
-  l.op = Op::kReLU;
-  l.inputs = {x};
-  l.shape = layer(x).shape;
-  return Append(std::move(l));
+int Graph::BatchNorm(int x) {
+  const int i = SameShape(Op::kBatchNorm, x);
+  layers_[i].units = layers_[i].shape.at(1);
+  return i;
 }
+
+int Graph::ReLU(int x) { return SameShape(Op::kReLU, x); }
 
 int Graph::MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
   return Windowed(Op::kMaxPool, x, layer(x).shape.at(1), kernel, stride, pad);
@@ -213,21 +212,12 @@ int Graph::Recurrent(int x, Cell cell, int64_t hidden) {
 }
 
 int Graph::LayerNorm(int x) {
-  Layer l;
-  l.op = Op::kLayerNorm;
-  l.inputs = {x};
-  l.shape = layer(x).shape;
-  l.units = l.shape.back();
-  return Append(std::move(l));
+  const int i = SameShape(Op::kLayerNorm, x);
+  layers_[i].units = layers_[i].shape.back();
+  return i;
 }
 
-int Graph::Gelu(int x) {
-  Layer l;
-  l.op = Op::kGelu;
-  l.inputs = {x};
-  l.shape = layer(x).shape;
-  return Append(std::move(l));
-}
+int Graph::Gelu(int x) { return SameShape(Op::kGelu, x); }
 
 int Graph::Positional(int x) {
   const Shape& in = layer(x).shape;

@@ -117,6 +117,8 @@ class Graph {
 
  private:
   int Append(Layer l);
+  // A layer reading x whose output has x's shape.
+  int SameShape(Op op, int x);
   int Windowed(Op op, int x, int64_t channels, int64_t kernel, int64_t stride,
                int64_t pad);
   std::vector<Layer> layers_;

@@ -77,12 +77,16 @@ class Parser {
     std::vector<Mode> modes = {Mode::kTrain};
   };
 
-  [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& what) {
+  // "file:line:col" of a node, for messages.
+  std::string Where(const YAML::Mark& mark) const {
     std::ostringstream out;
     out << source_;
     if (!mark.is_null()) out << ":" << mark.line + 1 << ":" << mark.column + 1;
-    out << ": error: " << what;
-    throw ConfigError(out.str());
+    return out.str();
+  }
+
+  [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& what) {
+    throw ConfigError(Where(mark) + ": error: " + what);
   }
 
   // The node's text as written, for messages.
@@ -276,10 +280,7 @@ class Parser {
           }
         }
       } catch (const SpecError& e) {
-        std::ostringstream out;
-        out << source_ << ":" << grid.Mark().line + 1 << ":"
-            << grid.Mark().column + 1 << ": skipped " << e.what();
-        invalid->push_back(out.str());
+        invalid->push_back(Where(grid.Mark()) + ": skipped " + e.what());
       }
       // Odometer over the axes, last parameter fastest.
       size_t i = axes.size();

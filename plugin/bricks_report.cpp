@@ -7,7 +7,6 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "analysis/results.h"
 
@@ -54,15 +53,6 @@ void ReportBricks(const Run& run) {
     }
   }
   if (unique == 0) return;
-  // Unique single layers, whatever the granularity of the bricks.
-  std::set<std::string> layers_seen;
-  for (const Entry& e : run.entries) {
-    if (!e.model) continue;
-    for (Brick& b : BricksOf(e.BuildGraph(), e.mode)) {
-      layers_seen.insert(
-          BrickCase{std::move(b), e.backend, e.dtype, e.mode}.Name());
-    }
-  }
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by_family, by_group;
   ordered_json models = ordered_json::array();
@@ -110,7 +100,7 @@ void ReportBricks(const Run& run) {
   ordered_json out = {
       {"granularity", run.flags.bricks_granularity},
       {"total_layers", total_layers},
-      {"unique_layers", layers_seen.size()},
+      {"unique_layers", run.unique_layers.size()},
       {"total_bricks", total_bricks},
       {"unique_bricks", unique},
       {"bricks_benchmark_s", bricks_s},
@@ -121,12 +111,13 @@ void ReportBricks(const Run& run) {
         {"per_family_backend_dtype_mode", spreads(by_group)}}},
       {"models", models},
       {"bricks", bricks}};
-  std::fprintf(stderr,
-               "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
-               "unique bricks of up to %d layers benchmarked in %.1f s",
-               layers_seen.size(), static_cast<long long>(total_layers),
-               total_layers ? 100.0 * layers_seen.size() / total_layers : 0.0,
-               unique, run.flags.bricks_granularity, bricks_s);
+  std::fprintf(
+      stderr,
+      "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
+      "unique bricks of up to %d layers benchmarked in %.1f s",
+      run.unique_layers.size(), static_cast<long long>(total_layers),
+      total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
+      unique, run.flags.bricks_granularity, bricks_s);
   if (models_ran)
     std::fprintf(stderr, ", models end to end in %.1f s", models_s);
   if (!all.empty()) {

@@ -544,7 +544,15 @@ Benchmarks RegisterWith(int* argc, char** argv) {
     e.mode = c.mode;
     std::vector<int> layers;
     if (o.bricks) {
-      for (Brick& b : BricksOf(g, c.mode, o.bricks_granularity)) {
+      // Single layers are counted whatever the bricks' granularity.
+      std::vector<Brick> single = BricksOf(g, c.mode);
+      for (const Brick& b : single) {
+        run.unique_layers.insert(
+            BrickCase{b, c.backend, c.dtype, c.mode}.Name());
+      }
+      for (Brick& b : o.bricks_granularity == 1
+                          ? std::move(single)
+                          : BricksOf(g, c.mode, o.bricks_granularity)) {
         Entry brick;
         brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();
         brick.backend = c.backend;

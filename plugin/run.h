@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,8 @@ struct Entry {
 
 struct Run {
   std::vector<Entry> entries;
-  std::map<std::string, int> index;  // canonical name -> entries
+  std::map<std::string, int> index;     // canonical name -> entries
+  std::set<std::string> unique_layers;  // --paradnn_bricks: single layers
   Options flags;
   RunOptions options;
   int64_t max_memory = 0;

@@ -707,15 +707,7 @@ class OnednnRunner : public Runner {
         engine_, pd);
     memory grad = GradTarget(x, i, bpd.diff_src_desc());
     Run(backward_[i], dnnl::batch_normalization_backward(bpd),
-        {{DNNL_ARG_SRC, out_[x]},
-         {DNNL_ARG_MEAN, mean},
-         {DNNL_ARG_VARIANCE, variance},
-         {DNNL_ARG_DIFF_DST, diff_[i]},
-         {DNNL_ARG_SCALE, scale.value},
-         {DNNL_ARG_SHIFT, shift.value},
-         {DNNL_ARG_DIFF_SRC, grad},
-         {DNNL_ARG_DIFF_SCALE, scale.grad},
-         {DNNL_ARG_DIFF_SHIFT, shift.grad}});
+        NormalizationBackward(x, i, mean, variance, grad));
     Deliver(x, i, grad);
   }
 
@@ -789,6 +781,18 @@ class OnednnRunner : public Runner {
     }
   }
 
+  // Batch and layer normalization's backward take the same arguments.
+  Args NormalizationBackward(int x, int i, const memory& mean,
+                             const memory& variance, const memory& grad) {
+    Weight& scale = ParamOf(i, "weight");
+    Weight& shift = ParamOf(i, "bias");
+    return {{DNNL_ARG_SRC, out_[x]},          {DNNL_ARG_MEAN, mean},
+            {DNNL_ARG_VARIANCE, variance},    {DNNL_ARG_DIFF_DST, diff_[i]},
+            {DNNL_ARG_SCALE, scale.value},    {DNNL_ARG_SHIFT, shift.value},
+            {DNNL_ARG_DIFF_SRC, grad},        {DNNL_ARG_DIFF_SCALE, scale.grad},
+            {DNNL_ARG_DIFF_SHIFT, shift.grad}};
+  }
+
   void BuildLayerNorm(int i, const Layer& l) {
     const int x = l.inputs[0];
     const memory::desc data_md = out_[x].get_desc();
@@ -821,15 +825,7 @@ class OnednnRunner : public Runner {
         engine_, pd);
     memory grad = GradTarget(x, i, bpd.diff_src_desc());
     Run(backward_[i], dnnl::layer_normalization_backward(bpd),
-        {{DNNL_ARG_SRC, out_[x]},
-         {DNNL_ARG_MEAN, mean},
-         {DNNL_ARG_VARIANCE, variance},
-         {DNNL_ARG_DIFF_DST, diff_[i]},
-         {DNNL_ARG_SCALE, scale.value},
-         {DNNL_ARG_SHIFT, shift.value},
-         {DNNL_ARG_DIFF_SRC, grad},
-         {DNNL_ARG_DIFF_SCALE, scale.grad},
-         {DNNL_ARG_DIFF_SHIFT, shift.grad}});
+        NormalizationBackward(x, i, mean, variance, grad));
     if (Grad(x)) Deliver(x, i, grad);
   }
 

@@ -32,6 +32,7 @@ struct LayerModules {
   torch::nn::GRU gru{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
   std::shared_ptr<torch::nn::Module> table;  // a positional table's holder
+  torch::Tensor positional;                  // and the table itself
   torch::nn::Module* base = nullptr;         // whichever of the above is set
   torch::Tensor causal_mask;  // attention: true above the diagonal
 };
@@ -86,8 +87,9 @@ class TorchModel : public torch::nn::Module {
         case Op::kPositional:
           m.table =
               register_module(name, std::make_shared<torch::nn::Module>());
-          m.table->register_parameter("weight",
-                                      torch::empty({l.shape[0], l.units}));
+          // Module::to changes a parameter's data in place: the handle stays.
+          m.positional = m.table->register_parameter(
+              "weight", torch::empty({l.shape[0], l.units}));
           m.base = m.table.get();
           break;
         case Op::kAttention:
@@ -172,7 +174,7 @@ class TorchModel : public torch::nn::Module {
           y = torch::gelu(x);
           break;
         case Op::kPositional:
-          y = x + m.table->named_parameters(false)["weight"].unsqueeze(1);
+          y = x + m.positional.unsqueeze(1);
           break;
         case Op::kAttention:
           y = Attention(x, values_[l.inputs[1]], values_[l.inputs[2]], l,

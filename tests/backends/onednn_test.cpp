@@ -48,6 +48,24 @@ double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
 constexpr double kFp32Tolerance = 1e-4;
 constexpr double kUpdateTolerance = 2e-3;
 
+// After one step of both: every parameter's SGD update agrees. The updates
+// themselves are compared: they are small next to the weights, so a wrong
+// gradient cannot hide behind the weights' scale.
+void CheckUpdates(Runner& a, Runner& b, const Graph& g) {
+  const int n = static_cast<int>(g.Params().size());
+  for (int p = 0; p < n; ++p) {
+    INFO("parameter " << p << " (" << g.Params()[p].role << " of layer "
+                      << g.Params()[p].layer << ")");
+    const std::vector<float> start = InitParam(g, 11, p);
+    std::vector<float> da = a.Param(p), db = b.Param(p);
+    for (size_t k = 0; k < start.size(); ++k) {
+      da[k] -= start[k];
+      db[k] -= start[k];
+    }
+    CHECK(RelativeError(da, db) < kUpdateTolerance);
+  }
+}
+
 TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
           "[onednn]") {
   auto torch = MakeTorchBackend(false);
@@ -70,20 +88,7 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
     CHECK(RelativeError(a->Output(), b->Output()) < kFp32Tolerance);
     CHECK(a->Loss() == Approx(b->Loss()).epsilon(kFp32Tolerance));
     if (c.mode != Mode::kTrain) continue;
-    const int n = static_cast<int>(g.Params().size());
-    for (int p = 0; p < n; ++p) {
-      INFO("parameter " << p << " (" << g.Params()[p].role << " of layer "
-                        << g.Params()[p].layer << ")");
-      // Compare the SGD updates themselves: they are small next to the
-      // weights, so a wrong gradient cannot hide behind the weights' scale.
-      const std::vector<float> start = InitParam(g, 11, p);
-      std::vector<float> da = a->Param(p), db = b->Param(p);
-      for (size_t k = 0; k < start.size(); ++k) {
-        da[k] -= start[k];
-        db[k] -= start[k];
-      }
-      CHECK(RelativeError(da, db) < kUpdateTolerance);
-    }
+    CheckUpdates(*a, *b, g);
     // A second step starts from the updated weights: their rounding
     // differences pass through batch norm over as few as 2 values here.
     a->Step();
@@ -112,15 +117,7 @@ TEST_CASE("bricks agree too: a layer on its own, its mean loss and update",
       CHECK(RelativeError(a->Output(), t->Output()) < kFp32Tolerance);
       CHECK(a->Loss() ==
             Approx(t->Loss()).epsilon(kFp32Tolerance).margin(1e-6));
-      for (int p = 0; p < static_cast<int>(g.Params().size()); ++p) {
-        const std::vector<float> start = InitParam(g, 11, p);
-        std::vector<float> da = a->Param(p), dt = t->Param(p);
-        for (size_t k = 0; k < start.size(); ++k) {
-          da[k] -= start[k];
-          dt[k] -= start[k];
-        }
-        CHECK(RelativeError(da, dt) < kUpdateTolerance);
-      }
+      CheckUpdates(*a, *t, g);
     }
   }
 }
