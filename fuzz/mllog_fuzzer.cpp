@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -9,7 +10,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =
-      "/tmp/paradnn_mllog_fuzz_" + std::to_string(getpid()) + ".txt";
+      (std::filesystem::temp_directory_path() /
+       ("paradnn_mllog_fuzz_" + std::to_string(getpid()) + ".txt"))
+          .string();
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(data), size);
   (void)paradnn::ReadMlperfLog(path);

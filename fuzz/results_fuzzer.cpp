@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -10,7 +11,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =
-      "/tmp/paradnn_results_fuzz_" + std::to_string(getpid()) + ".json";
+      (std::filesystem::temp_directory_path() /
+       ("paradnn_results_fuzz_" + std::to_string(getpid()) + ".json"))
+          .string();
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(data), size);
   try {

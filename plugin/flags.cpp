@@ -28,31 +28,31 @@ po::options_description Describe(Options& o, std::string& backends,
   po::options_description d("paradnn flags");
   d.add_options()("paradnn_help", po::bool_switch(&o.help),
                   "print these flags")(
-      "paradnn_config", po::value(&o.config),
+      "paradnn_config", po::value(&o.config)->value_name("FILE"),
       "YAML sweep (default: the built-in configs/quickstart.yaml)")(
-      "paradnn_case", po::value(&o.cases)->composing(),
+      "paradnn_case", po::value(&o.cases)->value_name("NAME")->composing(),
       "run this case, given by canonical name; repeatable")(
-      "paradnn_backends", po::value(&backends),
+      "paradnn_backends", po::value(&backends)->value_name("LIST"),
       "comma-separated backends, replacing the config's")(
-      "paradnn_dtypes", po::value(&dtypes),
+      "paradnn_dtypes", po::value(&dtypes)->value_name("LIST"),
       "comma-separated data types (fp32, bf16), replacing the config's")(
-      "paradnn_modes", po::value(&modes),
+      "paradnn_modes", po::value(&modes)->value_name("LIST"),
       "comma-separated modes (train, infer), replacing the config's")(
-      "paradnn_threads", po::value(&o.threads),
+      "paradnn_threads", po::value(&o.threads)->value_name("N"),
       "intra-op threads (default: the config's, else all cores)")(
-      "paradnn_seed", po::value(&o.seed), "seed of weights and inputs")(
-      "paradnn_max_memory", po::value(&max_memory),
+      "paradnn_seed", po::value(&o.seed)->value_name("N"), "seed of weights and inputs")(
+      "paradnn_max_memory", po::value(&max_memory)->value_name("SIZE"),
       "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
       "80% of available memory)")(
-      "paradnn_progress", po::value(&o.progress),
+      "paradnn_progress", po::value(&o.progress)->value_name("BOOL"),
       "print progress lines on stderr (default: true)")(
-      "paradnn_platform", po::value(&o.platform),
+      "paradnn_platform", po::value(&o.platform)->value_name("FILE"),
       "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")(
-      "paradnn_steps", po::value(&o.steps),
+      "paradnn_steps", po::value(&o.steps)->value_name("N"),
       "run every case for exactly this many timed steps, so that benchmark "
       "time follows each case's work (default: Google Benchmark's "
       "min_time)")(
-      "paradnn_case_timeout", po::value(&o.case_timeout),
+      "paradnn_case_timeout", po::value(&o.case_timeout)->value_name("SECONDS"),
       "skip a case whose preparation and warm-up step took longer than "
       "this many seconds, before timing it")(
       "paradnn_isolate", po::bool_switch(&o.isolate),
@@ -63,37 +63,37 @@ po::options_description Describe(Options& o, std::string& backends,
       "profiler and report the share of step time per operation class "
       "(time_gemm_frac, time_elementwise_frac, time_movement_frac, "
       "time_optimizer_frac, time_other_frac)")(
-      "paradnn_profile_out", po::value(&o.profile_out),
+      "paradnn_profile_out", po::value(&o.profile_out)->value_name("FILE"),
       "write every case's operations (self time per step, calls, class) "
       "as JSON (implies --paradnn_profile)")(
-      "paradnn_shard", po::value(&o.shard),
+      "paradnn_shard", po::value(&o.shard)->value_name("I/N"),
       "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
       "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")(
-      "paradnn_shard_count", po::value(&o.shard_count),
+      "paradnn_shard_count", po::value(&o.shard_count)->value_name("N"),
       "the number of shards for a Kubernetes Indexed Job")(
-      "paradnn_resume", po::value(&o.resume),
+      "paradnn_resume", po::value(&o.resume)->value_name("FILE"),
       "journal file: cases recorded there are not run again, and every "
       "case that finishes is appended")(
       "paradnn_bricks", po::bool_switch(&o.bricks),
       "also register every unique layer of the sweep on its own "
       "(BRICK/...), and construct model step times from them")(
-      "paradnn_bricks_granularity", po::value(&o.bricks_granularity),
+      "paradnn_bricks_granularity", po::value(&o.bricks_granularity)->value_name("G"),
       "bricks of up to this many consecutive layers, each reading only the "
       "one before (default: 1, one layer per brick)")(
-      "paradnn_bricks_out", po::value(&o.bricks_out),
+      "paradnn_bricks_out", po::value(&o.bricks_out)->value_name("FILE"),
       "write the constructed and measured step times as JSON "
       "(implies --paradnn_bricks)")(
-      "paradnn_mllog", po::value(&o.mllog),
+      "paradnn_mllog", po::value(&o.mllog)->value_name("DIR"),
       "write an MLPerf training-style log per case run into this folder")(
-      "paradnn_mlperf_package", po::value(&o.mlperf_package),
+      "paradnn_mlperf_package", po::value(&o.mlperf_package)->value_name("DIR"),
       "write an MLPerf results package (systems/, results/) into this folder")(
-      "paradnn_mlperf_org", po::value(&o.mlperf_org),
+      "paradnn_mlperf_org", po::value(&o.mlperf_org)->value_name("NAME"),
       "submitter in MLPerf outputs (default: the config's mlperf_org, "
       "else paradnn)")(
-      "paradnn_mlperf_system", po::value(&o.mlperf_system),
+      "paradnn_mlperf_system", po::value(&o.mlperf_system)->value_name("NAME"),
       "system in MLPerf outputs (default: the config's mlperf_system, else "
       "the host name)")(
-      "paradnn_mlperf_status", po::value(&o.mlperf_status),
+      "paradnn_mlperf_status", po::value(&o.mlperf_status)->value_name("STATUS"),
       "submission status in MLPerf outputs (default: the config's "
       "mlperf_status, else onprem)");
   return d;

@@ -1,11 +1,6 @@
 // The paradnn runner: a ready Google Benchmark binary with paradnn's flags,
-// and the subcommands that work on results.
-//   paradnn [--paradnn_* flags] [--benchmark_* flags]
-//   paradnn mlperf-summary DIR [--format=json|csv]
-//   paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
-//   paradnn calibrate [-o platform.json] [--threads=N]
-//   paradnn report RESULTS.json [--vs B.json] [--a SEL --b SEL] -o DIR
-//   paradnn merge A.json B.json ... -o ALL.json [--config SWEEP.yaml]
+// and the commands that work on results (kCommands below; `paradnn --help`
+// lists them, `paradnn COMMAND --help` explains one).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -21,26 +16,45 @@
 #include "analysis/merge.h"
 #include "analysis/report.h"
 #include "paradnn/paradnn.h"
+#include "plugin/flags.h"
 
 namespace {
 
-int MlperfSummary(int argc, char** argv) {
+struct Command {
+  const char* name;
+  const char* summary;  // one line, for `paradnn --help`
+  const char* usage;    // synopsis, then what it does and its options
+  int (*run)(const Command& self, int argc, char** argv);
+};
+
+// A command's own help: on stdout, exit status 0.
+int PrintUsage(const Command& c) {
+  std::cout << "usage: paradnn " << c.usage;
+  return 0;
+}
+
+// A command used wrongly: its usage on stderr, exit status 2.
+int UsageError(const Command& c) {
+  std::cerr << "usage: paradnn " << c.usage;
+  return 2;
+}
+
+int MlperfSummary(const Command& self, int argc, char** argv) {
   std::string dir, format = "json";
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--format=", 0) == 0) {
       format = arg.substr(9);
-    } else if (dir.empty()) {
+    } else if (dir.empty() && arg[0] != '-') {
       dir = arg;
     } else {
       std::cerr << "paradnn mlperf-summary: unexpected argument '" << arg
                 << "'\n";
-      return 2;
+      return UsageError(self);
     }
   }
   if (dir.empty() || (format != "json" && format != "csv")) {
-    std::cerr << "usage: paradnn mlperf-summary DIR [--format=json|csv]\n";
-    return 2;
+    return UsageError(self);
   }
   if (!std::filesystem::is_directory(dir)) {
     std::cerr << "paradnn mlperf-summary: " << dir << ": not a folder\n";
@@ -58,23 +72,23 @@ int MlperfSummary(int argc, char** argv) {
   return 0;
 }
 
-// paradnn mlperf-report --mlperf DIR --results RESULTS.json -o OUT
-int MlperfReport(int argc, char** argv) {
+int MlperfReport(const Command& self, int argc, char** argv) {
   std::string mlperf, results, out;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--mlperf") {
-      mlperf = argv[i + 1];
-    } else if (flag == "--results") {
-      results = argv[i + 1];
-    } else if (flag == "-o") {
-      out = argv[i + 1];
+    std::string* target = flag == "--mlperf"    ? &mlperf
+                          : flag == "--results" ? &results
+                          : flag == "-o"        ? &out
+                                                : nullptr;
+    if (target == nullptr || i + 1 == argc) {
+      std::cerr << "paradnn mlperf-report: unexpected argument '" << flag
+                << "'\n";
+      return UsageError(self);
     }
+    *target = argv[++i];
   }
-  if (mlperf.empty() || results.empty() || out.empty() || argc % 2 != 0) {
-    std::cerr << "usage: paradnn mlperf-report --mlperf DIR --results "
-                 "RESULTS.json -o OUT\n";
-    return 2;
+  if (mlperf.empty() || results.empty() || out.empty()) {
+    return UsageError(self);
   }
   if (!std::filesystem::is_directory(mlperf)) {
     std::cerr << "paradnn mlperf-report: " << mlperf << ": not a folder\n";
@@ -97,8 +111,7 @@ int MlperfReport(int argc, char** argv) {
   return 0;
 }
 
-// paradnn calibrate [-o platform.json] [--threads N]
-int CalibrateCommand(int argc, char** argv) {
+int CalibrateCommand(const Command& self, int argc, char** argv) {
   std::string out;
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   for (int i = 2; i < argc; ++i) {
@@ -108,9 +121,8 @@ int CalibrateCommand(int argc, char** argv) {
     } else if (arg.rfind("--threads=", 0) == 0) {
       threads = std::atoi(arg.c_str() + 10);
     } else {
-      std::cerr << "usage: paradnn calibrate [-o platform.json] "
-                   "[--threads=N]\n";
-      return 2;
+      std::cerr << "paradnn calibrate: unexpected argument '" << arg << "'\n";
+      return UsageError(self);
     }
   }
   if (threads <= 0) {
@@ -128,13 +140,8 @@ int CalibrateCommand(int argc, char** argv) {
   return 0;
 }
 
-// paradnn report RESULTS.json [--vs OTHER.json] [--a SEL --b SEL]
-//                [--platform P.json] [--color PARAM] -o DIR
-int ReportCommand(int argc, char** argv) {
+int ReportCommand(const Command& self, int argc, char** argv) {
   paradnn::ReportOptions o;
-  const std::string usage =
-      "usage: paradnn report RESULTS.json [--vs OTHER.json] [--a SELECTOR "
-      "--b SELECTOR] [--platform P.json] [--color PARAM] -o DIR\n";
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     std::string* target = arg == "--vs"         ? &o.vs
@@ -149,14 +156,13 @@ int ReportCommand(int argc, char** argv) {
     } else if (target == nullptr && o.results.empty() && arg[0] != '-') {
       o.results = arg;
     } else {
-      std::cerr << usage;
-      return 2;
+      std::cerr << "paradnn report: unexpected argument '" << arg << "'\n";
+      return UsageError(self);
     }
   }
   if (o.results.empty() || o.out.empty() ||
       o.a_select.empty() != o.b_select.empty()) {
-    std::cerr << usage;
-    return 2;
+    return UsageError(self);
   }
   try {
     for (const std::string& note : paradnn::WriteReport(o)) {
@@ -170,8 +176,7 @@ int ReportCommand(int argc, char** argv) {
   return 0;
 }
 
-// paradnn merge A.json B.json ... -o ALL.json [--config SWEEP.yaml]
-int MergeCommand(int argc, char** argv) {
+int MergeCommand(const Command& self, int argc, char** argv) {
   std::vector<std::string> files;
   std::string out, config;
   for (int i = 2; i < argc; ++i) {
@@ -180,15 +185,14 @@ int MergeCommand(int argc, char** argv) {
       out = argv[++i];
     } else if (arg == "--config" && i + 1 < argc) {
       config = argv[++i];
-    } else {
+    } else if (arg[0] != '-') {
       files.push_back(arg);
+    } else {
+      std::cerr << "paradnn merge: unexpected argument '" << arg << "'\n";
+      return UsageError(self);
     }
   }
-  if (files.empty() || out.empty()) {
-    std::cerr << "usage: paradnn merge A.json B.json ... -o ALL.json "
-                 "[--config SWEEP.yaml]\n";
-    return 2;
-  }
+  if (files.empty() || out.empty()) return UsageError(self);
   try {
     const paradnn::Merged m = paradnn::MergeResults(files, config);
     for (const std::string& d : m.duplicates) {
@@ -209,23 +213,132 @@ int MergeCommand(int argc, char** argv) {
   return 0;
 }
 
+int HelpCommand(const Command& self, int argc, char** argv);
+
+const Command kCommands[] = {
+    {"calibrate", "measure this machine's peak FLOP/s and memory bandwidth",
+     "calibrate [-o platform.json] [--threads=N]\n\n"
+     "Measures peak FLOP/s (fp32, bf16) and memory bandwidth, the roofs of\n"
+     "the report's roofline and the denominators of flops_util\n"
+     "(--paradnn_platform=FILE).\n\n"
+     "  -o FILE        write the platform file here (default: stdout)\n"
+     "  --threads=N    threads to measure with (default: all cores)\n",
+     CalibrateCommand},
+    {"report", "draw the HTML report of a results file",
+     "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
+     "               [--platform P.json] [--color PARAM] -o DIR\n\n"
+     "Writes DIR/index.html: roofline, heat maps of utilization, which\n"
+     "parameters matter, where step time goes, and A-vs-B speedups.\n\n"
+     "  --vs FILE      compare with the cases of another results file\n"
+     "  --a SEL, --b SEL  compare the cases whose names contain SEL (e.g.\n"
+     "                 --a /onednn/ --b /torch/), matched by the rest of the\n"
+     "                 name\n"
+     "  --platform FILE  peaks from paradnn calibrate, for the roofline\n"
+     "  --color PARAM  the parameter that colors the speedup-vs-params plot\n"
+     "                 (default: batch)\n"
+     "  -o DIR         output folder\n",
+     ReportCommand},
+    {"merge", "merge the results of sharded runs into one file",
+     "merge A.json B.json ... -o ALL.json [--config SWEEP.yaml]\n\n"
+     "Merges Google Benchmark JSON files of one sweep's shards, checking that\n"
+     "their contexts agree; names duplicates and, given the sweep, the cases\n"
+     "no file has.\n\n"
+     "  -o FILE        merged results\n"
+     "  --config FILE  the sweep the shards ran, to list missing cases\n",
+     MergeCommand},
+    {"mlperf-summary", "summarize a folder of MLPerf training results",
+     "mlperf-summary DIR [--format=json|csv]\n\n"
+     "Reads every MLPerf training result log under DIR (the submission\n"
+     "layout <org>/results/<system>/<benchmark>/result_N.txt) and prints per\n"
+     "run the time to train, batch size and throughput, and per benchmark\n"
+     "the score by MLPerf's rule.\n",
+     MlperfSummary},
+    {"mlperf-report", "put MLPerf results beside synthetic results",
+     "mlperf-report --mlperf DIR --results RESULTS.json -o OUT\n\n"
+     "Writes OUT/side_by_side.md and .csv: each MLPerf benchmark under DIR\n"
+     "beside the synthetic cases of RESULTS.json nearest to it in params\n"
+     "and FLOPs.\n",
+     MlperfReport},
+    {"help", "this text, or a command's: paradnn help COMMAND",
+     "help [COMMAND]\n", HelpCommand},
+};
+
+const Command* FindCommand(const std::string& name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string CommandNames() {
+  std::string names;
+  for (const Command& c : kCommands) {
+    names += std::string(names.empty() ? "" : ", ") + c.name;
+  }
+  return names;
+}
+
+int PrintHelp() {
+  std::cout
+      << "usage: paradnn [--paradnn_* flags] [--benchmark_* flags]\n"
+         "       paradnn COMMAND [--help | arguments]\n\n"
+         "Runs a sweep of synthetic models (default: the built-in\n"
+         "configs/quickstart.yaml) as Google Benchmark cases named\n"
+         "FAMILY/key:value/.../backend/dtype/mode.\n\ncommands:\n";
+  for (const Command& c : kCommands) {
+    std::cout << "  " << c.name << std::string(16 - std::strlen(c.name), ' ')
+              << c.summary << "\n";
+  }
+  std::cout << "\n"
+            << paradnn::FlagsHelp()
+            << "Google Benchmark's own flags: paradnn --benchmark_help\n";
+  return 0;
+}
+
+int HelpCommand(const Command& self, int argc, char** argv) {
+  if (argc == 2) return PrintHelp();
+  const Command* c = argc == 3 ? FindCommand(argv[2]) : nullptr;
+  if (c == nullptr) {
+    std::cerr << "paradnn help: no command '" << (argc > 2 ? argv[2] : "")
+              << "'; commands: " << CommandNames() << "\n";
+    return UsageError(self);
+  }
+  return PrintUsage(*c);
+}
+
+bool AsksForHelp(int argc, char** argv, int from) {
+  for (int i = from; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 ||
+        std::strcmp(argv[i], "-h") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "merge") == 0) {
-    return MergeCommand(argc, argv);
+  if (argc > 1 && argv[1][0] != '-') {
+    const Command* c = FindCommand(argv[1]);
+    if (c == nullptr) {
+      std::cerr << "paradnn: no command '" << argv[1]
+                << "'; commands: " << CommandNames()
+                << " (paradnn --help)\n";
+      return 2;
+    }
+    if (AsksForHelp(argc, argv, 2)) return PrintUsage(*c);
+    return c->run(*c, argc, argv);
   }
-  if (argc > 1 && std::strcmp(argv[1], "report") == 0) {
-    return ReportCommand(argc, argv);
-  }
-  if (argc > 1 && std::strcmp(argv[1], "calibrate") == 0) {
-    return CalibrateCommand(argc, argv);
-  }
-  if (argc > 1 && std::strcmp(argv[1], "mlperf-report") == 0) {
-    return MlperfReport(argc, argv);
-  }
-  if (argc > 1 && std::strcmp(argv[1], "mlperf-summary") == 0) {
-    return MlperfSummary(argc, argv);
+  if (AsksForHelp(argc, argv, 1)) return PrintHelp();
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--benchmark_help") == 0) {
+      // Google Benchmark prints its flags and exits on --help.
+      char help[] = "--help";
+      char* args[] = {argv[0], help, nullptr};
+      int count = 2;
+      benchmark::Initialize(&count, args);
+    }
   }
   paradnn_register(&argc, argv);
   benchmark::Initialize(&argc, argv);

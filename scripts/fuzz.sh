@@ -10,10 +10,13 @@ CXX=clang++ cmake -S "$root/fuzz" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug
 cmake --build "$root/build-fuzz" -j "${PARADNN_JOBS:-2}" >/dev/null
 for target in config name mllog results; do
   work=$(mktemp -d)
-  cp "$root/fuzz/corpus/$target/"* "$work/"
+  mkdir "$work/corpus"
+  cp "$root/fuzz/corpus/$target/"* "$work/corpus/"
   echo "fuzz: $target for ${seconds}s"
-  (cd "$root/fuzz" && "$root/build-fuzz/${target}_fuzzer" -max_total_time="$seconds" \
-    -rss_limit_mb=4096 -artifact_prefix="$root/fuzz/crash-$target-" "$work" \
+  # TMPDIR: the targets write their inputs to files there.
+  mkdir "$work/tmp"
+  (cd "$root/fuzz" && TMPDIR="$work/tmp" "$root/build-fuzz/${target}_fuzzer" -max_total_time="$seconds" \
+    -rss_limit_mb=4096 -artifact_prefix="$root/fuzz/crash-$target-" "$work/corpus" \
     2>"$work/log") || { tail -40 "$work/log"; exit 1; }
   grep -E "^(#[0-9]+ +DONE|Done)" "$work/log" | tail -1
   rm -rf "$work"

@@ -6,7 +6,11 @@
 #   scripts/setup.sh --bench  also what bench/ compares against
 set -euo pipefail
 
+# Debian's libdnnl-dev is built with its OpenCL GPU runtime, so its CMake
+# package calls find_package(OpenCL REQUIRED): OpenCL's headers and loader
+# are needed to configure, though paradnn runs oneDNN on the CPU only.
 packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
+          ocl-icd-opencl-dev opencl-headers
           libyaml-cpp-dev libboost-program-options-dev catch2
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox)
 case "${1:-}" in

@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include "adapters/mlperf/package.h"
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
+#include "tests/scratch.h"
 
 namespace paradnn {
 namespace {
@@ -18,17 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
-// The real MLPerf results beside the repository (../shared/data/mlperf).
-std::string RealData() {
-  return std::string(PARADNN_SOURCE_DIR) + "/../shared/data/mlperf";
-}
+using test::Scratch;
 
-fs::path Scratch(const std::string& name) {
-  fs::path p = fs::temp_directory_path() /
-               ("paradnn_mlperf_test_" + std::to_string(getpid())) / name;
-  fs::create_directories(p.parent_path());
-  return p;
-}
+// Real MLPerf training results (tests/data/mlperf/README.md).
+std::string RealData() { return test::TestData("mlperf").string(); }
 
 CaseRun Sample() {
   CaseRun r;
@@ -132,10 +124,6 @@ TEST_CASE("what the writer writes, the reader reads back", "[mlperf]") {
 // (run_stop - run_start) of each log, the score by MLPerf's rule.
 TEST_CASE("real MLPerf logs: per-run times, batch sizes and scores",
           "[mlperf]") {
-  if (!fs::exists(RealData())) {
-    WARN("no " << RealData() << ": the real MLPerf results are not here");
-    return;
-  }
   std::map<std::string, MlperfBenchmark> by;
   for (MlperfBenchmark& b : SummarizeMlperf(RealData())) by[b.benchmark] = b;
   REQUIRE(by.size() == 3);

@@ -62,7 +62,7 @@ TEST_CASE("every smoke case runs, with the loss of an untrained model",
   }
 }
 
-TEST_CASE("same seed, same numbers; another seed, others", "[torch]") {
+TEST_CASE("same seed, same numbers, another seed, others", "[torch]") {
   for (const Case& c : SmokeCases()) {
     if (c.mode != Mode::kInfer) continue;
     INFO(c.Name());

@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "paradnn/paradnn.h"
+#include "tests/scratch.h"
 
 namespace paradnn {
 namespace {
@@ -41,7 +42,7 @@ class FailingBackend : public Backend {
 // stderr of `f`, through a file.
 template <typename F>
 std::string Stderr(F f) {
-  const std::string path = "failure_test." + std::to_string(getpid()) + ".err";
+  const std::string path = test::Scratch("stderr.txt").string();
   std::fflush(stderr);
   const int saved = dup(2);
   std::FILE* file = std::fopen(path.c_str(), "w");
@@ -57,7 +58,7 @@ std::string Stderr(F f) {
   return s.str();
 }
 
-TEST_CASE("an injected backend failure fails one case; the sweep goes on",
+TEST_CASE("an injected backend failure fails one case, the sweep goes on",
           "[failure]") {
   RegisterBackend(std::make_unique<FailingBackend>());
   CHECK_THROWS_WITH(RegisterBackend(std::make_unique<FailingBackend>()),

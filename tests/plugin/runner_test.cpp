@@ -14,6 +14,7 @@
 
 #include "generators/cost.h"
 #include "generators/spec.h"
+#include "tests/scratch.h"
 
 namespace paradnn {
 namespace {
@@ -33,9 +34,8 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-// Files of this process only: ctest may run several tests at once.
 std::string Scratch(const std::string& name) {
-  return "runner_test." + std::to_string(getpid()) + "." + name;
+  return test::Scratch(name).string();
 }
 
 Result RunRunner(const std::string& args) {
@@ -228,6 +228,57 @@ TEST_CASE("Google Benchmark's own flags keep working", "[runner]") {
   // Three repetitions plus mean, median, stddev and cv.
   CHECK(j["benchmarks"].size() >= 6);
   CHECK(j["benchmarks"][0]["repetitions"] == 3);
+}
+
+const char* const kCommandNames[] = {"calibrate", "report", "merge",
+                                     "mlperf-summary", "mlperf-report"};
+
+TEST_CASE("--help lists the commands and flags, on stdout", "[runner][cli]") {
+  for (const char* flag : {"--help", "-h", "help"}) {
+    INFO(flag);
+    Result r = RunRunner(flag);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    for (const char* command : kCommandNames) {
+      CHECK_THAT(r.out, Contains(std::string("\n  ") + command + " "));
+    }
+    CHECK_THAT(r.out, Contains("--paradnn_config"));
+    CHECK_THAT(r.out, Contains("--paradnn_isolate"));
+    CHECK_THAT(r.out, Contains("paradnn --benchmark_help"));
+  }
+  Result gb = RunRunner("--benchmark_help");
+  CHECK(gb.status == 0);
+  CHECK_THAT(gb.out, Contains("--benchmark_filter="));
+}
+
+TEST_CASE("every command explains itself with --help", "[runner][cli]") {
+  for (const char* command : kCommandNames) {
+    INFO(command);
+    for (const std::string& args :
+         {std::string(command) + " --help", std::string(command) + " -h",
+          std::string("help ") + command}) {
+      Result r = RunRunner(args);
+      CHECK(r.status == 0);
+      CHECK(r.err.empty());
+      CHECK(r.out.rfind(std::string("usage: paradnn ") + command + " ", 0) ==
+            0);
+    }
+    // Used wrongly, the same usage goes to stderr with status 2.
+    Result wrong = RunRunner(std::string(command) + " --no-such-option x");
+    CHECK(wrong.status == 2);
+    CHECK(wrong.out.empty());
+    CHECK_THAT(wrong.err, Contains(std::string("usage: paradnn ") + command));
+  }
+}
+
+TEST_CASE("an unknown command names the known ones", "[runner][cli]") {
+  Result r = RunRunner("mreg a.json");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Contains("no command 'mreg'; commands: calibrate, report, "
+                             "merge, mlperf-summary, mlperf-report, help"));
+  Result help = RunRunner("help mreg");
+  CHECK(help.status == 2);
+  CHECK_THAT(help.err, Contains("no command 'mreg'"));
 }
 
 }  // namespace
@@ -469,7 +520,7 @@ TEST_CASE("three shards list exactly the unsharded cases", "[runner][shard]") {
   CHECK(joined == all);        // nothing lost
 }
 
-TEST_CASE("merging shard results gives the unsharded cases; contexts checked",
+TEST_CASE("merging shard results gives the unsharded cases, contexts checked",
           "[runner][shard]") {
   std::vector<std::string> files;
   for (int i = 0; i < 3; ++i) {
