@@ -80,7 +80,12 @@ Platform Calibrate(int threads) {
   p.name = HostName();
   p.description = CpuName() + ", " + std::to_string(threads) + " threads";
   for (const std::string& name : BackendNames()) {
-    const Backend* backend = FindBackend(name);
+    std::string error;
+    const Backend* backend = FindBackend(name, &error);
+    if (backend == nullptr) {
+      std::cerr << "calibrate: " << error << "\n";
+      continue;
+    }
     for (const char* dtype : {"fp32", "bf16"}) {
       const Case c = ParseCaseName(std::string(kGemmModel) + "/" + name + "/" +
                                    dtype + "/infer");

@@ -55,11 +55,26 @@ class Backend {
   virtual std::string Describe() const = 0;
 };
 
-// Adds a backend next to the built-in ones; throws std::invalid_argument on
-// a duplicate name.
-void RegisterBackend(std::unique_ptr<Backend> backend);
-// nullptr when there is no such backend.
-const Backend* FindBackend(const std::string& name);
+// Adds a backend next to the built-in ones; returns why not ("" when
+// added): a duplicate name.
+std::string RegisterBackend(std::unique_ptr<Backend> backend);
+// The backend of that name, its module loaded on first use; nullptr (and
+// the reason in *error) when there is none or it cannot be loaded.
+const Backend* FindBackend(const std::string& name,
+                           std::string* error = nullptr);
+// Built-in, registered and PARADNN_BACKEND_PATH backends, none loaded.
 std::vector<std::string> BackendNames();
 
+// A backend module is a shared object named libparadnn_backend_<module>.so
+// that exports this function: the backend of that name, or nullptr. The
+// version in the symbol changes with this interface.
+using BackendModuleEntry = Backend* (*)(const char* name);
+constexpr char kBackendModuleSymbol[] = "paradnn_backend_v1";
+
 }  // namespace paradnn
+
+#define PARADNN_BACKEND_MODULE(function)                                \
+  extern "C" __attribute__((visibility("default"))) paradnn::Backend*   \
+  paradnn_backend_v1(const char* name) {                                \
+    return function(name);                                              \
+  }

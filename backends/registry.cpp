@@ -1,53 +1,158 @@
+// The backends: built-in ones listed by name and module, each module
+// loaded on the first case that needs it; others registered in-process or
+// found as modules on PARADNN_BACKEND_PATH.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "backends/backend.h"
-#ifdef PARADNN_WITH_ONEDNN
-#include "backends/onednn/onednn_backend.h"
-#endif
-#ifdef PARADNN_WITH_TORCH
-#include "backends/torch/torch_backend.h"
-#endif
 
 namespace paradnn {
 namespace {
 
-// The built-in backends, listed explicitly: static self-registration would
-// be dropped by the linker from a static archive.
-std::vector<std::unique_ptr<Backend>>& Table() {
-  static std::vector<std::unique_ptr<Backend>>* table = [] {
-    auto* t = new std::vector<std::unique_ptr<Backend>>();
+namespace fs = std::filesystem;
+
+// The built-in backends and the modules that hold them, listed explicitly
+// (static self-registration would be dropped by the linker from a static
+// archive). A module is loaded only when one of its backends is used, so a
+// host that runs no LibTorch case loads no LibTorch.
+struct BuiltIn {
+  const char* name;
+  const char* module;
+};
+constexpr BuiltIn kBuiltIns[] = {
 #ifdef PARADNN_WITH_TORCH
-    t->push_back(MakeTorchBackend(/*cuda=*/false));
-    t->push_back(MakeTorchBackend(/*cuda=*/true));
+    {"torch", "torch"},
+    {"torch_cuda", "torch"},
 #endif
 #ifdef PARADNN_WITH_ONEDNN
-    t->push_back(MakeOnednnBackend());
+    {"onednn", "onednn"},
 #endif
+};
+
+std::string ModuleFile(const std::string& module) {
+  return "libparadnn_backend_" + module + ".so";
+}
+
+// Where modules are looked for, in order: PARADNN_BACKEND_PATH (colon-
+// separated folders), beside this library (its paradnn/ folder), the build
+// tree's and the install prefix's module folders.
+std::vector<fs::path> SearchPath() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("PARADNN_BACKEND_PATH")) {
+    std::stringstream in(env);
+    std::string dir;
+    while (std::getline(in, dir, ':')) {
+      if (!dir.empty()) dirs.emplace_back(dir);
+    }
+  }
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&SearchPath), &self) &&
+      self.dli_fname != nullptr) {
+    dirs.push_back(fs::path(self.dli_fname).parent_path() / "paradnn");
+  }
+  dirs.emplace_back(PARADNN_MODULE_BUILD_DIR);
+  dirs.emplace_back(PARADNN_MODULE_INSTALL_DIR);
+  return dirs;
+}
+
+struct Slot {
+  std::string module;  // "" for a backend registered in-process
+  std::unique_ptr<Backend> backend;  // once loaded
+  std::string error;                 // why loading failed
+};
+
+std::map<std::string, Slot>& Table() {
+  static auto* table = [] {
+    auto* t = new std::map<std::string, Slot>();
+    for (const BuiltIn& b : kBuiltIns) (*t)[b.name].module = b.module;
+    // Third-party modules: libparadnn_backend_<name>.so on the search path.
+    if (const char* env = std::getenv("PARADNN_BACKEND_PATH")) {
+      std::stringstream in(env);
+      std::string dir;
+      std::error_code ec;
+      while (std::getline(in, dir, ':')) {
+        for (const auto& f : fs::directory_iterator(dir, ec)) {
+          const std::string file = f.path().filename().string();
+          const std::string prefix = "libparadnn_backend_";
+          if (file.rfind(prefix, 0) == 0 && f.path().extension() == ".so") {
+            const std::string name = file.substr(
+                prefix.size(), file.size() - prefix.size() - 3);
+            if (!t->count(name)) (*t)[name].module = name;
+          }
+        }
+      }
+    }
     return t;
   }();
   return *table;
 }
 
-}  // namespace
-
-void RegisterBackend(std::unique_ptr<Backend> backend) {
-  if (FindBackend(backend->name()) != nullptr) {
-    throw std::invalid_argument("a backend named '" + backend->name() +
-                                "' is already registered");
+// Loads the module of a backend and asks it for the backend by name.
+void Load(const std::string& name, Slot& slot) {
+  std::string tried;
+  for (const fs::path& dir : SearchPath()) {
+    const fs::path file = dir / ModuleFile(slot.module);
+    std::error_code ec;
+    if (!fs::exists(file, ec)) {
+      tried += (tried.empty() ? "" : ", ") + dir.string();
+      continue;
+    }
+    void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      slot.error = dlerror();
+      return;
+    }
+    auto* make = reinterpret_cast<BackendModuleEntry>(
+        dlsym(handle, kBackendModuleSymbol));
+    if (make == nullptr) {
+      slot.error = file.string() + " has no " + kBackendModuleSymbol +
+                   " (a module of another paradnn version?)";
+      return;
+    }
+    slot.backend.reset(make(name.c_str()));
+    if (slot.backend == nullptr) {
+      slot.error = file.string() + " has no backend '" + name + "'";
+    }
+    return;  // a loaded module stays loaded: its code may still run
   }
-  Table().push_back(std::move(backend));
+  slot.error = "no " + ModuleFile(slot.module) + " in " + tried +
+               " (PARADNN_BACKEND_PATH adds folders)";
 }
 
-const Backend* FindBackend(const std::string& name) {
-  for (const auto& b : Table()) {
-    if (b->name() == name) return b.get();
+}  // namespace
+
+std::string RegisterBackend(std::unique_ptr<Backend> backend) {
+  const std::string name = backend->name();
+  if (Table().count(name)) {
+    return "a backend named '" + name + "' is already registered";
   }
-  return nullptr;
+  Table()[name].backend = std::move(backend);
+  return "";
+}
+
+const Backend* FindBackend(const std::string& name, std::string* error) {
+  auto it = Table().find(name);
+  if (it == Table().end()) {
+    if (error != nullptr) *error = "'" + name + "' is not a backend";
+    return nullptr;
+  }
+  Slot& slot = it->second;
+  if (slot.backend == nullptr && slot.error.empty()) Load(name, slot);
+  if (slot.backend == nullptr && error != nullptr) {
+    *error = "backend '" + name + "' cannot be loaded: " + slot.error;
+  }
+  return slot.backend.get();
 }
 
 std::vector<std::string> BackendNames() {
   std::vector<std::string> names;
-  for (const auto& b : Table()) names.push_back(b->name());
+  for (const auto& [name, slot] : Table()) names.push_back(name);
   return names;
 }
 

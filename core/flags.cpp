@@ -1,4 +1,4 @@
-#include "plugin/flags.h"
+#include "core/flags.h"
 
 #include <algorithm>
 #include <boost/program_options.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "plugin/run.h"
+#include "core/run.h"
 
 namespace paradnn {
 

@@ -1,4 +1,5 @@
-// The sweep this process registered, shared by registration and reporting.
+// The run this process loaded: its cases and what each measured, shared by
+// the core's files (session, case, isolate, outputs, reports).
 #pragma once
 
 #include <chrono>
@@ -11,13 +12,14 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/flags.h"
 #include "generators/bricks.h"
 #include "generators/cost.h"
-#include "plugin/flags.h"
+#include "paradnn/core.h"
 
 namespace paradnn {
 
-enum class Status { kNotRun, kPassed, kSkipped, kFailed };
+enum class CaseStatus { kNotRun, kPassed, kSkipped, kFailed };
 
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
 // their unique layers on its own.
@@ -31,7 +33,8 @@ struct Entry {
   std::vector<int> layer_bricks;  // a model's layers, as brick entries
   Cost cost;
   int64_t batch = 0;
-  Status status = Status::kNotRun;
+  CaseStatus status = CaseStatus::kNotRun;
+  std::string why;  // the reason of a skip or failure
   // Wall-clock milliseconds around the last Prepare, for MLPerf logs.
   int64_t init_start_ms = 0, init_stop_ms = 0;
   double step_ms = 0;                 // per step, in the last timed loop
@@ -50,11 +53,15 @@ struct Entry {
 };
 
 struct Run {
+  std::optional<core::Loaded> loaded;  // the first Load's result
   std::vector<Entry> entries;
+  std::vector<core::CaseInfo> infos;    // entries as the glue sees them
   std::map<std::string, int> index;     // canonical name -> entries
   std::set<std::string> unique_layers;  // --paradnn_bricks: single layers
   Options flags;
   RunOptions options;
+  std::string config;  // the sweep's file, or the built-in's name
+  std::string shard;   // "I/N" when this process runs a shard
   int64_t max_memory = 0;
   std::map<std::string, double> peak_flops;  // from --paradnn_platform
   std::ofstream journal;                     // --paradnn_resume
@@ -64,6 +71,10 @@ struct Run {
   // case's function several times, and a model is built once per case.
   int prepared = -1;
   std::unique_ptr<Runner> runner;
+  std::string step_error;  // why the last Step failed
+  std::string filter;      // Google Benchmark's, for progress and context
+  // Start of the current call of a case's benchmark function.
+  std::chrono::steady_clock::time_point call_start;
   // Progress.
   int to_run = -1;
   int started = 0;
@@ -71,5 +82,12 @@ struct Run {
 };
 
 Run& TheRun();
+
+// Whether Google Benchmark's filter selects a case, matched as it matches.
+bool Selected(const std::string& name, const std::string& filter);
+
+// --paradnn_isolate: runs the case in a child process (this binary again)
+// and keeps the time per step it measured; a crash fails the case only.
+core::Status RunIsolated(Run& run, Entry& e);
 
 }  // namespace paradnn

@@ -1,4 +1,4 @@
-#include "plugin/flags.h"
+#include "core/flags.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

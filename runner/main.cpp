@@ -16,7 +16,7 @@
 #include "analysis/merge.h"
 #include "analysis/report.h"
 #include "paradnn/paradnn.h"
-#include "plugin/flags.h"
+#include "core/flags.h"
 
 namespace {
 

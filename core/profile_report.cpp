@@ -1,4 +1,4 @@
-#include "plugin/profile_report.h"
+#include "core/profile_report.h"
 
 #include <algorithm>
 #include <fstream>

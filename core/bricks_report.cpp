@@ -1,6 +1,6 @@
 // After a --paradnn_bricks run: every model's step time constructed as the
 // sum of its layers' times, against its measured time.
-#include "plugin/bricks_report.h"
+#include "core/bricks_report.h"
 
 #include <cmath>
 #include <cstdio>
@@ -49,7 +49,7 @@ void ReportBricks(const Run& run) {
       for (int b : e.layer_bricks)
         total_layers += run.entries[b].brick->layers();
       models_s += e.benchmark_s;
-      models_ran = models_ran || e.status != Status::kNotRun;
+      models_ran = models_ran || e.status != CaseStatus::kNotRun;
     }
   }
   if (unique == 0) return;
@@ -63,11 +63,11 @@ void ReportBricks(const Run& run) {
     ordered_json layers = ordered_json::array();
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
-      complete = complete && brick.status == Status::kPassed;
+      complete = complete && brick.status == CaseStatus::kPassed;
       estimate += brick.MedianStepMs();
       layers.push_back(brick.name);
     }
-    const bool measured = e.status == Status::kPassed;
+    const bool measured = e.status == CaseStatus::kPassed;
     ordered_json m = {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
@@ -88,7 +88,7 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
     bricks.push_back({{"name", e.name},
-                      {"step_ms", e.status == Status::kPassed
+                      {"step_ms", e.status == CaseStatus::kPassed
                                       ? ordered_json(e.MedianStepMs())
                                       : nullptr}});
   }

@@ -1,0 +1,262 @@
+// One case from its benchmark function: progress, the checks before it
+// runs, its model prepared once and settled, its steps timed, its profile
+// and counters.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "backends/backend.h"
+#include "core/run.h"
+
+namespace paradnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / 1073741824.0);
+  return buf;
+}
+
+std::string Duration(double seconds) {
+  char buf[32];
+  const int s = static_cast<int>(seconds + 0.5);
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%dh%02dm", s / 3600, s / 60 % 60);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%dm%02ds", s / 60, s % 60);
+  }
+  return buf;
+}
+
+void NoteStart(Run& run, int index) {
+  Entry& e = run.entries[index];
+  if (e.status != CaseStatus::kNotRun || !run.progress) return;
+  if (run.to_run < 0) {
+    run.to_run = static_cast<int>(std::count_if(
+        run.entries.begin(), run.entries.end(),
+        [&](const Entry& x) { return Selected(x.name, run.filter); }));
+    run.start = Clock::now();
+  }
+  ++run.started;
+  const double elapsed =
+      std::chrono::duration<double>(Clock::now() - run.start).count();
+  std::string left = "?";
+  if (run.started > 1) {
+    left = Duration(elapsed / (run.started - 1) *
+                    std::max(0, run.to_run - run.started + 1));
+  }
+  std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
+               run.started, std::max(run.to_run, run.started), e.name.c_str(),
+               Duration(elapsed).c_str(), left.c_str());
+}
+
+// Ends a call of the case's benchmark function: its time counts towards the
+// case's benchmark time (--paradnn_bricks), and a status other than ok is
+// the case's.
+core::Status EndCall(Run& run, Entry& e, core::Status status) {
+  e.benchmark_s +=
+      std::chrono::duration<double>(Clock::now() - run.call_start).count();
+  if (status.code == core::Status::kSkipped) e.status = CaseStatus::kSkipped;
+  if (status.code == core::Status::kFailed) e.status = CaseStatus::kFailed;
+  if (!status.ok()) e.why = status.message;
+  return status;
+}
+
+core::Status Skip(std::string why) {
+  return {core::Status::kSkipped, std::move(why)};
+}
+core::Status Fail(std::string why) {
+  return {core::Status::kFailed, std::move(why)};
+}
+
+// The case's model, prepared on its first call and kept for the next ones:
+// Google Benchmark calls a case's function several times.
+core::Status Prepare(Run& run, int index, bool* fresh) {
+  *fresh = run.prepared != index;
+  if (!*fresh) return {};
+  run.runner.reset();  // free the previous model first
+  run.prepared = -1;
+  Entry& e = run.entries[index];
+  e.init_start_ms = NowMs();
+  try {
+    run.runner = FindBackend(e.backend)->Prepare(
+        {e.BuildGraph(), e.dtype, e.mode}, run.options);
+  } catch (const std::exception& ex) {
+    return Fail(std::string("preparing the model failed: ") + ex.what());
+  }
+  e.init_stop_ms = NowMs();
+  run.prepared = index;
+  return {};
+}
+
+// The steps right after the first are still slow (the allocator, caches and
+// worker threads settle): up to 10 more before timing, in at most 50 ms
+// beyond the first of them. Without them a short case timed for a fixed
+// number of steps (--paradnn_steps) measured up to twice its settled time.
+void Settle(Runner& runner) {
+  const auto start = Clock::now();
+  for (int i = 0; i < 10; ++i) {
+    runner.Step();
+    if (Clock::now() - start > std::chrono::milliseconds(50)) break;
+  }
+}
+
+void AddCounters(const Run& run, const Entry& e,
+                 std::vector<core::Counter>* counters) {
+  const double flops = static_cast<double>(e.cost.flops);
+  *counters = {{"examples_per_second", static_cast<double>(e.batch), true},
+               {"FLOPS", flops, true},
+               {"flop_per_step", flops, false},
+               {"params", static_cast<double>(e.cost.params), false},
+               {"bytes_per_step", static_cast<double>(e.cost.bytes), false},
+               {"intensity", e.cost.intensity, false}};
+  const auto peak = run.peak_flops.find(ToString(e.dtype));
+  if (peak != run.peak_flops.end()) {
+    counters->push_back({"flops_util", flops / peak->second, true});
+  }
+  if (e.profile) {
+    const auto shares = e.profile->Shares();
+    for (int c = 0; c < kOpClasses; ++c) {
+      counters->push_back({std::string("time_") +
+                               ToString(static_cast<OpClass>(c)) + "_frac",
+                           shares[c], false});
+    }
+  }
+  for (const auto& [key, value] : e.child_counters) {
+    counters->push_back({key, value, false});
+  }
+}
+
+}  // namespace
+
+namespace core {
+
+Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
+  Run& run = TheRun();
+  Entry& e = run.entries.at(index);
+  run.call_start = Clock::now();
+  if (run.to_run < 0) run.filter = filter;
+  NoteStart(run, index);
+  if (e.status == CaseStatus::kSkipped || e.status == CaseStatus::kFailed) {
+    // A later repetition of a case that could not run: the same reason.
+    return EndCall(
+        run, e,
+        {e.status == CaseStatus::kSkipped ? Status::kSkipped : Status::kFailed, e.why});
+  }
+  std::string unsupported;
+  const Backend* backend = FindBackend(e.backend, &unsupported);
+  if (backend == nullptr) return EndCall(run, e, Skip(unsupported));
+  try {
+    unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
+  } catch (const std::exception& ex) {
+    return EndCall(run, e, Fail(ex.what()));
+  }
+  if (!unsupported.empty()) return EndCall(run, e, Skip(unsupported));
+  if (e.cost.memory > run.max_memory) {
+    return EndCall(run, e,
+                   Skip("needs about " + Gib(e.cost.memory) +
+                        " by the cost model, over the " +
+                        Gib(run.max_memory) +
+                        " limit (--paradnn_max_memory)"));
+  }
+  if (run.isolate) {
+    const Status s = RunIsolated(run, e);
+    return s.ok() ? s : EndCall(run, e, s);
+  }
+  bool fresh = false;
+  Status s = Prepare(run, index, &fresh);
+  if (!s.ok()) return EndCall(run, e, s);
+  // Preparation ends with a warm-up step: a case that slow would hold the
+  // sweep for its whole timing. (It cannot be interrupted, only skipped.)
+  const double prepare_s = (e.init_stop_ms - e.init_start_ms) / 1e3;
+  if (run.flags.case_timeout > 0 && prepare_s > run.flags.case_timeout) {
+    char why[160];
+    std::snprintf(why, sizeof(why),
+                  "preparing and one warm-up step took %.3g s, over the "
+                  "%.3g s of --paradnn_case_timeout",
+                  prepare_s, run.flags.case_timeout);
+    return EndCall(run, e, Skip(why));
+  }
+  try {
+    if (fresh) Settle(*run.runner);
+  } catch (const std::exception& ex) {
+    return EndCall(run, e, Fail(std::string("step failed: ") + ex.what()));
+  }
+  run.step_error.clear();
+  e.step_times_ms.clear();
+  e.step_times_ms.reserve(max_steps);
+  return {};
+}
+
+// Each step is timed on its own too: the median resists the odd step a
+// shared machine stretches, which a mean of a few steps does not.
+bool Step() {
+  Run& run = TheRun();
+  const auto start = Clock::now();
+  try {
+    run.runner->Step();
+  } catch (const std::exception& ex) {
+    run.step_error = std::string("step failed: ") + ex.what();
+    return false;
+  }
+  run.entries[run.prepared].step_times_ms.push_back(
+      std::chrono::duration<double, std::milli>(Clock::now() - start)
+          .count());
+  return true;
+}
+
+double IsolatedStepSeconds(int index) {
+  return TheRun().entries.at(index).isolated_step_s;
+}
+
+Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
+  Run& run = TheRun();
+  Entry& e = run.entries.at(index);
+  if (run.isolate) {
+    e.step_ms = e.isolated_step_s * 1e3;
+    e.step_times_ms = {e.step_ms};
+  } else {
+    if (!run.step_error.empty()) {
+      return EndCall(run, e, Fail(run.step_error));
+    }
+    double total = 0;
+    for (double ms : e.step_times_ms) total += ms;
+    e.step_ms = total / std::max<int64_t>(1, iterations);
+    double loss = 0;
+    try {
+      loss = run.runner->Loss();
+      if (run.flags.profile) {
+        // As many steps as were timed, at most 20 and about 0.2 s, but 3
+        // where 3 were timed: enough to average, short next to the timing.
+        const int64_t steps = std::clamp<int64_t>(
+            static_cast<int64_t>(std::ceil(200 / e.step_ms)),
+            std::min<int64_t>(3, iterations),
+            std::min<int64_t>(20, iterations));
+        e.profile = run.runner->Profile(
+            static_cast<int>(std::max<int64_t>(1, steps)));
+      }
+    } catch (const std::exception& ex) {
+      return EndCall(run, e, Fail(std::string("step failed: ") + ex.what()));
+    }
+    if (!std::isfinite(loss)) {
+      return EndCall(run, e,
+                     Fail("the loss is not finite (" + std::to_string(loss) +
+                          ")"));
+    }
+  }
+  AddCounters(run, e, counters);
+  e.status = CaseStatus::kPassed;
+  return EndCall(run, e, {});
+}
+
+}  // namespace core
+}  // namespace paradnn

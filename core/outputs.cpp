@@ -1,0 +1,111 @@
+// What happens to each run the benchmark library reports: a line in the
+// journal (--paradnn_resume) and the MLPerf outputs (--paradnn_mllog,
+// --paradnn_mlperf_package).
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "adapters/mlperf/package.h"
+#include "core/run.h"
+
+namespace paradnn {
+namespace {
+
+// One line per finished case, flushed: a killed sweep loses at most the
+// case in flight.
+void Journal(Run& run, const core::ReportedRun& reported,
+             const std::string& name) {
+  if (!run.journal.is_open()) return;
+  run.journal << "{\"name\": \"" << name << "\", \"error\": "
+              << (reported.error ? "true" : "false")
+              << ", \"real_time_ms\": " << reported.time_ms << "}"
+              << std::endl;
+}
+
+void WriteSystem(const Run& run, const std::string& org_dir) {
+  const Options& flags = run.flags;
+  std::vector<std::string> frameworks;
+  std::set<std::string> backends;
+  for (const Entry& x : run.entries) {
+    if (x.status != CaseStatus::kNotRun) backends.insert(x.backend);
+  }
+  for (const std::string& b : backends) {
+    if (const Backend* backend = FindBackend(b)) {
+      frameworks.push_back(backend->Describe());
+    }
+  }
+  std::filesystem::create_directories(org_dir + "/systems");
+  std::ofstream(org_dir + "/systems/" + flags.mlperf_system + ".json")
+      << SystemDescription(flags.mlperf_org, flags.mlperf_system,
+                           flags.mlperf_status, frameworks)
+             .dump(4)
+      << "\n";
+}
+
+void WriteMlperf(const Run& run, const core::ReportedRun& reported,
+                 const Entry& e) {
+  const Options& flags = run.flags;
+  const std::string& system = flags.mlperf_system;
+  CaseRun r;
+  r.case_name = e.name;
+  r.family = e.model->model.family;
+  r.backend = e.backend;
+  r.dtype = ToString(e.dtype);
+  r.mode = ToString(e.mode);
+  r.batch = e.batch;
+  r.params = e.cost.params;
+  r.flop_per_step = e.cost.flops;
+  r.seed = run.options.seed;
+  r.iterations = reported.iterations;
+  r.seconds = reported.seconds;
+  r.init_start_ms = e.init_start_ms;
+  r.init_stop_ms = e.init_stop_ms;
+  r.run_stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  r.success = !reported.error;
+  r.org = flags.mlperf_org;
+  r.platform = system;
+  r.status = flags.mlperf_status;
+  const std::vector<MllogEvent> events = MllogEvents(r);
+  const std::string result =
+      "result_" + std::to_string(reported.repetition_index) + ".txt";
+  if (!flags.mllog.empty()) {
+    WriteMllog(flags.mllog + "/" + SafeName(e.name) + "/" + result, events);
+  }
+  if (!flags.mlperf_package.empty()) {
+    const std::string org = flags.mlperf_package + "/" + flags.mlperf_org;
+    WriteMllog(org + "/results/" + system + "/" + SafeName(e.name) + "/" +
+                   result,
+               events);
+    // The system description names every backend that ran so far.
+    WriteSystem(run, org);
+  }
+}
+
+}  // namespace
+
+namespace core {
+
+void Reported(const ReportedRun& reported) {
+  Run& run = TheRun();
+  if (reported.aggregate) return;
+  const std::string name = CaseNameOf(reported.name);
+  const auto it = run.index.find(name);
+  if (it == run.index.end()) return;  // not a paradnn case
+  Journal(run, reported, name);
+  const Entry& e = run.entries[it->second];
+  const Options& flags = run.flags;
+  if (!e.model || (flags.mllog.empty() && flags.mlperf_package.empty())) {
+    return;  // bricks are not MLPerf runs
+  }
+  try {
+    WriteMlperf(run, reported, e);
+  } catch (const std::exception& ex) {
+    std::cerr << "paradnn: " << ex.what() << "\n";
+  }
+}
+
+}  // namespace core
+}  // namespace paradnn

@@ -1,0 +1,338 @@
+// The run's cases: flags, the sweep, this process's selection of it, the
+// context, and the summary at the end.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "adapters/mlperf/package.h"
+#include "analysis/calibrate.h"
+#include "backends/backend.h"
+#include "core/bricks_report.h"
+#include "core/default_config.h"
+#include "core/flags.h"
+#include "core/profile_report.h"
+#include "core/run.h"
+#include "generators/cost.h"
+#include "generators/shard.h"
+#include "generators/sweep.h"
+
+namespace paradnn {
+namespace {
+
+int64_t AvailableMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+bool IsBackend(const std::string& name) {
+  const std::vector<std::string> names = BackendNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The cases to run: --paradnn_case names, else the config (or the default).
+Sweep LoadCases(const Options& o) {
+  const std::vector<std::string> backends = BackendNames();
+  if (o.cases.empty()) {
+    return o.config.empty()
+               ? ParseSweep(DefaultConfigText(), kDefaultConfigName, backends)
+               : LoadSweep(o.config, backends);
+  }
+  Sweep sweep;
+  for (const std::string& given : o.cases) {
+    // Accept names as Google Benchmark reports them too.
+    const std::string name = CaseNameOf(given);
+    Case c = ParseCaseName(name);
+    if (!IsBackend(c.backend)) {
+      throw SpecError("--paradnn_case='" + name + "': '" + c.backend +
+                      "' is not a backend");
+    }
+    sweep.cases.push_back(std::move(c));
+  }
+  return sweep;
+}
+
+// Replaces the backends, dtypes or modes of every case with the flags'.
+std::vector<Case> Override(const std::vector<Case>& cases, const Options& o) {
+  for (const std::string& b : o.backends) {
+    if (!IsBackend(b)) {
+      throw FlagError("--paradnn_backends: '" + b + "' is not a backend");
+    }
+  }
+  std::vector<DType> dtypes;
+  for (const std::string& d : o.dtypes) dtypes.push_back(ParseDType(d));
+  std::vector<Mode> modes;
+  for (const std::string& m : o.modes) modes.push_back(ParseMode(m));
+  std::vector<Case> out;
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    for (const std::string& b : o.backends.empty()
+                                    ? std::vector<std::string>{c.backend}
+                                    : o.backends) {
+      for (DType d : dtypes.empty() ? std::vector<DType>{c.dtype} : dtypes) {
+        for (Mode m : modes.empty() ? std::vector<Mode>{c.mode} : modes) {
+          Case v{c.model, b, d, m};
+          if (seen.insert(v.Name()).second) out.push_back(std::move(v));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The names of the cases a journal records (a torn last line is skipped).
+std::set<std::string> ReadJournal(const std::string& path) {
+  std::set<std::string> names;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("\"name\": \"");
+    if (at == std::string::npos) continue;
+    const size_t start = at + 9, end = line.find('"', start);
+    if (end != std::string::npos && line.back() == '}') {
+      names.insert(line.substr(start, end - start));
+    }
+  }
+  return names;
+}
+
+// This process's shard of the cases, without those a journal records.
+std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
+  Run& run = TheRun();
+  const std::optional<Shard> shard = o.shard.empty()
+                                         ? ShardFromEnvironment(o.shard_count)
+                                         : ParseShard(o.shard);
+  if (shard && shard->count > 1) {
+    std::vector<double> seconds;
+    for (const Case& c : cases) {
+      seconds.push_back(
+          EstimatedSeconds(ComputeCost(c.model.BuildGraph(), c.mode, c.dtype)));
+    }
+    const std::vector<int> assigned = AssignShards(seconds, shard->count);
+    std::vector<Case> mine;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (assigned[i] == shard->index) mine.push_back(std::move(cases[i]));
+    }
+    cases = std::move(mine);
+    run.shard =
+        std::to_string(shard->index) + "/" + std::to_string(shard->count);
+  }
+  if (!o.resume.empty()) {
+    const std::set<std::string> done = ReadJournal(o.resume);
+    cases.erase(
+        std::remove_if(cases.begin(), cases.end(),
+                       [&](const Case& c) { return done.count(c.Name()) > 0; }),
+        cases.end());
+    run.journal.open(o.resume, std::ios::app);
+    if (!run.journal) {
+      throw FlagError("--paradnn_resume=" + o.resume + ": cannot write it");
+    }
+    if (!done.empty()) {
+      run.loaded->notes.push_back("resuming: " + std::to_string(done.size()) +
+                                  " cases already done in " + o.resume);
+    }
+  }
+  return cases;
+}
+
+// The run's entries: each case of the sweep and, with --paradnn_bricks, its
+// unique layers, each once, with its cost from the cost model.
+void MakeEntries(Run& run, std::vector<Case>& cases, const Options& o) {
+  auto add = [&](Entry e, const Graph& g) {
+    auto it = run.index.find(e.name);
+    if (it != run.index.end()) return it->second;
+    e.cost = ComputeCost(g, e.mode, e.dtype);
+    e.batch = g.batch();
+    const int index = static_cast<int>(run.entries.size());
+    run.index[e.name] = index;
+    core::CaseInfo info;
+    info.name = e.name;
+    info.batch = e.batch;
+    info.steps = o.steps;
+    info.manual_time = run.isolate;
+    run.infos.push_back(std::move(info));
+    run.entries.push_back(std::move(e));
+    return index;
+  };
+  for (Case& c : cases) {
+    const Graph g = c.model.BuildGraph();
+    Entry e;
+    e.name = c.Name();
+    e.backend = c.backend;
+    e.dtype = c.dtype;
+    e.mode = c.mode;
+    std::vector<int> layers;
+    if (o.bricks) {
+      // Single layers are counted whatever the bricks' granularity.
+      std::vector<Brick> single = BricksOf(g, c.mode);
+      for (const Brick& b : single) {
+        run.unique_layers.insert(
+            BrickCase{b, c.backend, c.dtype, c.mode}.Name());
+      }
+      for (Brick& b : o.bricks_granularity == 1
+                          ? std::move(single)
+                          : BricksOf(g, c.mode, o.bricks_granularity)) {
+        Entry brick;
+        brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();
+        brick.backend = c.backend;
+        brick.dtype = c.dtype;
+        brick.mode = c.mode;
+        const Graph bg = b.BuildGraph(c.mode);
+        brick.brick = std::move(b);
+        layers.push_back(add(std::move(brick), bg));
+      }
+    }
+    e.model = std::move(c);
+    const int index = add(std::move(e), g);
+    run.entries[index].layer_bricks = std::move(layers);
+  }
+}
+
+void LoadRun(Run& run, int* argc, char** argv) {
+  core::Loaded& loaded = *run.loaded;
+  Options o;
+  Sweep sweep;
+  try {
+    o = ParseFlags(argc, argv);
+    if (o.help) {
+      loaded.help = FlagsHelp();
+      return;
+    }
+    sweep = LoadCases(o);
+    sweep.cases = Override(sweep.cases, o);
+    sweep.cases = Select(sweep.cases, o);
+    if (!o.platform.empty())
+      run.peak_flops = LoadPlatform(o.platform).peak_flops;
+  } catch (const std::exception& ex) {
+    loaded.status = {core::Status::kFailed, ex.what()};
+    return;
+  }
+  for (const std::string& why : sweep.invalid) loaded.notes.push_back(why);
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  run.options.threads = o.threads > 0       ? o.threads
+                        : sweep.threads > 0 ? sweep.threads
+                                            : cores;
+  run.options.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : sweep.seed;
+  run.max_memory = o.max_memory > 0
+                       ? o.max_memory
+                       : static_cast<int64_t>(0.8 * AvailableMemory());
+  run.progress = o.progress;
+  run.flags = o;
+  run.isolate = o.isolate && std::getenv("PARADNN_ISOLATED_CHILD") == nullptr;
+  run.config =
+      o.config.empty() && o.cases.empty() ? kDefaultConfigName : o.config;
+  // MLPerf names: the flag, else the config, else the default.
+  auto pick = [](std::string& flag, const std::string& config,
+                 std::string fallback) {
+    if (flag.empty()) flag = config.empty() ? fallback : config;
+  };
+  pick(run.flags.mlperf_org, sweep.mlperf_org, "paradnn");
+  pick(run.flags.mlperf_system, sweep.mlperf_system, HostName());
+  pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
+  MakeEntries(run, sweep.cases, o);
+}
+
+}  // namespace
+
+Run& TheRun() {
+  static Run* run = new Run();
+  return *run;
+}
+
+bool Selected(const std::string& name, const std::string& filter) {
+  std::string f = filter;
+  const bool negate = !f.empty() && f[0] == '-';
+  if (negate) f = f.substr(1);
+  if (f.empty() || f == "all") f = ".";
+  try {
+    return std::regex_search(name, std::regex(f, std::regex::extended)) !=
+           negate;
+  } catch (const std::regex_error&) {
+    return true;
+  }
+}
+
+namespace core {
+
+Loaded Load(int* argc, char** argv) {
+  Run& run = TheRun();
+  if (!run.loaded) {
+    run.loaded.emplace();
+    LoadRun(run, argc, argv);
+  }
+  return *run.loaded;
+}
+
+bool EnvironmentAsks() {
+  for (const char* name : {"PARADNN_CONFIG", "PARADNN_CASE"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return true;
+  }
+  return false;
+}
+
+int CaseCount() { return static_cast<int>(TheRun().infos.size()); }
+
+const CaseInfo& Case(int index) { return TheRun().infos.at(index); }
+
+std::vector<std::pair<std::string, std::string>> Context() {
+  const Run& run = TheRun();
+  std::vector<std::pair<std::string, std::string>> context = {
+      {"paradnn_config", run.config},
+      {"paradnn_version", PARADNN_VERSION},
+      {"paradnn_threads", std::to_string(run.options.threads)},
+      {"paradnn_seed", std::to_string(run.options.seed)}};
+  if (!run.shard.empty()) context.emplace_back("paradnn_shard", run.shard);
+  return context;
+}
+
+std::vector<std::pair<std::string, std::string>> BackendContext(
+    const std::string& filter) {
+  std::set<std::string> used;
+  for (const Entry& e : TheRun().entries) {
+    if (!used.count(e.backend) && Selected(e.name, filter)) {
+      used.insert(e.backend);
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> context;
+  for (const std::string& b : used) {
+    std::string description;
+    const Backend* backend = FindBackend(b, &description);
+    try {
+      if (backend != nullptr) description = backend->Describe();
+    } catch (const std::exception& ex) {
+      description = std::string("not available: ") + ex.what();
+    }
+    context.emplace_back("paradnn_backend_" + b, description);
+  }
+  return context;
+}
+
+int Finish() {
+  Run& run = TheRun();
+  run.runner.reset();
+  run.prepared = -1;
+  ReportBricks(run);
+  WriteProfiles(run);
+  int passed = 0, skipped = 0, failed = 0;
+  for (const Entry& e : run.entries) {
+    passed += e.status == CaseStatus::kPassed;
+    skipped += e.status == CaseStatus::kSkipped;
+    failed += e.status == CaseStatus::kFailed;
+  }
+  std::fprintf(stderr, "paradnn: %d passed, %d skipped, %d failed\n", passed,
+               skipped, failed);
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace core
+}  // namespace paradnn

@@ -1,0 +1,75 @@
+// Host glue: the host's display reporter, as --benchmark_format chose it,
+// wrapped so that every run it reports reaches the core (the journal, the
+// MLPerf outputs) and the context names the backends that will run.
+#include <type_traits>
+#include <utility>
+
+#include "paradnn/paradnn.h"
+
+namespace paradnn {
+namespace {
+
+using Run = benchmark::BenchmarkReporter::Run;
+
+// Google Benchmark 1.8 replaced Run::error_occurred by Run::skipped.
+template <typename R, typename = void>
+struct HasSkipped : std::false_type {};
+template <typename R>
+struct HasSkipped<R, std::void_t<decltype(std::declval<R&>().skipped)>>
+    : std::true_type {};
+
+template <typename R>
+bool Failed(const R& run) {
+  if constexpr (HasSkipped<R>::value) {
+    return static_cast<int>(run.skipped) != 0;
+  } else {
+    return run.error_occurred;
+  }
+}
+
+class Reporter : public benchmark::BenchmarkReporter {
+ public:
+  explicit Reporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
+
+  bool ReportContext(const Context& context) override {
+    // Only now is the filter known: describe (and so load) the backends of
+    // the selected cases only.
+    for (const auto& [key, value] :
+         core::BackendContext(benchmark::GetBenchmarkFilter())) {
+      benchmark::AddCustomContext(key, value);
+    }
+    inner_->SetOutputStream(&GetOutputStream());
+    inner_->SetErrorStream(&GetErrorStream());
+    return inner_->ReportContext(context);
+  }
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    inner_->ReportRuns(runs);
+    for (const Run& run : runs) {
+      core::ReportedRun r;
+      r.name = run.benchmark_name();
+      r.aggregate = run.run_type != Run::RT_Iteration;
+      r.error = Failed(run);
+      r.repetition_index = run.repetition_index;
+      r.iterations = run.iterations;
+      r.seconds = run.real_accumulated_time;
+      r.time_ms = run.GetAdjustedRealTime();
+      core::Reported(r);
+    }
+  }
+
+  void Finalize() override { inner_->Finalize(); }
+
+ private:
+  benchmark::BenchmarkReporter* inner_;
+};
+
+}  // namespace
+
+benchmark::BenchmarkReporter* DisplayReporter() {
+  static Reporter* reporter =
+      new Reporter(benchmark::CreateDefaultDisplayReporter());
+  return reporter;
+}
+
+}  // namespace paradnn

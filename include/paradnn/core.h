@@ -1,0 +1,93 @@
+// paradnn's core, as the host glue (paradnn.h) drives it: a sweep expanded
+// into cases, each prepared, stepped and counted on its backend. No Google
+// Benchmark in it, and no exception crosses it: every call that can fail
+// returns a Status, so a host built with -fno-exceptions -fno-rtti can call
+// it. Cases are numbered 0..CaseCount()-1 in registration order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace paradnn::core {
+
+struct Status {
+  enum Code { kOk, kSkipped, kFailed };
+  Code code = kOk;
+  std::string message;
+  bool ok() const { return code == kOk; }
+};
+
+// What Load found; the glue prints and exits where it says so.
+struct Loaded {
+  Status status;     // kFailed: bad input (file, line, value, expectation)
+  std::string help;  // --paradnn_help: the flags' help, to print
+  std::vector<std::string> notes;  // grid points skipped, resume notes
+};
+
+// Takes the --paradnn_* flags out of argv (argc == nullptr: the environment
+// only), loads the sweep (the built-in quickstart when none is given) and
+// makes the cases. Loads nothing twice: later calls return the first result.
+Loaded Load(int* argc, char** argv);
+
+// Whether PARADNN_CONFIG or PARADNN_CASE asks for cases, for the static
+// registration, which registers nothing otherwise.
+bool EnvironmentAsks();
+
+struct CaseInfo {
+  std::string name;        // canonical, the benchmark's name
+  int64_t batch = 0;       // examples per step
+  int64_t steps = 0;       // timed steps, fixed by --paradnn_steps; 0: any
+  bool manual_time = false;  // timed in a child process (--paradnn_isolate)
+};
+int CaseCount();
+const CaseInfo& Case(int index);
+
+// Key-value pairs for the run's context (config, version, threads, seed).
+std::vector<std::pair<std::string, std::string>> Context();
+// The backends of the cases the filter (Google Benchmark's) selects, each
+// described by its library and settings; loads those backends only.
+std::vector<std::pair<std::string, std::string>> BackendContext(
+    const std::string& filter);
+
+// Running one case, from its benchmark function, which Google Benchmark may
+// call several times:
+//   Status s = BeginCase(i, filter, max_steps);  // checks, model prepared
+//   if (s.ok()) { for each timed step: if (!Step()) break; }
+//   if (s.ok()) s = EndCase(i, iterations, &counters);
+// A non-ok Status ends the case: kSkipped when it cannot run here (the
+// reason says why), kFailed when it broke. `filter` is Google Benchmark's
+// (for the progress count); at most `max_steps` steps follow.
+Status BeginCase(int index, const std::string& filter, int64_t max_steps);
+// One step of the prepared case; false when it failed (EndCase says why).
+bool Step();
+// With manual_time: the time per step the child process measured.
+double IsolatedStepSeconds(int index);
+
+struct Counter {
+  std::string name;
+  double value = 0;
+  bool per_second = false;  // a rate: value per second of the case's time
+};
+Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters);
+
+// A run as the benchmark library reported it, for the journal
+// (--paradnn_resume) and the MLPerf outputs.
+struct ReportedRun {
+  std::string name;  // as reported, suffixes and all
+  bool aggregate = false;  // mean, median, ...
+  bool error = false;
+  int64_t repetition_index = 0;
+  int64_t iterations = 0;
+  double seconds = 0;   // real time accumulated over the iterations
+  double time_ms = 0;   // per iteration, as reported
+};
+void Reported(const ReportedRun& run);
+
+// Releases the last prepared model, writes the bricks and profile outputs,
+// prints "paradnn: N passed, M skipped, K failed" on stderr and returns the
+// exit status: 1 when a case failed, else 0.
+int Finish();
+
+}  // namespace paradnn::core
