@@ -1,6 +1,7 @@
 #include "analysis/calibrate.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +12,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "adapters/mlperf/package.h"
 #include "analysis/results.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
@@ -47,6 +47,16 @@ double BestFlops(const Backend& backend, const Case& c, int threads) {
   }
   return best;
 }
+
+}  // namespace
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+namespace {
 
 std::string CpuName() {
   std::ifstream in("/proc/cpuinfo");

@@ -22,6 +22,9 @@ std::string PlatformJson(const Platform& p);
 // Throws std::runtime_error naming the file and the missing or bad field.
 Platform LoadPlatform(const std::string& path);
 
+// This machine's name (gethostname).
+std::string HostName();
+
 // FLOP/s of a STREAM-like triad a = b + s * c over `bytes` per array.
 double StreamTriad(size_t bytes_per_array, int threads, int repeats);
 

@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "backends/backend.h"
+#include "generators/spec.h"
 
 namespace paradnn {
 namespace {
@@ -35,22 +36,28 @@ constexpr BuiltIn kBuiltIns[] = {
 #endif
 };
 
+constexpr std::string_view kModulePrefix = "libparadnn_backend_";
+constexpr std::string_view kModuleSuffix = ".so";
+
 std::string ModuleFile(const std::string& module) {
-  return "libparadnn_backend_" + module + ".so";
+  return std::string(kModulePrefix) + module + std::string(kModuleSuffix);
 }
 
-// Where modules are looked for, in order: PARADNN_BACKEND_PATH (colon-
-// separated folders), beside this library (its paradnn/ folder), the build
-// tree's and the install prefix's module folders.
-std::vector<fs::path> SearchPath() {
+// The folders of PARADNN_BACKEND_PATH (colon-separated).
+std::vector<fs::path> UserFolders() {
   std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("PARADNN_BACKEND_PATH")) {
-    std::stringstream in(env);
-    std::string dir;
-    while (std::getline(in, dir, ':')) {
-      if (!dir.empty()) dirs.emplace_back(dir);
-    }
+  const char* env = std::getenv("PARADNN_BACKEND_PATH");
+  for (const std::string& dir : Split(env ? env : "", ':')) {
+    if (!dir.empty()) dirs.emplace_back(dir);
   }
+  return dirs;
+}
+
+// Where modules are looked for, in order: PARADNN_BACKEND_PATH, beside this
+// library (its paradnn/ folder), the build tree's and the install prefix's
+// module folders.
+std::vector<fs::path> SearchPath() {
+  std::vector<fs::path> dirs = UserFolders();
   Dl_info self{};
   if (dladdr(reinterpret_cast<void*>(&SearchPath), &self) &&
       self.dli_fname != nullptr) {
@@ -71,20 +78,17 @@ std::map<std::string, Slot>& Table() {
   static auto* table = [] {
     auto* t = new std::map<std::string, Slot>();
     for (const BuiltIn& b : kBuiltIns) (*t)[b.name].module = b.module;
-    // Third-party modules: libparadnn_backend_<name>.so on the search path.
-    if (const char* env = std::getenv("PARADNN_BACKEND_PATH")) {
-      std::stringstream in(env);
-      std::string dir;
+    // Third-party modules: libparadnn_backend_<name>.so on the user's path.
+    for (const fs::path& dir : UserFolders()) {
       std::error_code ec;
-      while (std::getline(in, dir, ':')) {
-        for (const auto& f : fs::directory_iterator(dir, ec)) {
-          const std::string file = f.path().filename().string();
-          const std::string prefix = "libparadnn_backend_";
-          if (file.rfind(prefix, 0) == 0 && f.path().extension() == ".so") {
-            const std::string name = file.substr(
-                prefix.size(), file.size() - prefix.size() - 3);
-            if (!t->count(name)) (*t)[name].module = name;
-          }
+      for (const auto& f : fs::directory_iterator(dir, ec)) {
+        const std::string file = f.path().filename().string();
+        const size_t length = file.size() - kModulePrefix.size();
+        if (file.rfind(kModulePrefix, 0) == 0 &&
+            f.path().extension() == kModuleSuffix && length > 3) {
+          const std::string name =
+              file.substr(kModulePrefix.size(), length - kModuleSuffix.size());
+          if (!t->count(name)) (*t)[name].module = name;
         }
       }
     }

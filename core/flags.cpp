@@ -5,6 +5,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "generators/spec.h"
+
 namespace paradnn {
 namespace po = boost::program_options;
 
@@ -12,13 +14,10 @@ namespace {
 
 constexpr char kPrefix[] = "--paradnn_";
 
+// "a,b," gives a, b.
 std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
+  std::vector<std::string> out = Split(s, ',');
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
   return out;
 }
 

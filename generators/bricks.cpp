@@ -56,14 +56,6 @@ Shape ParseShape(const std::string& text) {
   return s;
 }
 
-std::vector<std::string> Split(std::string_view s, char sep) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::stringstream in{std::string(s)};
-  while (std::getline(in, part, sep)) parts.push_back(part);
-  return parts;
-}
-
 }  // namespace
 
 namespace {

@@ -37,18 +37,6 @@ std::string FamilyNames() {
   return Join(names, ", ");
 }
 
-std::vector<std::string> Split(std::string_view s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t end = s.find(sep, start);
-    parts.emplace_back(s.substr(start, end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return parts;
-}
-
 int ParamIndex(const FamilyDef& def, std::string_view key) {
   for (size_t i = 0; i < def.params.size(); ++i) {
     if (def.params[i].key == key) return static_cast<int>(i);
@@ -201,6 +189,18 @@ Case ParseCaseName(std::string_view name) {
   } catch (const SpecError& e) {
     throw SpecError(quoted + ": " + e.what());
   }
+}
+
+std::vector<std::string> Split(std::string_view s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = s.find(sep, start);
+    parts.emplace_back(s.substr(start, end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
 }
 
 }  // namespace paradnn

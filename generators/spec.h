@@ -86,6 +86,9 @@ Mode ParseMode(std::string_view s);
 // --paradnn_steps, "/iterations:N".
 std::string CaseNameOf(std::string reported);
 
+// s cut at every sep, empty parts kept: "a//b" gives a, "", b.
+std::vector<std::string> Split(std::string_view s, char sep);
+
 // Parses a canonical case name; backend names are not checked here.
 Case ParseCaseName(std::string_view name);
 

@@ -17,7 +17,10 @@ namespace paradnn {
 namespace {
 
 // Registering into one Google Benchmark while the host runs another would
-// lose every case silently: refuse when a second copy is loaded.
+// lose every case silently. The copy this file was linked with is the one
+// it registers into; when the process exports another one (a shared
+// libbenchmark beside a static copy), code elsewhere may run that one:
+// refuse, naming both.
 void CheckOneBenchmarkLibrary() {
   const auto ours = reinterpret_cast<void*>(
       static_cast<size_t (*)()>(&benchmark::RunSpecifiedBenchmarks));

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages paradnn needs, only those missing, and
 # makes sure LibTorch's BLAS is OpenBLAS rather than the reference BLAS.
 #   scripts/setup.sh          build and run dependencies
-#   scripts/setup.sh --test   also what the tests use (Chromium opens reports)
+#   scripts/setup.sh --test   also what the tests use (Chromium opens reports,
+#                             clang fuzzes, Google Benchmark sources for hosts)
 #   scripts/setup.sh --bench  also what bench/ compares against
 set -euo pipefail
 
@@ -15,7 +16,7 @@ packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox)
 case "${1:-}" in
   --test) packages+=(chromium clang libclang-rt-14-dev) ;;
-  --bench) packages+=(python3-torch) ;;
+  --bench) packages+=(python3-torch time bc) ;;
 esac
 
 sudo=""
@@ -44,4 +45,8 @@ for lib in libblas.so.3 liblapack.so.3; do
     $sudo update-alternatives --set "$lib-$arch" "$want"
   fi
 done
+# The tests build hosts with their own Google Benchmark, from sources.
+if [[ "${1:-}" == "--test" ]]; then
+  echo "setup: Google Benchmark sources in $("$(dirname "$0")/benchmark_sources.sh")"
+fi
 echo "setup: ok ($(update-alternatives --query "libblas.so.3-$arch" | sed -n 's/^Value: //p'))"

@@ -1,7 +1,5 @@
 #include "adapters/mlperf/package.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -52,12 +50,6 @@ int Sockets() {
 }
 
 }  // namespace
-
-std::string HostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 OrderedJson SystemDescription(const std::string& org, const std::string& system,
                               const std::string& status,

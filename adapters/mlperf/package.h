@@ -20,6 +20,4 @@ OrderedJson SystemDescription(const std::string& org, const std::string& system,
 // Writes the lines of one run to `path`, creating its folders.
 void WriteMllog(const std::string& path, const std::vector<MllogEvent>& events);
 
-std::string HostName();
-
 }  // namespace paradnn

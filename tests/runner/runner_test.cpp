@@ -230,6 +230,66 @@ TEST_CASE("Google Benchmark's own flags keep working", "[runner]") {
   CHECK(j["benchmarks"][0]["repetitions"] == 3);
 }
 
+TEST_CASE("backend modules: a third party's on PARADNN_BACKEND_PATH",
+          "[runner][modules]") {
+  const std::string model = "FC/layers:1/nodes:8/input:8/output:2/batch:2/";
+  const std::string cases = " --paradnn_case=" + model + "null/fp32/infer" +
+                            " --paradnn_case=" + model + "null/fp32/train" +
+                            " --paradnn_case=" + model + "broken/fp32/infer";
+  // Not a backend at all without the path.
+  Result unknown = RunRunner(cases);
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.err, Contains("'null' is not a backend"));
+
+  const std::string broken = Scratch("modules/libparadnn_backend_broken.so");
+  std::ofstream(broken) << "not a shared object\n";
+  const std::string path = std::string(PARADNN_THIRD_PARTY_BACKENDS) + ":" +
+                           test::Scratch("modules").string();
+  setenv("PARADNN_BACKEND_PATH", path.c_str(), 1);
+  Result r = RunRunner(cases + kFast + " --benchmark_format=json");
+  unsetenv("PARADNN_BACKEND_PATH");
+  INFO(r.err);
+  CHECK(r.status == 0);  // skipped cases are not failures
+  CHECK_THAT(r.err, Contains("paradnn: 1 passed, 2 skipped, 0 failed"));
+  json j = json::parse(r.out);
+  CHECK(j["context"]["paradnn_backend_null"] == "null backend, does nothing");
+  std::map<std::string, json> by_name;
+  for (const json& b : j["benchmarks"]) by_name[CaseName(b)] = b;
+  REQUIRE(by_name.size() == 3);
+  const json& infer = by_name[model + "null/fp32/infer"];
+  CHECK_FALSE(infer.contains("error_occurred"));
+  CHECK(infer["flop_per_step"] == 2 * 2 * (8 * 8 + 8 * 2));
+  CHECK(by_name[model + "null/fp32/train"]["error_message"] ==
+        "the null backend only infers");
+  const std::string why = by_name[model + "broken/fp32/infer"]["error_message"];
+  CHECK_THAT(why, Contains("backend 'broken' cannot be loaded: " + broken));
+}
+
+// The shared objects a run of the runner loads (the loader's own account).
+std::string Loaded(const std::string& args) {
+  const std::string log = Scratch("loaded.txt");
+  const std::string cmd = std::string("LD_DEBUG=files ") + PARADNN_RUNNER +
+                          " " + args + " 2> " + log + " > /dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return Slurp(log);
+}
+
+TEST_CASE("a run loads the backends of the cases it runs, no others",
+          "[runner][modules]") {
+  const std::string none =
+      Loaded(Config("smoke.yaml") + " --benchmark_filter=NONE");
+  CHECK_THAT(none, Contains("libparadnn.so"));
+  CHECK_THAT(none, !Contains("libparadnn_backend_"));
+  CHECK_THAT(none, !Contains("libtorch"));
+  CHECK_THAT(none, !Contains("libdnnl"));
+  const std::string torch = Loaded(
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
+      "fp32/infer" + std::string(kFast));
+  CHECK_THAT(torch, Contains("libparadnn_backend_torch.so"));
+  CHECK_THAT(torch, Contains("libtorch"));  // which brings its own oneDNN
+  CHECK_THAT(torch, !Contains("libparadnn_backend_onednn.so"));
+}
+
 const char* const kCommandNames[] = {"calibrate", "report", "merge",
                                      "mlperf-summary", "mlperf-report"};
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fetches the sources of Google Benchmark 1.7.1 (Debian 12's) and 1.9.1
+# (Debian 13's) from Debian's source packages, once, into a cache outside
+# the tree, and prints the cache folder. The host-matrix test builds them as
+# projects that vendor Google Benchmark do (tests/hosts/).
+#   scripts/benchmark_sources.sh     (PARADNN_SOURCE_CACHE moves the cache)
+set -euo pipefail
+cache=${PARADNN_SOURCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/paradnn/sources}
+mkdir -p "$cache"
+declare -A suite=([1.7.1]=bookworm [1.9.1]=trixie)
+missing=()
+for v in "${!suite[@]}"; do
+  [[ -f "$cache/benchmark-$v/CMakeLists.txt" ]] || missing+=("$v")
+done
+if (( ${#missing[@]} )); then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  list=/etc/apt/sources.list.d/paradnn-src.sources
+  if [[ ! -f $list ]]; then
+    echo "benchmark_sources: adding Debian's source packages ($list)" >&2
+    $sudo tee "$list" >/dev/null <<'LIST'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+LIST
+    $sudo apt-get update -qq
+  fi
+  for v in "${missing[@]}"; do
+    echo "benchmark_sources: fetching benchmark $v (${suite[$v]})" >&2
+    (cd "$cache" && apt-get source --download-only -qq "benchmark/${suite[$v]}" 2>/dev/null)
+    tar xzf "$cache/benchmark_$v.orig.tar.gz" -C "$cache"
+    [[ -f "$cache/benchmark-$v/CMakeLists.txt" ]] || {
+      echo "benchmark_sources: no benchmark-$v in $cache" >&2; exit 1; }
+  done
+fi
+echo "$cache"

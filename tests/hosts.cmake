@@ -1,0 +1,136 @@
+# Builds the host of tests/hosts/ in one variant and checks, in both of its
+# styles, that the host's own benchmark and paradnn's CNN cases list and
+# run, the JSON is valid, the MLPerf log is written (own main), a plain run
+# of the BENCHMARK_MAIN() host registers nothing, no LibTorch or oneDNN is
+# linked, and a second Google Benchmark in the process stops the run.
+#   cmake -DSOURCE=<paradnn> -DBUILD=<paradnn build> -DWORK=<scratch>
+#         -DSOURCES=<Google Benchmark sources> -DVARIANT=<name> -P hosts.cmake
+set(flags "-fvisibility=hidden -fno-exceptions -fno-rtti")
+if(VARIANT STREQUAL "debian")
+  set(benchmark system)
+  set(paradnn package)
+  set(order paradnn_first)
+  set(flags "")
+elseif(VARIANT STREQUAL "vendored-1.7.1")
+  set(benchmark ${SOURCES}/benchmark-1.7.1)
+  set(paradnn package)
+  set(order paradnn_first)
+elseif(VARIANT STREQUAL "vendored-1.9.1")
+  set(benchmark ${SOURCES}/benchmark-1.9.1)
+  set(paradnn package)
+  set(order benchmark_first)
+elseif(VARIANT STREQUAL "vendored-1.9.1-subdirectory")
+  set(benchmark ${SOURCES}/benchmark-1.9.1)
+  set(paradnn ${SOURCE})
+  set(order benchmark_first)
+else()
+  message(FATAL_ERROR "no variant ${VARIANT}")
+endif()
+if(NOT benchmark STREQUAL "system" AND NOT EXISTS ${benchmark}/CMakeLists.txt)
+  message(FATAL_ERROR "no Google Benchmark sources in ${benchmark}: run "
+                      "scripts/benchmark_sources.sh (scripts/setup.sh --test)")
+endif()
+
+set(work ${WORK}/${VARIANT})
+file(REMOVE_RECURSE ${work})
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE status OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "failed (${status}): ${ARGV}\n${out}\n${err}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+  set(err "${err}" PARENT_SCOPE)
+endfunction()
+function(expect text what)
+  string(FIND "${text}" "${what}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${VARIANT}: no '${what}' in:\n${text}")
+  endif()
+endfunction()
+function(expect_not text what)
+  string(FIND "${text}" "${what}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "${VARIANT}: '${what}' should not be in:\n${text}")
+  endif()
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${work}/prefix)
+find_program(ccache ccache)
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/hosts -B ${work}/build
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${work}/prefix
+    -DCMAKE_CXX_FLAGS=${flags} -DCMAKE_CXX_COMPILER_LAUNCHER=${ccache}
+    -DHOST_BENCHMARK=${benchmark} -DHOST_PARADNN=${paradnn}
+    -DHOST_ORDER=${order})
+run(${CMAKE_COMMAND} --build ${work}/build -j 2)
+
+set(config ${SOURCE}/configs/smoke.yaml)
+set(cnn CNN/block:residual/blocks:1/filters:4/image:32/output:10/batch:2/torch/fp32/train)
+set(run_args --benchmark_filter=BM_Host|CNN/ --benchmark_min_time=0.01
+             --benchmark_format=json)
+foreach(style own_main benchmark_main)
+  set(host ${work}/build/host_${style})
+  run(ldd ${host})
+  foreach(library libtorch libdnnl libc10)
+    expect_not("${out}" ${library})
+  endforeach()
+  if(style STREQUAL "own_main")
+    set(env ${CMAKE_COMMAND} -E env)
+    set(args --paradnn_config=${config} --paradnn_threads=1
+             --paradnn_mllog=${work}/mllog)
+  else()
+    set(env ${CMAKE_COMMAND} -E env PARADNN_CONFIG=${config}
+            PARADNN_THREADS=1)
+    set(args)
+    # Without PARADNN_CONFIG or PARADNN_CASE the host is as it was.
+    run(${host} --benchmark_list_tests)
+    expect("${out}" BM_Host)
+    expect_not("${out}" CNN/)
+    run(${host} --benchmark_filter=BM_Host --benchmark_min_time=0.01)
+    expect_not("${err}" paradnn)
+  endif()
+  run(${env} ${host} ${args} --benchmark_list_tests)
+  expect("${out}" BM_Host)
+  expect("${out}" ${cnn})
+  run(${env} ${host} ${args} ${run_args})
+  expect("${err}" "paradnn: 4 passed, 0 skipped, 0 failed")
+  string(JSON count LENGTH "${out}" benchmarks)
+  if(NOT count EQUAL 5)
+    message(FATAL_ERROR "${VARIANT} ${style}: ${count} runs, not 5:\n${out}")
+  endif()
+  set(names)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${out}" benchmarks ${i} name)
+    string(JSON flop ERROR_VARIABLE none GET "${out}" benchmarks ${i}
+           flop_per_step)
+    if(name MATCHES "^CNN/" AND NOT flop GREATER 0)
+      message(FATAL_ERROR "${VARIANT} ${style}: ${name} has no FLOP count")
+    endif()
+    list(APPEND names ${name})
+  endforeach()
+  expect("${names}" BM_Host)
+  expect("${names}" ${cnn}/real_time)
+endforeach()
+# A second Google Benchmark in the process (Debian's shared one, preloaded
+# beside the host's static copy): paradnn says so and stops.
+if(NOT benchmark STREQUAL "system")
+  file(GLOB shared /usr/lib/*/libbenchmark.so.1*)
+  list(GET shared 0 shared)
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${shared}
+            ${work}/build/host_own_main --benchmark_list_tests
+    RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 2)
+    message(FATAL_ERROR "${VARIANT}: two Google Benchmarks, status ${status}")
+  endif()
+  expect("${err}" "two Google Benchmark libraries in this process")
+  expect("${err}" "${shared}")
+endif()
+
+string(REPLACE "/" "_" cnn_dir ${cnn})
+string(REPLACE ":" "-" cnn_dir ${cnn_dir})
+if(NOT EXISTS ${work}/mllog/${cnn_dir}/result_0.txt)
+  message(FATAL_ERROR "${VARIANT}: no MLPerf log in ${work}/mllog/${cnn_dir}")
+endif()
+message(STATUS "${VARIANT}: both styles list and run BM_Host and the CNN cases")
