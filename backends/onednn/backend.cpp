@@ -1,0 +1,82 @@
+// The oneDNN backend: what it supports, its runner, its description.
+#include <oneapi/dnnl/dnnl_version.h>
+
+#include "backends/onednn/onednn_backend.h"
+#include "backends/onednn/runner.h"
+
+namespace paradnn {
+namespace {
+
+using onednn::OnednnRunner;
+
+class OnednnBackend : public Backend {
+ public:
+  std::string name() const override { return "onednn"; }
+
+  std::string Unsupported(const Job& job) const override {
+    if (job.dtype == DType::kBf16 &&
+        dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
+      return "onednn: bf16 needs a CPU with AVX-512 (avx512_core) or newer";
+    }
+    if (job.dtype == DType::kBf16 && job.mode == Mode::kTrain) {
+      for (const Layer& l : job.graph.layers()) {
+        // GRU: no bf16 backward descriptor; RNN and LSTM: none with the
+        // explicit initial state their correct gradients need (see
+        // BuildRecurrent).
+        if (l.op == Op::kRecurrent) {
+          return "onednn: oneDNN " + Version() +
+                 " has no correct bf16 backward for " + ToString(l.cell) +
+                 " cells";
+        }
+      }
+    }
+    return "";
+  }
+
+  std::unique_ptr<Runner> Prepare(const Job& job,
+                                  const RunOptions& opt) const override {
+    try {
+      return std::make_unique<OnednnRunner>(job, opt);
+    } catch (const dnnl::error& e) {
+      throw std::runtime_error(std::string("oneDNN: ") + e.what());
+    }
+  }
+
+  std::string Describe() const override {
+    return "oneDNN " + Version() + ", CPU runtime OpenMP, ISA " + IsaName();
+  }
+
+ private:
+  static std::string Version() {
+    const dnnl_version_t* v = dnnl_version();
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch);
+  }
+
+  static std::string IsaName() {
+    switch (dnnl::get_effective_cpu_isa()) {
+      case dnnl::cpu_isa::avx512_core_amx:
+        return "avx512_core_amx";
+      case dnnl::cpu_isa::avx512_core_bf16:
+        return "avx512_core_bf16";
+      case dnnl::cpu_isa::avx512_core_vnni:
+        return "avx512_core_vnni";
+      case dnnl::cpu_isa::avx512_core:
+        return "avx512_core";
+      case dnnl::cpu_isa::avx2_vnni:
+        return "avx2_vnni";
+      case dnnl::cpu_isa::avx2:
+        return "avx2";
+      default:
+        return "other";
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeOnednnBackend() {
+  return std::make_unique<OnednnBackend>();
+}
+
+}  // namespace paradnn

@@ -1,0 +1,115 @@
+// oneDNN backend. Convolutions and pooling.
+#include "backends/onednn/runner.h"
+
+namespace paradnn::onednn {
+
+// The format a convolution producing `dims` would write: images fed to
+// the graph (a layer's input when it runs on its own) arrive as they
+// would from the convolution before it, not in plain NCHW, where batch
+// norm, pooling and eltwise primitives run several times slower.
+memory::desc OnednnRunner::ConvolutionOutput(const Dims& dims) {
+  const memory::desc any(dims, dt_, Tag::any);
+  dnnl::convolution_forward::primitive_desc pd(
+      {dnnl::prop_kind::forward_inference,
+       dnnl::algorithm::convolution_direct,
+       any,
+       memory::desc({dims[1], dims[1], 3, 3}, dt_, Tag::any),
+       any,
+       {1, 1},
+       {1, 1},
+       {1, 1}},
+      engine_);
+  return pd.dst_desc();
+}
+
+void OnednnRunner::BuildConv(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims src_dims = out_[x].get_desc().dims();
+  const Dims w_dims = {l.units, src_dims[1], l.kernel, l.kernel};
+  const Dims dst_dims = l.shape;
+  const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad};
+  memory::desc src_md(src_dims, dt_, Tag::any);
+  memory::desc w_md(w_dims, dt_, Tag::any);
+  memory::desc dst_md(dst_dims, dt_, Tag::any);
+  dnnl::convolution_forward::primitive_desc pd(
+      {Forward(), dnnl::algorithm::convolution_direct, src_md, w_md, dst_md,
+       strides, pad, pad},
+      engine_);
+  AddParam(i, "weight", pd.weights_desc(),
+           memory::desc(w_dims, Dt::f32, Tag::oihw), pd.weights_desc());
+  SetOut(i, pd.dst_desc());
+  const memory in = Input(x, pd.src_desc());
+  Weight& w = ParamOf(i, "weight");
+  Run(forward_, dnnl::convolution_forward(pd),
+      {{DNNL_ARG_SRC, in},
+       {DNNL_ARG_WEIGHTS, w.value},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return;
+  dnnl::convolution_backward_weights::primitive_desc wpd(
+      {dnnl::algorithm::convolution_direct, pd.src_desc(), pd.weights_desc(),
+       pd.dst_desc(), strides, pad, pad},
+      engine_, pd);
+  // Gradients in the weights' own format keep the SGD update a plain sum.
+  if (wpd.diff_weights_desc() != pd.weights_desc()) {
+    throw std::runtime_error(
+        "oneDNN chose different formats for convolution weights and their "
+        "gradient");
+  }
+  Run(backward_[i], dnnl::convolution_backward_weights(wpd),
+      {{DNNL_ARG_SRC, in},
+       {DNNL_ARG_DIFF_DST, diff_[i]},
+       {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
+  if (Grad(x)) {
+    // Backward data has kernels of its own for its own weight format;
+    // given the forward one it falls back to the reference code.
+    dnnl::convolution_backward_data::primitive_desc dpd(
+        {dnnl::algorithm::convolution_direct, pd.src_desc(),
+         memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pad},
+        engine_, pd);
+    memory weights = w.value;
+    if (dpd.weights_desc() != pd.weights_desc()) {
+      weights = Make(dpd.weights_desc());
+      Reorder(backward_[i], w.value, weights, false);
+    }
+    memory grad = GradTarget(x, i, dpd.diff_src_desc());
+    Run(backward_[i], dnnl::convolution_backward_data(dpd),
+        {{DNNL_ARG_DIFF_DST, diff_[i]},
+         {DNNL_ARG_WEIGHTS, weights},
+         {DNNL_ARG_DIFF_SRC, grad}});
+    Deliver(x, i, grad);
+  }
+}
+
+void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
+                             int64_t kernel, int64_t stride, int64_t pad) {
+  const int x = l.inputs[0];
+  const memory::desc src_md = out_[x].get_desc();
+  const Dims src_dims = src_md.dims();
+  const Dims dst_dims = {src_dims[0], src_dims[1],
+                         (src_dims[2] + 2 * pad - kernel) / stride + 1,
+                         (src_dims[3] + 2 * pad - kernel) / stride + 1};
+  const Dims strides = {stride, stride}, kernels = {kernel, kernel},
+             pads = {pad, pad};
+  dnnl::pooling_forward::primitive_desc pd(
+      {Forward(), alg, src_md, memory::desc(dst_dims, dt_, Tag::any), strides,
+       kernels, pads, pads},
+      engine_);
+  SetOut(i, pd.dst_desc());
+  Args args = {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}};
+  memory workspace;
+  if (train_ && pd.workspace_desc().get_size() > 0) {
+    workspace = Make(pd.workspace_desc());
+    args[DNNL_ARG_WORKSPACE] = workspace;
+  }
+  Run(forward_, dnnl::pooling_forward(pd), args);
+  if (!Grad(x)) return;
+  dnnl::pooling_backward::primitive_desc bpd(
+      {alg, src_md, pd.dst_desc(), strides, kernels, pads, pads}, engine_, pd);
+  memory grad = GradTarget(x, i, bpd.diff_src_desc());
+  Args bargs = {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_DIFF_SRC, grad}};
+  if (workspace) bargs[DNNL_ARG_WORKSPACE] = workspace;
+  Run(backward_[i], dnnl::pooling_backward(bpd), bargs);
+  Deliver(x, i, grad);
+}
+
+}  // namespace paradnn::onednn

@@ -1,0 +1,93 @@
+// oneDNN backend. Dense layers (inner product) and embeddings.
+#include "backends/onednn/runner.h"
+
+namespace paradnn::onednn {
+
+void OnednnRunner::BuildDense(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  Flatten(x);
+  const memory src = out_[x];
+  const Dims src_dims = src.get_desc().dims();
+  Dims w_dims = {l.units, src_dims[1]};
+  Tag w_tag = Tag::oi;
+  if (src_dims.size() == 4) {  // after the global pool: [N, C, 1, 1]
+    w_dims = {l.units, src_dims[1], 1, 1};
+    w_tag = Tag::oihw;
+  }
+  const Dims dst_dims = {src_dims[0], l.units};
+  // The logits stay plain for the loss.
+  const bool logits = i == graph_.logits();
+  memory::desc src_md(src_dims, dt_, Tag::any);
+  memory::desc w_md(w_dims, dt_, Tag::any);
+  memory::desc b_md({l.units}, dt_, Tag::x);
+  memory::desc dst_md(dst_dims, dt_, logits ? Tag::nc : Tag::any);
+  dnnl::inner_product_forward::primitive_desc pd(
+      {Forward(), src_md, w_md, b_md, dst_md}, engine_);
+  AddParam(i, "weight", pd.weights_desc(), memory::desc(w_dims, Dt::f32, w_tag),
+           pd.weights_desc());
+  AddParam(i, "bias", pd.bias_desc(), memory::desc({l.units}, Dt::f32, Tag::x),
+           pd.bias_desc());
+  SetOut(i, pd.dst_desc());
+  const memory in = Input(x, pd.src_desc());
+  Weight& w = ParamOf(i, "weight");
+  Weight& b = ParamOf(i, "bias");
+  Run(forward_, dnnl::inner_product_forward(pd),
+      {{DNNL_ARG_SRC, in},
+       {DNNL_ARG_WEIGHTS, w.value},
+       {DNNL_ARG_BIAS, b.value},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return;
+  dnnl::inner_product_backward_weights::primitive_desc wpd(
+      {pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc()},
+      engine_, pd);
+  Run(backward_[i], dnnl::inner_product_backward_weights(wpd),
+      {{DNNL_ARG_SRC, in},
+       {DNNL_ARG_DIFF_DST, diff_[i]},
+       {DNNL_ARG_DIFF_WEIGHTS, w.grad},
+       {DNNL_ARG_DIFF_BIAS, b.grad}});
+  if (Grad(x)) {
+    dnnl::inner_product_backward_data::primitive_desc dpd(
+        {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, engine_, pd);
+    memory grad = GradTarget(x, i, dpd.diff_src_desc());
+    Run(backward_[i], dnnl::inner_product_backward_data(dpd),
+        {{DNNL_ARG_DIFF_DST, diff_[i]},
+         {DNNL_ARG_WEIGHTS, w.value},
+         {DNNL_ARG_DIFF_SRC, grad}});
+    Deliver(x, i, grad);
+  }
+}
+
+void OnednnRunner::BuildEmbedding(int i, const Layer& l) {
+  const memory::desc table_md({l.vocab, l.units}, dt_, Tag::ab);
+  AddParam(i, "weight", table_md,
+           memory::desc({l.vocab, l.units}, Dt::f32, Tag::ab),
+           memory::desc({l.vocab, l.units}, Dt::f32, Tag::ab));
+  SetOut(i, memory::desc(l.shape, dt_, Tag::tnc));
+  Weight& table = ParamOf(i, "weight");
+  const int64_t width = l.units * (dt_ == Dt::f32 ? 4 : 2);
+  Push(forward_, OpClass::kMovement, "embedding", [this, i, &table, width] {
+    const char* t = static_cast<const char*>(table.value.get_data_handle());
+    char* o = static_cast<char*>(out_[i].get_data_handle());
+    const int64_t n = static_cast<int64_t>(tokens_.size());
+#pragma omp parallel for
+    for (int64_t k = 0; k < n; ++k) {
+      std::memcpy(o + k * width, t + tokens_[k] * width, width);
+    }
+  });
+  if (!train_) return;
+  const int64_t units = l.units;
+  Push(backward_[i], OpClass::kMovement, "embedding", [this, i, &table, units] {
+    float* g = static_cast<float*>(table.grad.get_data_handle());
+    std::memset(g, 0, table.grad.get_desc().get_size());
+    const void* d = diff_[i].get_data_handle();
+    // Rows of one token add up; a serial pass keeps that race-free.
+    for (size_t k = 0; k < tokens_.size(); ++k) {
+      float* row = g + tokens_[k] * units;
+      for (int64_t e = 0; e < units; ++e) {
+        row[e] += Load(d, dt_, static_cast<int64_t>(k) * units + e);
+      }
+    }
+  });
+}
+
+}  // namespace paradnn::onednn

@@ -1,0 +1,78 @@
+// oneDNN backend. Elementwise layers: activations, residual adds, the
+// positional table.
+#include "backends/onednn/runner.h"
+
+namespace paradnn::onednn {
+
+void OnednnRunner::BuildEltwise(int i, const Layer& l, dnnl::algorithm alg) {
+  const int x = l.inputs[0];
+  const memory::desc md = out_[x].get_desc();
+  dnnl::eltwise_forward::primitive_desc pd({Forward(), alg, md, 0.f}, engine_);
+  SetOut(i, pd.dst_desc());
+  Run(forward_, dnnl::eltwise_forward(pd),
+      {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}});
+  if (!Grad(x)) return;
+  dnnl::eltwise_backward::primitive_desc bpd({alg, pd.dst_desc(), md, 0.f},
+                                             engine_, pd);
+  memory grad = GradTarget(x, i, bpd.diff_src_desc());
+  Run(backward_[i], dnnl::eltwise_backward(bpd),
+      {{DNNL_ARG_SRC, out_[x]},
+       {DNNL_ARG_DIFF_DST, diff_[i]},
+       {DNNL_ARG_DIFF_SRC, grad}});
+  Deliver(x, i, grad);
+}
+
+void OnednnRunner::BuildAdd(int i, const Layer& l) {
+  const int a = l.inputs[0], b = l.inputs[1];
+  const memory::desc md = out_[a].get_desc();
+  dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, md, md, md},
+                                  engine_);
+  SetOut(i, md);
+  const memory other = Input(b, md);
+  Run(forward_, dnnl::binary(pd),
+      {{DNNL_ARG_SRC_0, out_[a]},
+       {DNNL_ARG_SRC_1, other},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return;
+  // The sum passes its gradient to both inputs unchanged.
+  for (int x : {a, b}) {
+    if (Grad(x)) Deliver(x, i, diff_[i]);
+  }
+}
+
+// x + a [length, units] table broadcast over the batch; the table's
+// gradient is the output's summed over the batch.
+void OnednnRunner::BuildPositional(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims dims = l.shape;  // [length, batch, units]
+  const memory::desc md(dims, dt_, Tag::abc);
+  const Dims table_dims = {dims[0], 1, dims[2]};
+  AddParam(i, "weight", memory::desc(table_dims, dt_, Tag::abc),
+           memory::desc(table_dims, Dt::f32, Tag::abc),
+           memory::desc(table_dims, Dt::f32, Tag::abc));
+  SetOut(i, md);
+  Weight& table = ParamOf(i, "weight");
+  dnnl::binary::primitive_desc pd(
+      {dnnl::algorithm::binary_add, md, table.value.get_desc(), md}, engine_);
+  Run(forward_, dnnl::binary(pd),
+      {{DNNL_ARG_SRC_0, Input(x, md)},
+       {DNNL_ARG_SRC_1, table.value},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return;
+  // Per position, ones[1, batch] x dOut[batch, units]: a batched matmul
+  // (oneDNN's reduction over the middle dimension is reference code).
+  const memory::desc ones_md({1, 1, dims[1]}, dt_, Tag::abc);
+  memory ones = Make(ones_md);
+  memory user_ones = Make(memory::desc({1, 1, dims[1]}, Dt::f32, Tag::abc));
+  std::fill_n(static_cast<float*>(user_ones.get_data_handle()), dims[1], 1.f);
+  RunNow(user_ones, ones);
+  dnnl::matmul::primitive_desc rpd({ones_md, md, table.grad.get_desc()},
+                                   engine_);
+  Run(backward_[i], dnnl::matmul(rpd),
+      {{DNNL_ARG_SRC, ones},
+       {DNNL_ARG_WEIGHTS, diff_[i]},
+       {DNNL_ARG_DST, table.grad}});
+  if (Grad(x)) Deliver(x, i, diff_[i]);
+}
+
+}  // namespace paradnn::onednn

@@ -1,0 +1,91 @@
+// oneDNN backend. Batch and layer normalization.
+#include "backends/onednn/runner.h"
+
+namespace paradnn::onednn {
+
+void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const memory::desc data_md = out_[x].get_desc();
+  auto flags = dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (!train_) flags = flags | dnnl::normalization_flags::use_global_stats;
+  dnnl::batch_normalization_forward::primitive_desc pd(
+      {Forward(), data_md, kBatchNormEpsilon, flags}, engine_);
+  const memory::desc c_md({l.units}, Dt::f32, Tag::x);
+  AddParam(i, "weight", c_md, c_md, c_md);
+  AddParam(i, "bias", c_md, c_md, c_md);
+  SetOut(i, pd.dst_desc());
+  memory mean = Make(c_md), variance = Make(c_md);
+  // Inference uses the running statistics of a fresh model: 0 and 1.
+  std::fill_n(static_cast<float*>(mean.get_data_handle()), l.units, 0.f);
+  std::fill_n(static_cast<float*>(variance.get_data_handle()), l.units, 1.f);
+  Weight& scale = ParamOf(i, "weight");
+  Weight& shift = ParamOf(i, "bias");
+  Run(forward_, dnnl::batch_normalization_forward(pd),
+      {{DNNL_ARG_SRC, out_[x]},
+       {DNNL_ARG_DST, out_[i]},
+       {DNNL_ARG_SCALE, scale.value},
+       {DNNL_ARG_SHIFT, shift.value},
+       {DNNL_ARG_MEAN, mean},
+       {DNNL_ARG_VARIANCE, variance}});
+  if (!train_) return;
+  dnnl::batch_normalization_backward::primitive_desc bpd(
+      {dnnl::prop_kind::backward, pd.dst_desc(), data_md, kBatchNormEpsilon,
+       flags},
+      engine_, pd);
+  memory grad = GradTarget(x, i, bpd.diff_src_desc());
+  Run(backward_[i], dnnl::batch_normalization_backward(bpd),
+      NormalizationBackward(x, i, mean, variance, grad));
+  Deliver(x, i, grad);
+}
+
+// Batch and layer normalization's backward take the same arguments.
+Args OnednnRunner::NormalizationBackward(int x, int i, const memory& mean,
+                                         const memory& variance,
+                                         const memory& grad) {
+  Weight& scale = ParamOf(i, "weight");
+  Weight& shift = ParamOf(i, "bias");
+  return {{DNNL_ARG_SRC, out_[x]},          {DNNL_ARG_MEAN, mean},
+          {DNNL_ARG_VARIANCE, variance},    {DNNL_ARG_DIFF_DST, diff_[i]},
+          {DNNL_ARG_SCALE, scale.value},    {DNNL_ARG_SHIFT, shift.value},
+          {DNNL_ARG_DIFF_SRC, grad},        {DNNL_ARG_DIFF_SCALE, scale.grad},
+          {DNNL_ARG_DIFF_SHIFT, shift.grad}};
+}
+
+void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const memory::desc data_md = out_[x].get_desc();
+  const auto flags = dnnl::normalization_flags::use_scale |
+                     dnnl::normalization_flags::use_shift;
+  dnnl::layer_normalization_forward::primitive_desc pd(
+      {Forward(), data_md, kLayerNormEpsilon, flags}, engine_);
+  const memory::desc c_md({l.units}, Dt::f32, Tag::x);
+  AddParam(i, "weight", c_md, c_md, c_md);
+  AddParam(i, "bias", c_md, c_md, c_md);
+  SetOut(i, pd.dst_desc());
+  Weight& scale = ParamOf(i, "weight");
+  Weight& shift = ParamOf(i, "bias");
+  Args args = {{DNNL_ARG_SRC, out_[x]},
+               {DNNL_ARG_DST, out_[i]},
+               {DNNL_ARG_SCALE, scale.value},
+               {DNNL_ARG_SHIFT, shift.value}};
+  memory mean, variance;
+  if (train_) {
+    mean = Make(pd.mean_desc());
+    variance = Make(pd.variance_desc());
+    args[DNNL_ARG_MEAN] = mean;
+    args[DNNL_ARG_VARIANCE] = variance;
+  }
+  Run(forward_, dnnl::layer_normalization_forward(pd), args);
+  if (!train_) return;
+  dnnl::layer_normalization_backward::primitive_desc bpd(
+      {dnnl::prop_kind::backward, pd.dst_desc(), data_md, kLayerNormEpsilon,
+       flags},
+      engine_, pd);
+  memory grad = GradTarget(x, i, bpd.diff_src_desc());
+  Run(backward_[i], dnnl::layer_normalization_backward(bpd),
+      NormalizationBackward(x, i, mean, variance, grad));
+  if (Grad(x)) Deliver(x, i, grad);
+}
+
+}  // namespace paradnn::onednn

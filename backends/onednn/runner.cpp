@@ -1,0 +1,411 @@
+// oneDNN backend. The runner: preparation, the step, memory and parameters, the
+// loss.
+#include "backends/onednn/runner.h"
+
+namespace paradnn::onednn {
+
+OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
+    : graph_(job.graph),
+      train_(job.mode == Mode::kTrain),
+      dt_(job.dtype == DType::kBf16 ? Dt::bf16 : Dt::f32),
+      engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_),
+      seed_(opt.seed),
+      needs_grad_(job.graph.NeedsGrad()),
+      out_(job.graph.size()),
+      diff_(job.graph.size()),
+      last_reader_(job.graph.size(), -1),
+      readers_(job.graph.size(), 0),
+      params_(job.graph.Params().size()),
+      backward_(job.graph.size()) {
+  omp_set_num_threads(opt.threads);
+  const Graph& g = graph_;
+  for (int i = 0; i < g.size(); ++i) {
+    for (int in : g.layer(i).inputs) {
+      last_reader_[in] = i;
+      ++readers_[in];
+    }
+  }
+  const std::vector<ParamTensor> specs = g.Params();
+  for (size_t p = 0; p < specs.size(); ++p) {
+    param_index_[{specs[p].layer, specs[p].role}] = static_cast<int>(p);
+  }
+  for (int i = 0; i < g.size(); ++i) Build(i);
+  for (size_t p = 0; p < specs.size(); ++p) {
+    Weight& param = params_[p];
+    if (!param.value) continue;  // recurrent biases live in bias_masters_
+    WriteParam(param, InitParam(graph_, opt.seed, static_cast<int>(p)));
+    if (train_) AddUpdate(param);
+  }
+  for (RecurrentBias& b : biases_) {
+    b.ih = InitParam(graph_, opt.seed, b.ih_index);
+    b.hh = InitParam(graph_, opt.seed, b.hh_index);
+    b.Combine();
+  }
+  labels_ = InitLabels(graph_, opt.seed);
+  for (int i = 0; i < opt.warmup; ++i) Step();
+}
+
+StepProfile OnednnRunner::Profile(int steps) {
+  StepProfile profile;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) RunStep(&profile);
+  profile.SetWall(Seconds(start), steps);
+  return profile;
+}
+
+double OnednnRunner::Loss() {
+  if (mean_loss_) {
+    const std::vector<float> out = Output();
+    double sum = 0;
+    for (float v : out) sum += v;
+    return sum / out.size();
+  }
+  return train_ ? loss_ : CrossEntropy(false);
+}
+
+std::vector<float> OnednnRunner::Output() {
+  const memory& logits = out_[graph_.logits()];
+  const Dims dims = logits.get_desc().dims();
+  memory plain = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+  RunNow(logits, plain);
+  const float* p = static_cast<const float*>(plain.get_data_handle());
+  return std::vector<float>(p, p + plain.get_desc().get_size() / sizeof(float));
+}
+
+std::vector<float> OnednnRunner::Param(int index) {
+  for (const RecurrentBias& b : biases_) {
+    if (b.ih_index == index) return b.ih;
+    if (b.hh_index == index) return b.hh;
+  }
+  return ReadParam(params_.at(index));
+}
+
+double OnednnRunner::Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+// With a profile, times every action; the CPU stream executes each
+// primitive before returning, so the times are the primitives' own.
+void OnednnRunner::RunActions(const Actions& list, StepProfile* profile) {
+  for (const Action& a : list) {
+    if (profile == nullptr) {
+      a.run();
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    a.run();
+    stream_.wait();
+    profile->Add(a.cls, a.name, Seconds(start));
+  }
+}
+
+void OnednnRunner::RunStep(StepProfile* profile) {
+  RunActions(forward_, profile);
+  if (train_) {
+    // A mean loss's gradient is constant, set in Prepare; its value is
+    // computed when asked for.
+    if (!mean_loss_) {
+      const auto start = std::chrono::steady_clock::now();
+      loss_ = CrossEntropy(true);
+      if (profile) {
+        profile->Add(OpClass::kElementwise, "softmax cross-entropy",
+                     Seconds(start));
+      }
+    }
+    // From the loss down to the first layer.
+    for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
+      RunActions(*it, profile);
+    }
+    RunActions(update_, profile);
+  }
+  stream_.wait();
+}
+
+// The list being built: forward, a layer's backward, or the update.
+const char* OnednnRunner::Phase(const Actions& list) const {
+  return &list == &forward_  ? "forward"
+         : &list == &update_ ? "update"
+                             : "backward";
+}
+
+OpClass OnednnRunner::ClassOf(dnnl::primitive::kind kind) {
+  using K = dnnl::primitive::kind;
+  switch (kind) {
+    case K::convolution:
+    case K::deconvolution:
+    case K::inner_product:
+    case K::rnn:
+    case K::matmul:
+      return OpClass::kGemm;
+    case K::reorder:
+    case K::concat:
+    case K::sum:
+    case K::shuffle:
+      return OpClass::kMovement;
+    default:
+      return OpClass::kElementwise;
+  }
+}
+
+void OnednnRunner::Push(Actions& list, OpClass cls, const std::string& what,
+                        std::function<void()> run) {
+  list.push_back({&list == &update_ ? OpClass::kOptimizer : cls,
+                  what + " " + Phase(list), std::move(run)});
+}
+
+Tag OnednnRunner::PlainTag(size_t rank) {
+  static const Tag kPlain[] = {Tag::undef, Tag::a, Tag::ab, Tag::abc,
+                               Tag::abcd};
+  return kPlain[rank];
+}
+
+void OnednnRunner::Run(Actions& list, dnnl::primitive p, Args args) {
+  const int layer = building_;
+  Push(list, ClassOf(p.get_kind()),
+       dnnl_prim_kind2str(static_cast<dnnl_primitive_kind_t>(p.get_kind())),
+       [this, p, args, layer] {
+         try {
+           p.execute(stream_, args);
+         } catch (const dnnl::error& e) {
+           throw std::runtime_error(
+               std::string(e.what()) + " (" +
+               dnnl_prim_kind2str(
+                   static_cast<dnnl_primitive_kind_t>(p.get_kind())) +
+               " of layer " + std::to_string(layer) + ", " +
+               ToString(graph_.layer(layer).op) + ")");
+         }
+       });
+}
+
+// Copies src into dst's format; with accumulate, adds to dst instead.
+void OnednnRunner::Reorder(Actions& list, const memory& src, const memory& dst,
+                           bool accumulate, float scale) {
+  dnnl::primitive_attr attr;
+  if (scale != 1.f) attr.set_output_scales(0, {scale});
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.f);
+    attr.set_post_ops(ops);
+  }
+  dnnl::reorder::primitive_desc pd(engine_, src.get_desc(), engine_,
+                                   dst.get_desc(), attr);
+  Run(list, dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+}
+
+// Layer x's output in the format `want`, reordered in the forward pass
+// when its producer wrote another.
+memory OnednnRunner::Input(int x, const memory::desc& want) {
+  if (out_[x].get_desc() == want) return out_[x];
+  if (graph_.layer(x).op == Op::kInput && readers_[x] == 1) {
+    // Data fed to the graph is the same every step: hand it to its only
+    // reader in the reader's format once, as a producer layer would,
+    // rather than reorder it (and its gradient) in every step.
+    memory m = Make(want);
+    RunNow(out_[x], m);
+    out_[x] = m;
+    if (Grad(x)) diff_[x] = Make(want);
+    return m;
+  }
+  memory m = Make(want);
+  Reorder(forward_, out_[x], m, false);
+  return m;
+}
+
+// Where a reader of layer x writes x's gradient: x's own gradient memory
+// when this reader is the first to write it (the last reader, since
+// backward runs in reverse) and the format matches; else a scratch.
+memory OnednnRunner::GradTarget(int x, int reader, const memory::desc& md) {
+  if (last_reader_[x] == reader && diff_[x].get_desc() == md) return diff_[x];
+  return Make(md);
+}
+
+// Moves a gradient a reader computed into layer x's gradient, adding it
+// to what later readers already wrote.
+void OnednnRunner::Deliver(int x, int reader, const memory& grad) {
+  if (grad.get() == diff_[x].get()) return;
+  Reorder(backward_[reader], grad, diff_[x], last_reader_[x] != reader);
+}
+
+dnnl::prop_kind OnednnRunner::Forward() const {
+  return train_ ? dnnl::prop_kind::forward_training
+                : dnnl::prop_kind::forward_inference;
+}
+
+// Sets out_[i] and, in training, its gradient memory of the same format.
+void OnednnRunner::SetOut(int i, const memory::desc& md) {
+  out_[i] = Make(md);
+  if (Grad(i)) diff_[i] = Make(md);
+}
+
+Weight& OnednnRunner::ParamOf(int layer, const std::string& role) {
+  return params_[param_index_.at({layer, role})];
+}
+
+// A parameter stored in `md`, initialized from LibTorch's layout `user`.
+void OnednnRunner::AddParam(int layer, const std::string& role,
+                            const memory::desc& md, const memory::desc& user,
+                            const memory::desc& grad_md) {
+  Weight& p = ParamOf(layer, role);
+  p.value = Make(md);
+  p.user = Make(user);
+  if (train_) p.grad = Make(grad_md);
+}
+
+void OnednnRunner::WriteParam(Weight& p, const std::vector<float>& values) {
+  float* u = static_cast<float*>(p.user.get_data_handle());
+  if (p.gru) {
+    PermuteGates(values.data(), u, p.gate_rows, values.size());
+  } else {
+    std::copy(values.begin(), values.end(), u);
+  }
+  RunNow(p.user, p.value);
+}
+
+// A reorder outside the step, at preparation or to read results.
+void OnednnRunner::RunNow(memory from, memory to) {
+  dnnl::reorder(from, to).execute(stream_, from, to);
+  stream_.wait();
+}
+
+std::vector<float> OnednnRunner::ReadParam(Weight& p) {
+  RunNow(p.value, p.user);
+  const int64_t n = p.user.get_desc().get_size() / sizeof(float);
+  const float* u = static_cast<const float*>(p.user.get_data_handle());
+  std::vector<float> out(n);
+  if (p.gru) {
+    PermuteGates(u, out.data(), p.gate_rows, n);
+  } else {
+    std::copy(u, u + n, out.begin());
+  }
+  return out;
+}
+
+void OnednnRunner::PermuteGates(const float* from, float* to, int64_t gate_rows,
+                                int64_t n) {
+  const int64_t block = n / 3;
+  PARADNN_CHECK(block == gate_rows * (n / 3 / gate_rows), "GRU gate blocks");
+  for (int g = 0; g < 3; ++g) {
+    std::memcpy(to + g * block, from + kGruGate[g] * block,
+                block * sizeof(float));
+  }
+}
+
+// SGD: w += -lr * grad, as one reorder with a scale and a sum.
+void OnednnRunner::AddUpdate(Weight& p) {
+  Reorder(update_, p.grad, p.value, true, -kLearningRate);
+}
+
+void OnednnRunner::Build(int i) {
+  building_ = i;
+  const Layer& l = graph_.layer(i);
+  switch (l.op) {
+    case Op::kInput: {
+      const Tag tag = PlainTag(l.shape.size());
+      SetOut(i, l.shape.size() == 4 ? ConvolutionOutput(l.shape)
+                                    : memory::desc(l.shape, dt_, tag));
+      memory user = Make(memory::desc(l.shape, Dt::f32, tag));
+      const std::vector<float> data = InitInput(graph_, seed_, i);
+      std::copy(data.begin(), data.end(),
+                static_cast<float*>(user.get_data_handle()));
+      RunNow(user, out_[i]);
+      break;
+    }
+    case Op::kTokens:
+      tokens_ = InitTokens(graph_, seed_);
+      break;
+    case Op::kDense:
+      BuildDense(i, l);
+      break;
+    case Op::kConv2d:
+      BuildConv(i, l);
+      break;
+    case Op::kBatchNorm:
+      BuildBatchNorm(i, l);
+      break;
+    case Op::kReLU:
+      BuildEltwise(i, l, dnnl::algorithm::eltwise_relu);
+      break;
+    case Op::kGelu:
+      BuildEltwise(i, l, dnnl::algorithm::eltwise_gelu_erf);
+      break;
+    case Op::kLayerNorm:
+      BuildLayerNorm(i, l);
+      break;
+    case Op::kPositional:
+      BuildPositional(i, l);
+      break;
+    case Op::kAttention:
+      BuildAttention(i, l);
+      break;
+    case Op::kMaxPool:
+      BuildPool(i, l, dnnl::algorithm::pooling_max, l.kernel, l.stride, l.pad);
+      break;
+    case Op::kGlobalAvgPool: {
+      const Dims in = out_[l.inputs[0]].get_desc().dims();
+      BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, in[2], 1,
+                0);
+      break;
+    }
+    case Op::kAdd:
+      BuildAdd(i, l);
+      break;
+    case Op::kEmbedding:
+      BuildEmbedding(i, l);
+      break;
+    case Op::kRecurrent:
+      BuildRecurrent(i, l);
+      break;
+    case Op::kSoftmaxCrossEntropy:
+      break;
+    case Op::kMeanLoss:
+      mean_loss_ = true;
+      if (train_) {
+        // d mean / d x = 1/n everywhere, the same every step.
+        const int x = l.inputs[0];
+        const memory::desc md = out_[x].get_desc();
+        const Dims dims = md.dims();
+        memory user = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+        const int64_t n = Elements(graph_.layer(x).shape);
+        std::fill_n(static_cast<float*>(user.get_data_handle()), n, 1.f / n);
+        RunNow(user, diff_[x]);
+      }
+      break;
+  }
+}
+
+// Mean softmax cross-entropy over the rows of the logits; in training
+// also writes the logits' gradient.
+double OnednnRunner::CrossEntropy(bool write_grad) {
+  stream_.wait();
+  const int logits = graph_.logits();
+  const int64_t classes = graph_.layer(logits).shape.back();
+  const int64_t rows = static_cast<int64_t>(labels_.size());
+  const void* x = out_[logits].get_data_handle();
+  void* d = write_grad ? diff_[logits].get_data_handle() : nullptr;
+  double total = 0;
+#pragma omp parallel for reduction(+ : total)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = r * classes;
+    float max = Load(x, dt_, base);
+    for (int64_t c = 1; c < classes; ++c) {
+      max = std::max(max, Load(x, dt_, base + c));
+    }
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) {
+      sum += std::exp(static_cast<double>(Load(x, dt_, base + c)) - max);
+    }
+    total += std::log(sum) + max - Load(x, dt_, base + labels_[r]);
+    if (d == nullptr) continue;
+    for (int64_t c = 0; c < classes; ++c) {
+      const double p =
+          std::exp(static_cast<double>(Load(x, dt_, base + c)) - max) / sum;
+      Store(d, dt_, base + c,
+            static_cast<float>((p - (c == labels_[r])) / rows));
+    }
+  }
+  return total / rows;
+}
+
+}  // namespace paradnn::onednn

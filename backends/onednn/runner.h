@@ -1,0 +1,303 @@
+// The oneDNN runner: one primitive per layer of the graph, created once in
+// Prepare with the memory formats oneDNN chooses ("any"), reorders only where
+// a primitive wants another format than its producer's, and a timed step
+// that only executes the list. The layers are built in one file per kind
+// (dense, convolution, normalization, elementwise, attention, recurrent),
+// as benchdnn keeps a driver per primitive; runner.cpp holds the rest.
+#pragma once
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "backends/backend.h"
+#include "generators/check.h"
+#include "generators/init.h"
+
+namespace paradnn::onednn {
+
+using dnnl::memory;
+using Dims = memory::dims;
+using Tag = memory::format_tag;
+using Dt = memory::data_type;
+using Args = std::unordered_map<int, memory>;
+
+constexpr float kLearningRate = 0.01f;
+constexpr float kBatchNormEpsilon = 1e-5f;  // LibTorch's default
+constexpr float kLayerNormEpsilon = 1e-5f;  // LibTorch's default
+
+inline float Bf16ToFloat(uint16_t v) {
+  uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+inline uint16_t FloatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  // Round to nearest even, as oneDNN and LibTorch do.
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// Reads element i of a plain f32 or bf16 buffer as float.
+inline float Load(const void* data, Dt dt, int64_t i) {
+  return dt == Dt::f32 ? static_cast<const float*>(data)[i]
+                       : Bf16ToFloat(static_cast<const uint16_t*>(data)[i]);
+}
+
+inline void Store(void* data, Dt dt, int64_t i, float v) {
+  if (dt == Dt::f32) {
+    static_cast<float*>(data)[i] = v;
+  } else {
+    static_cast<uint16_t*>(data)[i] = FloatToBf16(v);
+  }
+}
+
+// LibTorch orders GRU gates (r, z, n); oneDNN orders them (u = z, r, o = n).
+// The same permutation maps both ways.
+constexpr int kGruGate[3] = {1, 0, 2};
+
+// A trainable tensor: its memory in the primitive's format, its gradient,
+// and how to move values to and from LibTorch's layout.
+struct Weight {
+  memory value;
+  memory grad;
+  memory user;  // plain f32 in LibTorch's layout (gates permuted for GRU)
+  bool gru = false;
+  int64_t gate_rows = 0;  // rows per gate block, for the GRU permutation
+};
+
+class OnednnRunner : public Runner {
+ public:
+  OnednnRunner(const Job& job, const RunOptions& opt);
+
+  void Step() override { RunStep(nullptr); }
+
+  StepProfile Profile(int steps) override;
+
+  double Loss() override;
+
+  std::vector<float> Output() override;
+
+  std::vector<float> Param(int index) override;
+
+ private:
+  // The two LibTorch bias vectors of a recurrent layer, kept as LibTorch
+  // holds them, and oneDNN's single bias computed from them.
+  struct RecurrentBias {
+    int ih_index = 0, hh_index = 0;
+    std::vector<float> ih, hh;
+    memory combined;  // f32 ldgo: G (or 4 for GRU) x hidden
+    memory grad;
+    Cell cell = Cell::kRnn;
+    int64_t hidden = 0;
+
+    void Combine() {
+      float* b = static_cast<float*>(combined.get_data_handle());
+      const int64_t h = hidden;
+      if (cell != Cell::kGru) {
+        for (size_t k = 0; k < ih.size(); ++k) b[k] = ih[k] + hh[k];
+        return;
+      }
+      // oneDNN's linear-before-reset GRU: u and r take both biases, the
+      // candidate takes b_in, and b_hn sits inside the reset product.
+      for (int g = 0; g < 2; ++g) {
+        const int t = kGruGate[g];
+        for (int64_t k = 0; k < h; ++k) {
+          b[g * h + k] = ih[t * h + k] + hh[t * h + k];
+        }
+      }
+      for (int64_t k = 0; k < h; ++k) {
+        b[2 * h + k] = ih[2 * h + k];
+        b[3 * h + k] = hh[2 * h + k];
+      }
+    }
+
+    // SGD on both LibTorch vectors from oneDNN's gradient.
+    void Update() {
+      const float* d = static_cast<const float*>(grad.get_data_handle());
+      const int64_t h = hidden;
+      if (cell != Cell::kGru) {
+        for (size_t k = 0; k < ih.size(); ++k) {
+          ih[k] -= kLearningRate * d[k];
+          hh[k] -= kLearningRate * d[k];
+        }
+      } else {
+        for (int g = 0; g < 2; ++g) {
+          const int t = kGruGate[g];
+          for (int64_t k = 0; k < h; ++k) {
+            ih[t * h + k] -= kLearningRate * d[g * h + k];
+            hh[t * h + k] -= kLearningRate * d[g * h + k];
+          }
+        }
+        for (int64_t k = 0; k < h; ++k) {
+          ih[2 * h + k] -= kLearningRate * d[2 * h + k];
+          hh[2 * h + k] -= kLearningRate * d[3 * h + k];
+        }
+      }
+      Combine();
+    }
+  };
+
+  // One entry of a step: a primitive's execution or a loop of our own.
+  struct Action {
+    OpClass cls;
+    std::string name;  // "convolution backward", "embedding forward"
+    std::function<void()> run;
+  };
+  using Actions = std::vector<Action>;
+
+  static double Seconds(std::chrono::steady_clock::time_point since);
+
+  // With a profile, times every action; the CPU stream executes each
+  // primitive before returning, so the times are the primitives' own.
+  void RunActions(const Actions& list, StepProfile* profile);
+
+  void RunStep(StepProfile* profile);
+
+  // The list being built: forward, a layer's backward, or the update.
+  const char* Phase(const Actions& list) const;
+
+  static OpClass ClassOf(dnnl::primitive::kind kind);
+
+  void Push(Actions& list, OpClass cls, const std::string& what,
+            std::function<void()> run);
+
+  memory Make(const memory::desc& md) { return memory(md, engine_); }
+
+  static Tag PlainTag(size_t rank);
+
+  void Run(Actions& list, dnnl::primitive p, Args args);
+
+  // Copies src into dst's format; with accumulate, adds to dst instead.
+  void Reorder(Actions& list, const memory& src, const memory& dst,
+               bool accumulate, float scale = 1.f);
+
+  // Layer x's output in the format `want`, reordered in the forward pass
+  // when its producer wrote another.
+  memory Input(int x, const memory::desc& want);
+
+  // Where a reader of layer x writes x's gradient: x's own gradient memory
+  // when this reader is the first to write it (the last reader, since
+  // backward runs in reverse) and the format matches; else a scratch.
+  memory GradTarget(int x, int reader, const memory::desc& md);
+
+  // Moves a gradient a reader computed into layer x's gradient, adding it
+  // to what later readers already wrote.
+  void Deliver(int x, int reader, const memory& grad);
+
+  bool Grad(int x) const { return train_ && needs_grad_[x]; }
+
+  dnnl::prop_kind Forward() const;
+
+  // Sets out_[i] and, in training, its gradient memory of the same format.
+  void SetOut(int i, const memory::desc& md);
+
+  Weight& ParamOf(int layer, const std::string& role);
+
+  // A parameter stored in `md`, initialized from LibTorch's layout `user`.
+  void AddParam(int layer, const std::string& role, const memory::desc& md,
+                const memory::desc& user, const memory::desc& grad_md);
+
+  void WriteParam(Weight& p, const std::vector<float>& values);
+
+  // A reorder outside the step, at preparation or to read results.
+  void RunNow(memory from, memory to);
+
+  std::vector<float> ReadParam(Weight& p);
+
+  static void PermuteGates(const float* from, float* to, int64_t gate_rows,
+                           int64_t n);
+
+  // SGD: w += -lr * grad, as one reorder with a scale and a sum.
+  void AddUpdate(Weight& p);
+
+  void Build(int i);
+
+  // The format a convolution producing `dims` would write: images fed to
+  // the graph (a layer's input when it runs on its own) arrive as they
+  // would from the convolution before it, not in plain NCHW, where batch
+  // norm, pooling and eltwise primitives run several times slower.
+  memory::desc ConvolutionOutput(const Dims& dims);
+
+  // A [length, batch, features] output (and its gradient) becomes a matrix
+  // of length x batch rows, through views on the same buffers.
+  void Flatten(int x);
+
+  void BuildDense(int i, const Layer& l);
+
+  void BuildConv(int i, const Layer& l);
+
+  void BuildBatchNorm(int i, const Layer& l);
+
+  void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg);
+
+  void BuildPool(int i, const Layer& l, dnnl::algorithm alg, int64_t kernel,
+                 int64_t stride, int64_t pad);
+
+  void BuildAdd(int i, const Layer& l);
+
+  // Batch and layer normalization's backward take the same arguments.
+  Args NormalizationBackward(int x, int i, const memory& mean,
+                             const memory& variance, const memory& grad);
+
+  void BuildLayerNorm(int i, const Layer& l);
+
+  // x + a [length, units] table broadcast over the batch; the table's
+  // gradient is the output's summed over the batch.
+  void BuildPositional(int i, const Layer& l);
+
+  // Multi-head attention with matmuls on strided views: head j of [length,
+  // batch, units] is the 4-D [batch, heads, length, dh] view with strides
+  // (units, dh, batch * units, 1), so no reorder splits or merges heads.
+  void BuildAttention(int i, const Layer& l);
+
+  void BuildEmbedding(int i, const Layer& l);
+
+  void BuildRecurrent(int i, const Layer& l);
+
+  // Mean softmax cross-entropy over the rows of the logits; in training
+  // also writes the logits' gradient.
+  double CrossEntropy(bool write_grad);
+
+  struct PairHash {
+    size_t operator()(const std::pair<int, std::string>& k) const {
+      return std::hash<std::string>()(k.second) ^ (k.first * 0x9e3779b9u);
+    }
+  };
+
+  const Graph graph_;
+  const bool train_;
+  const Dt dt_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  const uint64_t seed_;
+  const std::vector<bool> needs_grad_;
+  std::vector<memory> out_, diff_;
+  std::vector<int> last_reader_;
+  std::vector<int> readers_;  // how many layers read each layer's output
+  std::vector<Weight> params_;
+  std::unordered_map<std::pair<int, std::string>, int, PairHash> param_index_;
+  std::deque<RecurrentBias> biases_;  // stable addresses for the closures
+  std::vector<int64_t> tokens_, labels_;
+  Actions forward_, update_;
+  std::vector<Actions> backward_;  // per layer
+  double loss_ = std::nan("");
+  int building_ = 0;            // the layer whose steps are being built
+  std::vector<memory> owners_;  // buffers behind reshaped views
+  bool mean_loss_ = false;
+};
+
+}  // namespace paradnn::onednn
