@@ -1,10 +1,12 @@
-# Builds the host of tests/hosts/ in one variant and checks, in both of its
-# styles, that the host's own benchmark and paradnn's CNN cases list and
-# run, the JSON is valid, the MLPerf log is written (own main), a plain run
-# of the BENCHMARK_MAIN() host registers nothing, no LibTorch or oneDNN is
-# linked, and a second Google Benchmark in the process stops the run.
+# Installs paradnn, builds the host of tests/hosts/ (the examples) in one
+# variant and checks, in both styles, that the host's own benchmark and
+# paradnn's CNN cases list and run, the JSON is valid, the MLPerf log is
+# written (own main), a plain run of the BENCHMARK_MAIN() host registers
+# nothing, no LibTorch or oneDNN is linked, and a second Google Benchmark in
+# the process stops the run; with Debian's, that the installed runner runs.
 #   cmake -DSOURCE=<paradnn> -DBUILD=<paradnn build> -DWORK=<scratch>
 #         -DSOURCES=<Google Benchmark sources> -DVARIANT=<name> -P hosts.cmake
+cmake_minimum_required(VERSION 3.21)
 set(flags "-fvisibility=hidden -fno-exceptions -fno-rtti")
 if(VARIANT STREQUAL "debian")
   set(benchmark system)
@@ -64,12 +66,26 @@ run(${CMAKE_COMMAND} -S ${SOURCE}/tests/hosts -B ${work}/build
     -DHOST_ORDER=${order})
 run(${CMAKE_COMMAND} --build ${work}/build -j 2)
 
+# The installed runner starts, and runs a case.
+if(VARIANT STREQUAL "debian")
+  set(runner ${work}/prefix/bin/paradnn)
+  run(${runner} --help)
+  expect("${out}" "commands:")
+  set(case FC/layers:1/nodes:8/input:8/output:2/batch:4/torch/fp32/infer)
+  run(${runner} --paradnn_case=${case} --paradnn_threads=1
+      --benchmark_min_time=0.01)
+  expect("${out}" ${case})
+endif()
+
 set(config ${SOURCE}/configs/smoke.yaml)
 set(cnn CNN/block:residual/blocks:1/filters:4/image:32/output:10/batch:2/torch/fp32/train)
-set(run_args --benchmark_filter=BM_Host|CNN/ --benchmark_min_time=0.01
-             --benchmark_format=json)
+set(own_main BM_Accumulate)       # examples/010-existing-benchmark
+set(benchmark_main BM_StringCopy)  # examples/020-benchmark-main
 foreach(style own_main benchmark_main)
   set(host ${work}/build/host_${style})
+  set(own ${${style}})
+  set(run_args --benchmark_filter=${own}|CNN/ --benchmark_min_time=0.01
+               --benchmark_format=json)
   run(ldd ${host})
   foreach(library libtorch libdnnl libc10)
     expect_not("${out}" ${library})
@@ -84,13 +100,13 @@ foreach(style own_main benchmark_main)
     set(args)
     # Without PARADNN_CONFIG or PARADNN_CASE the host is as it was.
     run(${host} --benchmark_list_tests)
-    expect("${out}" BM_Host)
+    expect("${out}" ${own})
     expect_not("${out}" CNN/)
-    run(${host} --benchmark_filter=BM_Host --benchmark_min_time=0.01)
+    run(${host} --benchmark_filter=${own} --benchmark_min_time=0.01)
     expect_not("${err}" paradnn)
   endif()
   run(${env} ${host} ${args} --benchmark_list_tests)
-  expect("${out}" BM_Host)
+  expect("${out}" ${own})
   expect("${out}" ${cnn})
   run(${env} ${host} ${args} ${run_args})
   expect("${err}" "paradnn: 4 passed, 0 skipped, 0 failed")
@@ -109,7 +125,7 @@ foreach(style own_main benchmark_main)
     endif()
     list(APPEND names ${name})
   endforeach()
-  expect("${names}" BM_Host)
+  expect("${names}" ${own})
   expect("${names}" ${cnn}/real_time)
 endforeach()
 # A second Google Benchmark in the process (Debian's shared one, preloaded
@@ -133,4 +149,4 @@ string(REPLACE ":" "-" cnn_dir ${cnn_dir})
 if(NOT EXISTS ${work}/mllog/${cnn_dir}/result_0.txt)
   message(FATAL_ERROR "${VARIANT}: no MLPerf log in ${work}/mllog/${cnn_dir}")
 endif()
-message(STATUS "${VARIANT}: both styles list and run BM_Host and the CNN cases")
+message(STATUS "${VARIANT}: both styles list and run their own and the CNN cases")
