@@ -1,15 +1,18 @@
 #include "analysis/calibrate.h"
 
 #include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "analysis/results.h"
@@ -33,7 +36,8 @@ double BestFlops(const Backend& backend, const Case& c, int threads) {
   RunOptions opt;
   opt.threads = threads;
   auto runner = backend.Prepare({g, c.dtype, c.mode}, opt);
-  const double flops = static_cast<double>(ComputeCost(g, c.mode, c.dtype).flops);
+  const double flops =
+      static_cast<double>(ComputeCost(g, c.mode, c.dtype).flops);
   double best = 0;
   const auto start = Clock::now();
   for (int i = 0; i < 10; ++i) {
@@ -41,7 +45,8 @@ double BestFlops(const Backend& backend, const Case& c, int threads) {
     runner->Step();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     best = std::max(best, flops / s);
-    if (i >= 2 && std::chrono::duration<double>(Clock::now() - start).count() > 3) {
+    if (i >= 2 &&
+        std::chrono::duration<double>(Clock::now() - start).count() > 3) {
       break;
     }
   }
@@ -56,13 +61,54 @@ std::string HostName() {
   return buf;
 }
 
+int CpuQuota(const std::string& quota_file, const std::string& period_file) {
+  std::ifstream quota_in(quota_file);
+  std::string quota;
+  double period = 0;
+  if (!(quota_in >> quota)) return 0;
+  if (period_file.empty()) {
+    quota_in >> period;  // v2: "quota period" in one file
+  } else {
+    std::ifstream(period_file) >> period;
+  }
+  if (quota == "max" || quota == "-1" || period <= 0) return 0;
+  const double cpus = std::atof(quota.c_str()) / period;
+  return cpus > 0 ? static_cast<int>(std::ceil(cpus - 1e-9)) : 0;
+}
+
+int UsableCpus() {
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
+  // This process's cgroup: "0::/path" (v2), or "N:cpu,cpuacct:/path" (v1).
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    const size_t colon = line.find(':'), path = line.find(':', colon + 1);
+    if (colon == std::string::npos || path == std::string::npos) continue;
+    const std::string controllers = line.substr(colon + 1, path - colon - 1);
+    const std::string dir = line.substr(path + 1);
+    int quota = 0;
+    if (controllers.empty()) {
+      quota = CpuQuota("/sys/fs/cgroup" + dir + "/cpu.max");
+    } else if (controllers.find("cpu") != std::string::npos) {
+      const std::string v1 = "/sys/fs/cgroup/cpu,cpuacct" + dir;
+      quota = CpuQuota(v1 + "/cpu.cfs_quota_us", v1 + "/cpu.cfs_period_us");
+    }
+    if (quota > 0) cpus = std::min(cpus, quota);
+  }
+  return std::max(1, cpus);
+}
+
 namespace {
 
 std::string CpuName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    if (line.rfind("model name", 0) == 0)
+      return line.substr(line.find(':') + 2);
   }
   return "unknown CPU";
 }
@@ -139,14 +185,14 @@ Platform LoadPlatform(const std::string& path) {
   if (!j.contains("peak_flops") || !j["peak_flops"].is_object() ||
       j["peak_flops"].empty()) {
     throw std::runtime_error(
-        path + ": field 'peak_flops' is missing: expected an object of peak "
-               "FLOP/s per data type, e.g. {\"fp32\": 2.2e11}");
+        path +
+        ": field 'peak_flops' is missing: expected an object of peak "
+        "FLOP/s per data type, e.g. {\"fp32\": 2.2e11}");
   }
   for (const auto& [dtype, v] : j["peak_flops"].items()) {
     if (!v.is_number() || v.get<double>() <= 0) {
-      throw std::runtime_error(path + ": field 'peak_flops." + dtype +
-                               "' is " + v.dump() +
-                               ": expected a positive FLOP/s");
+      throw std::runtime_error(path + ": field 'peak_flops." + dtype + "' is " +
+                               v.dump() + ": expected a positive FLOP/s");
     }
     p.peak_flops[dtype] = v;
   }

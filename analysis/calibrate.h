@@ -25,6 +25,17 @@ Platform LoadPlatform(const std::string& path);
 // This machine's name (gethostname).
 std::string HostName();
 
+// The CPUs this process may use: those of its affinity mask (taskset, a
+// Slurm task's binding), at most its cgroup's CPU quota rounded up (a
+// container's or a Slurm step's limit). The default thread count.
+int UsableCpus();
+
+// The CPUs a cgroup quota file allows, rounded up: cgroup v2's cpu.max
+// ("150000 100000" gives 2, "max 100000" none) or, given the period file
+// too, cgroup v1's cpu.cfs_quota_us (-1: none). 0 when there is no limit.
+int CpuQuota(const std::string& quota_file,
+             const std::string& period_file = "");
+
 // FLOP/s of a STREAM-like triad a = b + s * c over `bytes` per array.
 double StreamTriad(size_t bytes_per_array, int threads, int repeats);
 

@@ -73,8 +73,8 @@ constexpr char kBackendModuleSymbol[] = "paradnn_backend_v1";
 
 }  // namespace paradnn
 
-#define PARADNN_BACKEND_MODULE(function)                                \
-  extern "C" __attribute__((visibility("default"))) paradnn::Backend*   \
-  paradnn_backend_v1(const char* name) {                                \
-    return function(name);                                              \
+#define PARADNN_BACKEND_MODULE(function)                              \
+  extern "C" __attribute__((visibility("default"))) paradnn::Backend* \
+  paradnn_backend_v1(const char* name) {                              \
+    return function(name);                                            \
   }

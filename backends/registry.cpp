@@ -69,7 +69,7 @@ std::vector<fs::path> SearchPath() {
 }
 
 struct Slot {
-  std::string module;  // "" for a backend registered in-process
+  std::string module;                // "" for a backend registered in-process
   std::unique_ptr<Backend> backend;  // once loaded
   std::string error;                 // why loading failed
 };

@@ -126,9 +126,9 @@ void AddCounters(const Run& run, const Entry& e,
   if (e.profile) {
     const auto shares = e.profile->Shares();
     for (int c = 0; c < kOpClasses; ++c) {
-      counters->push_back({std::string("time_") +
-                               ToString(static_cast<OpClass>(c)) + "_frac",
-                           shares[c], false});
+      counters->push_back(
+          {std::string("time_") + ToString(static_cast<OpClass>(c)) + "_frac",
+           shares[c], false});
     }
   }
   for (const auto& [key, value] : e.child_counters) {
@@ -150,7 +150,8 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
     // A later repetition of a case that could not run: the same reason.
     return EndCall(
         run, e,
-        {e.status == CaseStatus::kSkipped ? Status::kSkipped : Status::kFailed, e.why});
+        {e.status == CaseStatus::kSkipped ? Status::kSkipped : Status::kFailed,
+         e.why});
   }
   std::string unsupported;
   const Backend* backend = FindBackend(e.backend, &unsupported);
@@ -164,8 +165,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   if (e.cost.memory > run.max_memory) {
     return EndCall(run, e,
                    Skip("needs about " + Gib(e.cost.memory) +
-                        " by the cost model, over the " +
-                        Gib(run.max_memory) +
+                        " by the cost model, over the " + Gib(run.max_memory) +
                         " limit (--paradnn_max_memory)"));
   }
   if (run.isolate) {
@@ -209,8 +209,7 @@ bool Step() {
     return false;
   }
   run.entries[run.prepared].step_times_ms.push_back(
-      std::chrono::duration<double, std::milli>(Clock::now() - start)
-          .count());
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   return true;
 }
 
@@ -241,16 +240,16 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
             static_cast<int64_t>(std::ceil(200 / e.step_ms)),
             std::min<int64_t>(3, iterations),
             std::min<int64_t>(20, iterations));
-        e.profile = run.runner->Profile(
-            static_cast<int>(std::max<int64_t>(1, steps)));
+        e.profile =
+            run.runner->Profile(static_cast<int>(std::max<int64_t>(1, steps)));
       }
     } catch (const std::exception& ex) {
       return EndCall(run, e, Fail(std::string("step failed: ") + ex.what()));
     }
     if (!std::isfinite(loss)) {
-      return EndCall(run, e,
-                     Fail("the loss is not finite (" + std::to_string(loss) +
-                          ")"));
+      return EndCall(
+          run, e,
+          Fail("the loss is not finite (" + std::to_string(loss) + ")"));
     }
   }
   AddCounters(run, e, counters);

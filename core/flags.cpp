@@ -38,8 +38,10 @@ po::options_description Describe(Options& o, std::string& backends,
       "paradnn_modes", po::value(&modes)->value_name("LIST"),
       "comma-separated modes (train, infer), replacing the config's")(
       "paradnn_threads", po::value(&o.threads)->value_name("N"),
-      "intra-op threads (default: the config's, else all cores)")(
-      "paradnn_seed", po::value(&o.seed)->value_name("N"), "seed of weights and inputs")(
+      "intra-op threads (default: the config's, else the CPUs this "
+      "process may use: affinity mask and cgroup quota)")(
+      "paradnn_seed", po::value(&o.seed)->value_name("N"),
+      "seed of weights and inputs")(
       "paradnn_max_memory", po::value(&max_memory)->value_name("SIZE"),
       "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
       "80% of available memory)")(
@@ -76,7 +78,8 @@ po::options_description Describe(Options& o, std::string& backends,
       "paradnn_bricks", po::bool_switch(&o.bricks),
       "also register every unique layer of the sweep on its own "
       "(BRICK/...), and construct model step times from them")(
-      "paradnn_bricks_granularity", po::value(&o.bricks_granularity)->value_name("G"),
+      "paradnn_bricks_granularity",
+      po::value(&o.bricks_granularity)->value_name("G"),
       "bricks of up to this many consecutive layers, each reading only the "
       "one before (default: 1, one layer per brick)")(
       "paradnn_bricks_out", po::value(&o.bricks_out)->value_name("FILE"),
@@ -92,7 +95,8 @@ po::options_description Describe(Options& o, std::string& backends,
       "paradnn_mlperf_system", po::value(&o.mlperf_system)->value_name("NAME"),
       "system in MLPerf outputs (default: the config's mlperf_system, else "
       "the host name)")(
-      "paradnn_mlperf_status", po::value(&o.mlperf_status)->value_name("STATUS"),
+      "paradnn_mlperf_status",
+      po::value(&o.mlperf_status)->value_name("STATUS"),
       "submission status in MLPerf outputs (default: the config's "
       "mlperf_status, else onprem)");
   return d;

@@ -19,7 +19,7 @@ struct Options {
   std::string config;              // empty: the built-in default
   std::vector<std::string> cases;  // canonical names
   std::vector<std::string> backends, dtypes, modes;  // empty: the config's
-  int threads = 0;         // 0: the config's, else all cores
+  int threads = 0;         // 0: the config's, else the usable CPUs
   int64_t seed = -1;       // -1: the config's
   int64_t max_memory = 0;  // bytes; 0: 80% of available memory
   bool progress = true;

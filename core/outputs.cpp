@@ -17,10 +17,9 @@ namespace {
 void Journal(Run& run, const core::ReportedRun& reported,
              const std::string& name) {
   if (!run.journal.is_open()) return;
-  run.journal << "{\"name\": \"" << name << "\", \"error\": "
-              << (reported.error ? "true" : "false")
-              << ", \"real_time_ms\": " << reported.time_ms << "}"
-              << std::endl;
+  run.journal << "{\"name\": \"" << name
+              << "\", \"error\": " << (reported.error ? "true" : "false")
+              << ", \"real_time_ms\": " << reported.time_ms << "}" << std::endl;
 }
 
 void WriteSystem(const Run& run, const std::string& org_dir) {
@@ -76,9 +75,9 @@ void WriteMlperf(const Run& run, const core::ReportedRun& reported,
   }
   if (!flags.mlperf_package.empty()) {
     const std::string org = flags.mlperf_package + "/" + flags.mlperf_org;
-    WriteMllog(org + "/results/" + system + "/" + SafeName(e.name) + "/" +
-                   result,
-               events);
+    WriteMllog(
+        org + "/results/" + system + "/" + SafeName(e.name) + "/" + result,
+        events);
     // The system description names every backend that ran so far.
     WriteSystem(run, org);
   }

@@ -21,7 +21,7 @@ struct Sweep {
   std::vector<Case> cases;  // unique, in config order
   // Grid points that are no model, as "file:line:col: skipped NAME: why".
   std::vector<std::string> invalid;
-  int threads = 0;  // 0: all cores
+  int threads = 0;  // 0: the CPUs the process may use
   uint64_t seed = 1;
   // Who and what MLPerf outputs name (empty: the flags' or the defaults).
   std::string mlperf_org, mlperf_system, mlperf_status;

@@ -32,7 +32,8 @@ void CheckOneBenchmarkLibrary() {
   std::fprintf(stderr,
                "paradnn: two Google Benchmark libraries in this process: "
                "%s (compiled with paradnn's registration) and %s; link one\n",
-               a.dli_fname ? a.dli_fname : "?", b.dli_fname ? b.dli_fname : "?");
+               a.dli_fname ? a.dli_fname : "?",
+               b.dli_fname ? b.dli_fname : "?");
   std::exit(2);
 }
 

@@ -8,15 +8,14 @@
 #include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
 
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
-#include "paradnn/paradnn.h"
 #include "core/flags.h"
+#include "paradnn/paradnn.h"
 
 namespace {
 
@@ -113,7 +112,7 @@ int MlperfReport(const Command& self, int argc, char** argv) {
 
 int CalibrateCommand(const Command& self, int argc, char** argv) {
   std::string out;
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  int threads = paradnn::UsableCpus();
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-o" && i + 1 < argc) {
@@ -129,8 +128,7 @@ int CalibrateCommand(const Command& self, int argc, char** argv) {
     std::cerr << "paradnn calibrate: --threads needs a positive count\n";
     return 2;
   }
-  const std::string json =
-      paradnn::PlatformJson(paradnn::Calibrate(threads));
+  const std::string json = paradnn::PlatformJson(paradnn::Calibrate(threads));
   if (out.empty()) {
     std::cout << json;
   } else {
@@ -222,7 +220,8 @@ const Command kCommands[] = {
      "the report's roofline and the denominators of flops_util\n"
      "(--paradnn_platform=FILE).\n\n"
      "  -o FILE        write the platform file here (default: stdout)\n"
-     "  --threads=N    threads to measure with (default: all cores)\n",
+     "  --threads=N    threads to measure with (default: the CPUs this\n"
+     "                 process may use)\n",
      CalibrateCommand},
     {"report", "draw the HTML report of a results file",
      "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
@@ -279,12 +278,11 @@ std::string CommandNames() {
 }
 
 int PrintHelp() {
-  std::cout
-      << "usage: paradnn [--paradnn_* flags] [--benchmark_* flags]\n"
-         "       paradnn COMMAND [--help | arguments]\n\n"
-         "Runs a sweep of synthetic models (default: the built-in\n"
-         "configs/quickstart.yaml) as Google Benchmark cases named\n"
-         "FAMILY/key:value/.../backend/dtype/mode.\n\ncommands:\n";
+  std::cout << "usage: paradnn [--paradnn_* flags] [--benchmark_* flags]\n"
+               "       paradnn COMMAND [--help | arguments]\n\n"
+               "Runs a sweep of synthetic models (default: the built-in\n"
+               "configs/quickstart.yaml) as Google Benchmark cases named\n"
+               "FAMILY/key:value/.../backend/dtype/mode.\n\ncommands:\n";
   for (const Command& c : kCommands) {
     std::cout << "  " << c.name << std::string(16 - std::strlen(c.name), ' ')
               << c.summary << "\n";
@@ -323,8 +321,7 @@ int main(int argc, char** argv) {
     const Command* c = FindCommand(argv[1]);
     if (c == nullptr) {
       std::cerr << "paradnn: no command '" << argv[1]
-                << "'; commands: " << CommandNames()
-                << " (paradnn --help)\n";
+                << "'; commands: " << CommandNames() << " (paradnn --help)\n";
       return 2;
     }
     if (AsksForHelp(argc, argv, 2)) return PrintUsage(*c);

@@ -88,7 +88,8 @@ OrderedJson SystemDescription(const std::string& org, const std::string& system,
   return j;
 }
 
-void WriteMllog(const std::string& path, const std::vector<MllogEvent>& events) {
+void WriteMllog(const std::string& path,
+                const std::vector<MllogEvent>& events) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream out(path);
   if (!out) throw std::runtime_error(path + ": cannot write the MLPerf log");

@@ -36,9 +36,9 @@ Loaded Load(int* argc, char** argv);
 bool EnvironmentAsks();
 
 struct CaseInfo {
-  std::string name;        // canonical, the benchmark's name
-  int64_t batch = 0;       // examples per step
-  int64_t steps = 0;       // timed steps, fixed by --paradnn_steps; 0: any
+  std::string name;          // canonical, the benchmark's name
+  int64_t batch = 0;         // examples per step
+  int64_t steps = 0;         // timed steps, fixed by --paradnn_steps; 0: any
   bool manual_time = false;  // timed in a child process (--paradnn_isolate)
 };
 int CaseCount();
@@ -75,13 +75,13 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters);
 // A run as the benchmark library reported it, for the journal
 // (--paradnn_resume) and the MLPerf outputs.
 struct ReportedRun {
-  std::string name;  // as reported, suffixes and all
+  std::string name;        // as reported, suffixes and all
   bool aggregate = false;  // mean, median, ...
   bool error = false;
   int64_t repetition_index = 0;
   int64_t iterations = 0;
-  double seconds = 0;   // real time accumulated over the iterations
-  double time_ms = 0;   // per iteration, as reported
+  double seconds = 0;  // real time accumulated over the iterations
+  double time_ms = 0;  // per iteration, as reported
 };
 void Reported(const ReportedRun& run);
 

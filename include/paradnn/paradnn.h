@@ -27,7 +27,7 @@
 //   --paradnn_case=NAME       one case by canonical name, repeatable
 //   --paradnn_backends=A,B    replace the config's backends
 //   --paradnn_dtypes=fp32,bf16, --paradnn_modes=train,infer
-//   --paradnn_threads=N       intra-op threads (default: all cores)
+//   --paradnn_threads=N       intra-op threads (default: the usable CPUs)
 //   --paradnn_steps=N         exactly N timed steps per case
 //   --paradnn_isolate         each case in a child process
 //   --paradnn_mllog=DIR       an MLPerf training-style log per case run

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -24,7 +24,9 @@ std::string RealData() { return test::TestData("mlperf").string(); }
 
 CaseRun Sample() {
   CaseRun r;
-  r.case_name = "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/train";
+  r.case_name =
+      "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/torch/fp32/"
+      "train";
   r.family = "FC";
   r.backend = "torch";
   r.dtype = "fp32";
@@ -71,13 +73,27 @@ TEST_CASE("MLLOG lines have MLPerf's exact format", "[mlperf]") {
 TEST_CASE("a case's log has MLPerf's required keys once, in order",
           "[mlperf]") {
   const std::vector<MllogEvent> events = MllogEvents(Sample());
-  const std::vector<std::string> required = {
-      "cache_clear", "init_start", "submission_benchmark", "submission_org",
-      "submission_division", "submission_status", "submission_platform",
-      "seed", "global_batch_size", "gradient_accumulation_steps", "opt_name",
-      "opt_base_learning_rate", "train_samples", "eval_samples", "init_stop",
-      "run_start", "block_start", "block_stop", "tracked_stats",
-      "eval_accuracy", "run_stop"};
+  const std::vector<std::string> required = {"cache_clear",
+                                             "init_start",
+                                             "submission_benchmark",
+                                             "submission_org",
+                                             "submission_division",
+                                             "submission_status",
+                                             "submission_platform",
+                                             "seed",
+                                             "global_batch_size",
+                                             "gradient_accumulation_steps",
+                                             "opt_name",
+                                             "opt_base_learning_rate",
+                                             "train_samples",
+                                             "eval_samples",
+                                             "init_stop",
+                                             "run_start",
+                                             "block_start",
+                                             "block_stop",
+                                             "tracked_stats",
+                                             "eval_accuracy",
+                                             "run_stop"};
   std::map<std::string, int> count;
   std::vector<std::string> order;
   std::map<std::string, MllogEvent> by_key;
@@ -175,8 +191,8 @@ TEST_CASE("the score rule", "[mlperf]") {
   MlperfRun failed;
   failed.status = "aborted";
   failed.time_to_train_min = 0.5;  // fast, but it failed
-  CHECK(*MlperfScore({Passed(5), failed, Passed(3), Passed(4), Passed(2)},
-                     2.0, &note) == Approx((3 + 4 + 5) / 3.0 * 2.0));
+  CHECK(*MlperfScore({Passed(5), failed, Passed(3), Passed(4), Passed(2)}, 2.0,
+                     &note) == Approx((3 + 4 + 5) / 3.0 * 2.0));
   CHECK_FALSE(MlperfScore({Passed(5), failed, failed, Passed(4), Passed(2)},
                           1.0, &note));
   CHECK_THAT(note, Contains("2 of 5 runs failed"));
@@ -187,7 +203,8 @@ TEST_CASE("bad logs: each problem named, the rest still read", "[mlperf]") {
   std::ofstream(log)
       << "noise before\n"
       << "[1,0]<stdout>:::MLLOG {\"namespace\": \"\", \"time_ms\": 1000, "
-         "\"event_type\": \"POINT_IN_TIME\", \"key\": \"submission_benchmark\", "
+         "\"event_type\": \"POINT_IN_TIME\", \"key\": "
+         "\"submission_benchmark\", "
          "\"value\": \"resnet\", \"metadata\": {}}\n"
       << ":::MLLOG {\"time_ms\": 2000, \"key\": \"run_start\"}\n"  // old format
       << ":::MLLOG {\"namespace\": \"\", \"time_ms\": 3000, \"key\": \n"
@@ -239,7 +256,8 @@ std::string Bench(const std::string& name, double real_time, double params,
                   double flops, const std::string& extra = "") {
   return "{\"name\": \"" + name + "/real_time\", \"run_name\": \"" + name +
          "/real_time\", \"run_type\": \"iteration\", \"iterations\": 3, "
-         "\"real_time\": " + std::to_string(real_time) +
+         "\"real_time\": " +
+         std::to_string(real_time) +
          ", \"time_unit\": \"ms\", \"params\": " + std::to_string(params) +
          ", \"flop_per_step\": " + std::to_string(flops) + extra + "}";
 }
@@ -269,9 +287,8 @@ TEST_CASE("results JSON: per case, the median of repetitions", "[mlperf]") {
 TEST_CASE("results JSON that is not paradnn's says so", "[mlperf]") {
   CHECK_THROWS_WITH(ReadResults(Scratch("none.json").string()),
                     Contains("cannot open the results file"));
-  CHECK_THROWS_WITH(
-      ReadResults(ResultsFile("list.json", "[1, 2]").string()),
-      Contains("not Google Benchmark JSON"));
+  CHECK_THROWS_WITH(ReadResults(ResultsFile("list.json", "[1, 2]").string()),
+                    Contains("not Google Benchmark JSON"));
   CHECK_THROWS_WITH(
       ReadResults(ResultsFile("broken.json", "{\"bench").string()),
       Contains("not JSON"));
@@ -279,11 +296,10 @@ TEST_CASE("results JSON that is not paradnn's says so", "[mlperf]") {
       ReadResults(ResultsFile("empty.json", "{\"benchmarks\": []}").string()),
       Contains("no benchmarks in the file"));
   CHECK_THROWS_WITH(
-      ReadResults(
-          ResultsFile("other.json",
-                      "{\"benchmarks\": [{\"name\": \"BM_X\", "
-                      "\"run_name\": \"BM_X\", \"real_time\": 1}]}")
-              .string()),
+      ReadResults(ResultsFile("other.json",
+                              "{\"benchmarks\": [{\"name\": \"BM_X\", "
+                              "\"run_name\": \"BM_X\", \"real_time\": 1}]}")
+                      .string()),
       Contains("no paradnn cases"));
 }
 
@@ -333,7 +349,8 @@ TEST_CASE("side by side: real rows, synthetic rows, nearest sizes",
   CHECK_THAT(out.markdown, Contains(distance.str()));
   // CSV: header, one MLPerf row, three synthetic rows.
   CHECK(std::count(out.csv.begin(), out.csv.end(), '\n') == 5);
-  CHECK_THAT(out.csv, Contains("mlperf,box1,resnet,2.556e+07,2.454e+10,36000,20.5,"));
+  CHECK_THAT(out.csv,
+             Contains("mlperf,box1,resnet,2.556e+07,2.454e+10,36000,20.5,"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "generators/bricks.h"
 #include "generators/init.h"
 #include "generators/sweep.h"
+#include "tests/busy_threads.h"
 
 namespace paradnn {
 namespace {
@@ -164,6 +165,20 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
     CHECK(a->Loss() == Approx(reference->Loss()).epsilon(0.05));
     CHECK(b->Loss() == Approx(reference->Loss()).epsilon(0.05));
     CHECK(RelativeError(a->Output(), reference->Output()) < 0.1);
+  }
+}
+
+TEST_CASE("oneDNN runs as many threads as it is given", "[onednn][threads]") {
+  const Case c = ParseCaseName(
+      "FC/layers:2/nodes:1024/input:1024/output:1024/batch:256/onednn/fp32/"
+      "train");
+  const Graph g = c.model.BuildGraph();
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    RunOptions opt;
+    opt.threads = threads;
+    auto runner = MakeOnednnBackend()->Prepare({g, c.dtype, c.mode}, opt);
+    CHECK(test::BusyThreads([&] { test::StepFor(*runner, 0.5); }) == threads);
   }
 }
 

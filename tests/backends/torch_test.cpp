@@ -1,11 +1,11 @@
 // The LibTorch backend against the cost model and against itself.
-#include "backends/torch/torch_backend.h"
-
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "backends/torch/torch_backend.h"
 #include "generators/cost.h"
 #include "generators/sweep.h"
+#include "tests/busy_threads.h"
 
 namespace paradnn {
 namespace {
@@ -16,8 +16,8 @@ std::vector<Case> SmokeCases() {
       .cases;
 }
 
-std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g,
-                                int warmup = 0, uint64_t seed = 1) {
+std::unique_ptr<Runner> Prepare(const Case& c, const Graph& g, int warmup = 0,
+                                uint64_t seed = 1) {
   RunOptions opt;
   opt.threads = 1;
   opt.seed = seed;
@@ -112,16 +112,18 @@ TEST_CASE("bf16 follows fp32 within bf16's precision", "[torch]") {
   }
 }
 
-TEST_CASE("the thread count is applied", "[torch]") {
-  Case c = SmokeCases().front();
-  Graph g = c.model.BuildGraph();
-  RunOptions opt;
-  opt.threads = 2;
-  MakeTorchBackend(false)->Prepare({g, c.dtype, c.mode}, opt);
-  CHECK(TorchThreads() == 2);
-  opt.threads = 1;
-  MakeTorchBackend(false)->Prepare({g, c.dtype, c.mode}, opt);
-  CHECK(TorchThreads() == 1);
+TEST_CASE("LibTorch runs as many threads as it is given", "[torch][threads]") {
+  const Case c = ParseCaseName(
+      "FC/layers:2/nodes:1024/input:1024/output:1024/batch:256/torch/fp32/"
+      "train");
+  const Graph g = c.model.BuildGraph();
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    RunOptions opt;
+    opt.threads = threads;
+    auto runner = MakeTorchBackend(false)->Prepare({g, c.dtype, c.mode}, opt);
+    CHECK(test::BusyThreads([&] { test::StepFor(*runner, 0.5); }) == threads);
+  }
 }
 
 TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {

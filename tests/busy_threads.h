@@ -1,0 +1,60 @@
+// How many threads of this process really worked while `work` ran: those
+// whose CPU time (utime + stime in /proc/self/task/*/stat) grew by at least
+// `min_ticks` clock ticks. A library told to use N threads is checked by
+// what it ran, not by the count it stores; threads sharing a busy CPU still
+// each gain time, so the count holds on a loaded machine.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "backends/backend.h"
+
+namespace paradnn::test {
+
+inline std::map<int, long> ThreadTicks() {
+  std::map<int, long> ticks;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // After "pid (comm)": field 3 is the state, 14 utime, 15 stime.
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long total = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i >= 14) total += std::stol(field);
+    }
+    ticks[std::stoi(task.path().filename().string())] = total;
+  }
+  return ticks;
+}
+
+template <typename Work>
+int BusyThreads(Work work, long min_ticks = 5) {
+  const std::map<int, long> before = ThreadTicks();
+  work();
+  int busy = 0;
+  for (const auto& [tid, ticks] : ThreadTicks()) {
+    const auto it = before.find(tid);
+    busy += ticks - (it == before.end() ? 0 : it->second) >= min_ticks;
+  }
+  return busy;
+}
+
+// Steps `runner` for about `seconds` of wall time.
+inline void StepFor(Runner& runner, double seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    runner.Step();
+  } while (
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count() < seconds);
+}
+
+}  // namespace paradnn::test
