@@ -52,7 +52,7 @@ void ReportBricks(const Run& run) {
       models_ran = models_ran || e.status != CaseStatus::kNotRun;
     }
   }
-  if (unique == 0) return;
+  if (!run.flags.bricks || unique == 0) return;
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by_family, by_group;
   ordered_json models = ordered_json::array();

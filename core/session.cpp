@@ -6,7 +6,6 @@
 #include <fstream>
 #include <regex>
 #include <set>
-#include <thread>
 
 #include "adapters/mlperf/package.h"
 #include "analysis/calibrate.h"
@@ -39,8 +38,10 @@ bool IsBackend(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The cases to run: --paradnn_case names, else the config (or the default).
-Sweep LoadCases(const Options& o) {
+// The cases to run: --paradnn_case names (models, or single bricks by their
+// BRICK/ names, as a bricks run prints them), else the config (or the
+// default).
+Sweep LoadCases(const Options& o, std::vector<BrickCase>* bricks) {
   const std::vector<std::string> backends = BackendNames();
   if (o.cases.empty()) {
     return o.config.empty()
@@ -51,12 +52,18 @@ Sweep LoadCases(const Options& o) {
   for (const std::string& given : o.cases) {
     // Accept names as Google Benchmark reports them too.
     const std::string name = CaseNameOf(given);
-    Case c = ParseCaseName(name);
-    if (!IsBackend(c.backend)) {
-      throw SpecError("--paradnn_case='" + name + "': '" + c.backend +
+    std::string backend;
+    if (name.rfind("BRICK/", 0) == 0) {
+      bricks->push_back(ParseBrickName(name));
+      backend = bricks->back().backend;
+    } else {
+      sweep.cases.push_back(ParseCaseName(name));
+      backend = sweep.cases.back().backend;
+    }
+    if (!IsBackend(backend)) {
+      throw SpecError("--paradnn_case='" + name + "': '" + backend +
                       "' is not a backend");
     }
-    sweep.cases.push_back(std::move(c));
   }
   return sweep;
 }
@@ -146,7 +153,8 @@ std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
 
 // The run's entries: each case of the sweep and, with --paradnn_bricks, its
 // unique layers, each once, with its cost from the cost model.
-void MakeEntries(Run& run, std::vector<Case>& cases, const Options& o) {
+void MakeEntries(Run& run, std::vector<Case>& cases,
+                 std::vector<BrickCase>& bricks, const Options& o) {
   auto add = [&](Entry e, const Graph& g) {
     auto it = run.index.find(e.name);
     if (it != run.index.end()) return it->second;
@@ -195,19 +203,30 @@ void MakeEntries(Run& run, std::vector<Case>& cases, const Options& o) {
     const int index = add(std::move(e), g);
     run.entries[index].layer_bricks = std::move(layers);
   }
+  for (BrickCase& b : bricks) {
+    Entry e;
+    e.name = b.Name();
+    e.backend = b.backend;
+    e.dtype = b.dtype;
+    e.mode = b.mode;
+    const Graph g = b.brick.BuildGraph(b.mode);
+    e.brick = std::move(b.brick);
+    add(std::move(e), g);
+  }
 }
 
 void LoadRun(Run& run, int* argc, char** argv) {
   core::Loaded& loaded = *run.loaded;
   Options o;
   Sweep sweep;
+  std::vector<BrickCase> bricks;
   try {
     o = ParseFlags(argc, argv);
     if (o.help) {
       loaded.help = FlagsHelp();
       return;
     }
-    sweep = LoadCases(o);
+    sweep = LoadCases(o, &bricks);
     sweep.cases = Override(sweep.cases, o);
     sweep.cases = Select(sweep.cases, o);
     if (!o.platform.empty())
@@ -217,10 +236,9 @@ void LoadRun(Run& run, int* argc, char** argv) {
     return;
   }
   for (const std::string& why : sweep.invalid) loaded.notes.push_back(why);
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
   run.options.threads = o.threads > 0       ? o.threads
                         : sweep.threads > 0 ? sweep.threads
-                                            : cores;
+                                            : UsableCpus();
   run.options.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : sweep.seed;
   run.max_memory = o.max_memory > 0
                        ? o.max_memory
@@ -238,7 +256,7 @@ void LoadRun(Run& run, int* argc, char** argv) {
   pick(run.flags.mlperf_org, sweep.mlperf_org, "paradnn");
   pick(run.flags.mlperf_system, sweep.mlperf_system, HostName());
   pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
-  MakeEntries(run, sweep.cases, o);
+  MakeEntries(run, sweep.cases, bricks, o);
 }
 
 }  // namespace

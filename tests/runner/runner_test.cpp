@@ -38,10 +38,11 @@ std::string Scratch(const std::string& name) {
   return test::Scratch(name).string();
 }
 
-Result RunRunner(const std::string& args) {
+// The runner with `args`, started through `prefix` (e.g. "taskset -c 0 ").
+Result RunRunner(const std::string& args, const std::string& prefix = "") {
   const std::string out = Scratch("out"), err = Scratch("err");
   const std::string cmd =
-      std::string(PARADNN_RUNNER) + " " + args + " >" + out + " 2>" + err;
+      prefix + PARADNN_RUNNER + " " + args + " >" + out + " 2>" + err;
   Result r;
   const int raw = std::system(cmd.c_str());
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -284,10 +285,23 @@ TEST_CASE("a run loads the backends of the cases it runs, no others",
   CHECK_THAT(none, !Contains("libdnnl"));
   const std::string torch = Loaded(
       "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
-      "fp32/infer" + std::string(kFast));
+      "fp32/infer" +
+      std::string(kFast));
   CHECK_THAT(torch, Contains("libparadnn_backend_torch.so"));
   CHECK_THAT(torch, Contains("libtorch"));  // which brings its own oneDNN
   CHECK_THAT(torch, !Contains("libparadnn_backend_onednn.so"));
+}
+
+TEST_CASE("the default thread count is the CPUs the process may use",
+          "[runner][threads]") {
+  // One CPU by affinity, as taskset or a Slurm binding gives it.
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
+      "fp32/infer --benchmark_min_time=0.01 --benchmark_format=json",
+      "taskset -c 0 ");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(json::parse(r.out)["context"]["paradnn_threads"] == "1");
 }
 
 const char* const kCommandNames[] = {"calibrate", "report", "merge",
@@ -441,6 +455,39 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   json results = json::parse(r.out);
   CHECK(results["benchmarks"].size() == 7);
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
+}
+
+TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
+          "[runner][bricks]") {
+  // The names a bricks run of a small CNN prints.
+  Result listed = RunRunner(
+      "--paradnn_case=CNN/block:residual/blocks:1/filters:4/image:32/"
+      "output:10/batch:2/torch/fp32/train --paradnn_bricks "
+      "--benchmark_list_tests --benchmark_filter=BRICK/");
+  REQUIRE(listed.status == 0);
+  std::vector<std::string> names;
+  std::istringstream lines(listed.out);
+  for (std::string line; std::getline(lines, line);) names.push_back(line);
+  REQUIRE(names.size() >= 5);  // conv, batch norm, ReLU, pool, add, ...
+  for (const std::string& isolate : {"", " --paradnn_isolate"}) {
+    // Isolated, three of them: each child process loads LibTorch.
+    if (!isolate.empty()) names.resize(3);
+    std::string args;
+    for (const std::string& n : names) args += " --paradnn_case=" + n;
+    Result r = RunRunner(args + kFast + isolate + " --benchmark_format=json");
+    INFO(isolate << "\n" << r.err);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.err, Contains("paradnn: " + std::to_string(names.size()) +
+                               " passed, 0 skipped, 0 failed"));
+    json j = json::parse(r.out);
+    REQUIRE(j["benchmarks"].size() == names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string name = j["benchmarks"][i]["name"];
+      // Listed and run under the same name (real or manual time suffix).
+      CHECK(CaseNameOf(name) == CaseNameOf(names[i]));
+      CHECK(j["benchmarks"][i]["flop_per_step"].get<double>() >= 0);
+    }
+  }
 }
 
 TEST_CASE("profiles: shares of step time per operation class",
