@@ -68,6 +68,7 @@ core::Status EndCall(Run& run, Entry& e, core::Status status) {
   if (status.code == core::Status::kSkipped) e.status = CaseStatus::kSkipped;
   if (status.code == core::Status::kFailed) e.status = CaseStatus::kFailed;
   if (!status.ok()) e.why = status.message;
+  if (run.isolated_child) WriteIsolatedResult(e, status);
   return status;
 }
 
@@ -169,7 +170,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
                         " limit (--paradnn_max_memory)"));
   }
   if (run.isolate) {
-    const Status s = RunIsolated(run, e);
+    const Status s = RunIsolated(run, e, max_steps);
     return s.ok() ? s : EndCall(run, e, s);
   }
   bool fresh = false;
@@ -213,16 +214,22 @@ bool Step() {
   return true;
 }
 
-double IsolatedStepSeconds(int index) {
-  return TheRun().entries.at(index).isolated_step_s;
+double IsolatedStepSeconds(int index, int64_t step) {
+  const std::vector<double>& steps = TheRun().entries.at(index).isolated_steps_s;
+  return steps.at(std::min<size_t>(step, steps.size() - 1));
 }
 
 Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   Run& run = TheRun();
   Entry& e = run.entries.at(index);
   if (run.isolate) {
-    e.step_ms = e.isolated_step_s * 1e3;
-    e.step_times_ms = {e.step_ms};
+    e.step_times_ms.clear();
+    for (double seconds : e.isolated_steps_s) {
+      e.step_times_ms.push_back(seconds * 1e3);
+    }
+    double total = 0;
+    for (double ms : e.step_times_ms) total += ms;
+    e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
   } else {
     if (!run.step_error.empty()) {
       return EndCall(run, e, Fail(run.step_error));

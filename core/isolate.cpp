@@ -1,6 +1,10 @@
-// --paradnn_isolate: a case in a child process, this binary again, on this
-// case alone with the same paradnn settings through the environment; the
-// child's result, or its death, becomes the case's.
+// --paradnn_isolate: every call of a case's benchmark function runs its
+// steps in a child process, this binary again, on this case alone with the
+// same paradnn settings through the environment and exactly the steps Google
+// Benchmark asked this call for. The child writes how it ended and each
+// step's time to a file; the parent reports those times as its own, so every
+// probe and every repetition is a measurement of its own, and a child's
+// skip, failure or death becomes the case's.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,15 +21,16 @@
 namespace paradnn {
 namespace {
 
-void SetChildEnvironment(const Run& run, const Entry& e) {
-  setenv("PARADNN_ISOLATED_CHILD", "1", 1);
+void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
+                         const std::string& out) {
+  setenv("PARADNN_ISOLATED_OUT", out.c_str(), 1);
   setenv("PARADNN_CASE", e.name.c_str(), 1);
+  setenv("PARADNN_STEPS", std::to_string(steps).c_str(), 1);
   setenv("PARADNN_PROGRESS", "false", 1);
   setenv("PARADNN_THREADS", std::to_string(run.options.threads).c_str(), 1);
   setenv("PARADNN_SEED", std::to_string(run.options.seed).c_str(), 1);
   setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
   const Options& f = run.flags;
-  if (f.steps > 0) setenv("PARADNN_STEPS", std::to_string(f.steps).c_str(), 1);
   if (f.case_timeout > 0) {
     setenv("PARADNN_CASE_TIMEOUT", std::to_string(f.case_timeout).c_str(), 1);
   }
@@ -33,10 +38,21 @@ void SetChildEnvironment(const Run& run, const Entry& e) {
   if (f.profile) setenv("PARADNN_PROFILE", "true", 1);
   for (const char* unused :
        {"PARADNN_CONFIG", "PARADNN_RESUME", "PARADNN_SHARD", "PARADNN_MLLOG",
-        "PARADNN_MLPERF_PACKAGE", "PARADNN_BRICKS_OUT",
-        "PARADNN_PROFILE_OUT"}) {
+        "PARADNN_MLPERF_PACKAGE", "PARADNN_BRICKS", "PARADNN_BRICKS_OUT",
+        "PARADNN_PROFILE_OUT", "PARADNN_ISOLATE"}) {
     unsetenv(unused);
   }
+}
+
+// The case's name as a filter that matches it alone: names hold regular
+// expression characters ('+' in brick chains).
+std::string ExactFilter(const std::string& name) {
+  std::string filter = "^";
+  for (char c : name) {
+    if (std::strchr(".+*?()[]{}|^$\\", c) != nullptr) filter += '\\';
+    filter += c;
+  }
+  return filter + "(/|$)";
 }
 
 core::Status Fail(std::string why) {
@@ -45,8 +61,25 @@ core::Status Fail(std::string why) {
 
 }  // namespace
 
-core::Status RunIsolated(Run& run, Entry& e) {
-  if (e.isolated_step_s > 0) return {};  // a later call: measured already
+void WriteIsolatedResult(const Entry& e, const core::Status& status) {
+  nlohmann::json out;
+  out["status"] = status.code == core::Status::kOk        ? "ok"
+                  : status.code == core::Status::kSkipped ? "skipped"
+                                                          : "failed";
+  out["message"] = status.message;
+  out["steps_ms"] = e.step_times_ms;
+  if (e.profile) {
+    const auto shares = e.profile->Shares();
+    for (int c = 0; c < kOpClasses; ++c) {
+      out["counters"][std::string("time_") +
+                      ToString(static_cast<OpClass>(c)) + "_frac"] = shares[c];
+    }
+  }
+  std::ofstream(std::getenv("PARADNN_ISOLATED_OUT")) << out.dump() << "\n";
+}
+
+core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
+  e.isolated_steps_s.clear();
   std::string out =
       (std::filesystem::temp_directory_path() / "paradnn_isolate.XXXXXX")
           .string();
@@ -56,16 +89,14 @@ core::Status RunIsolated(Run& run, Entry& e) {
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
-    SetChildEnvironment(run, e);
-    // Its output is read from the file; its console would interleave.
+    SetChildEnvironment(run, e, steps, out);
+    // What it measured comes through the file; its console would interleave.
     const int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(null, 2);
-    const std::string filter = "--benchmark_filter=^" + e.name + "/";
-    const std::string file = "--benchmark_out=" + out;
-    execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), file.c_str(),
-          "--benchmark_out_format=json", "--benchmark_format=json",
-          static_cast<char*>(nullptr));
+    const std::string filter = "--benchmark_filter=" + ExactFilter(e.name);
+    execl("/proc/self/exe", "/proc/self/exe", filter.c_str(),
+          "--benchmark_repetitions=1", static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;
@@ -80,27 +111,25 @@ core::Status RunIsolated(Run& run, Entry& e) {
     return Fail(std::string("crashed in its isolated process: ") +
                 strsignal(WTERMSIG(status)));
   }
-  const nlohmann::json* run_json = nullptr;
-  if (result.is_object() && result["benchmarks"].is_array() &&
-      !result["benchmarks"].empty()) {
-    run_json = &result["benchmarks"][0];
-  }
-  if (run_json == nullptr || !run_json->contains("real_time")) {
+  if (!result.is_object() || !result["status"].is_string() ||
+      !result["steps_ms"].is_array()) {
     return Fail("its isolated process exited with status " +
                 std::to_string(WEXITSTATUS(status)) + " and no result");
   }
-  if (run_json->value("error_occurred", false)) {
-    return Fail("in its isolated process: " +
-                run_json->value("error_message", std::string("no message")));
+  const std::string how = result["status"];
+  const std::string message = result.value("message", std::string());
+  if (how == "skipped") return {core::Status::kSkipped, message};
+  if (how != "ok") return Fail("in its isolated process: " + message);
+  for (const auto& ms : result["steps_ms"]) {
+    e.isolated_steps_s.push_back(ms.get<double>() / 1e3);
   }
-  e.isolated_step_s = run_json->at("real_time").get<double>() / 1e3;  // ms
-  if (run.flags.profile) {
-    for (const auto& [key, value] : run_json->items()) {
-      // time_<class>_frac (not time_unit)
-      if (key.rfind("time_", 0) == 0 && value.is_number()) {
-        e.child_counters[key] = value;
-      }
-    }
+  if (static_cast<int64_t>(e.isolated_steps_s.size()) != steps) {
+    return Fail("its isolated process ran " +
+                std::to_string(e.isolated_steps_s.size()) + " steps, not " +
+                std::to_string(steps));
+  }
+  for (const auto& [key, value] : result["counters"].items()) {
+    e.child_counters[key] = value;
   }
   return {};
 }

@@ -42,7 +42,8 @@ struct Entry {
 
   double MedianStepMs() const;
   double benchmark_s = 0;      // in all of Google Benchmark's calls
-  double isolated_step_s = 0;  // measured by the child, --paradnn_isolate
+  // --paradnn_isolate: the steps of this call, as its child measured them.
+  std::vector<double> isolated_steps_s;
   std::optional<StepProfile> profile;  // --paradnn_profile
   // Counters the isolated child measured beyond its time (the profile's).
   std::map<std::string, double> child_counters;
@@ -66,7 +67,8 @@ struct Run {
   std::map<std::string, double> peak_flops;  // from --paradnn_platform
   std::ofstream journal;                     // --paradnn_resume
   bool progress = true;
-  bool isolate = false;  // --paradnn_isolate, in the parent
+  bool isolate = false;         // --paradnn_isolate, in the parent
+  bool isolated_child = false;  // this process runs a case for a parent
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.
   int prepared = -1;
@@ -86,8 +88,13 @@ Run& TheRun();
 // Whether Google Benchmark's filter selects a case, matched as it matches.
 bool Selected(const std::string& name, const std::string& filter);
 
-// --paradnn_isolate: runs the case in a child process (this binary again)
-// and keeps the time per step it measured; a crash fails the case only.
-core::Status RunIsolated(Run& run, Entry& e);
+// --paradnn_isolate: runs this call's `steps` steps of the case in a child
+// process (this binary again) and keeps each step's time as the child
+// measured it; a crash fails the case only, a skip there is a skip here.
+core::Status RunIsolated(Run& run, Entry& e, int64_t steps);
+
+// In such a child (PARADNN_ISOLATED_OUT names the file): writes how its call
+// of the case ended, its steps' times and its profile, for the parent.
+void WriteIsolatedResult(const Entry& e, const core::Status& status);
 
 }  // namespace paradnn

@@ -245,7 +245,8 @@ void LoadRun(Run& run, int* argc, char** argv) {
                        : static_cast<int64_t>(0.8 * AvailableMemory());
   run.progress = o.progress;
   run.flags = o;
-  run.isolate = o.isolate && std::getenv("PARADNN_ISOLATED_CHILD") == nullptr;
+  run.isolated_child = std::getenv("PARADNN_ISOLATED_OUT") != nullptr;
+  run.isolate = o.isolate && !run.isolated_child;
   run.config =
       o.config.empty() && o.cases.empty() ? kDefaultConfigName : o.config;
   // MLPerf names: the flag, else the config, else the default.

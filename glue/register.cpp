@@ -43,8 +43,10 @@ void RunCase(benchmark::State& state, int index) {
   std::vector<core::Counter> counters;
   if (s.ok()) {
     if (core::Case(index).manual_time) {
-      const double seconds = core::IsolatedStepSeconds(index);
-      for (auto _ : state) state.SetIterationTime(seconds);
+      int64_t step = 0;
+      for (auto _ : state) {
+        state.SetIterationTime(core::IsolatedStepSeconds(index, step++));
+      }
     } else {
       for (auto _ : state) {
         if (!core::Step()) break;

@@ -62,8 +62,9 @@ std::vector<std::pair<std::string, std::string>> BackendContext(
 Status BeginCase(int index, const std::string& filter, int64_t max_steps);
 // One step of the prepared case; false when it failed (EndCase says why).
 bool Step();
-// With manual_time: the time per step the child process measured.
-double IsolatedStepSeconds(int index);
+// With manual_time: the seconds of step `step` of this call, as the child
+// process that ran this call's steps measured them.
+double IsolatedStepSeconds(int index, int64_t step);
 
 struct Counter {
   std::string name;
