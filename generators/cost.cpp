@@ -85,6 +85,16 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     // the gradients of the scores, V, Q and K, twice the forward.
     if (l.op == Op::kAttention) {
       c.flops += 2 * fwd;
+    } else if (l.op == Op::kRecurrent) {
+      // Weights: every step's gates against its input and previous state.
+      // The gradient through time, h_t to h_(t-1), for t >= 1 always; not
+      // into h0, which is zero and constant; into the input where it needs
+      // one.
+      const int64_t in = g.layer(l.inputs[0]).shape.back();
+      const int64_t length = l.shape[0], batch = l.shape[1];
+      const int64_t per_step = 2 * batch * Gates(l.cell) * l.units;
+      c.flops += fwd + per_step * (length - 1) * l.units;
+      if (needs_grad[l.inputs[0]]) c.flops += per_step * length * in;
     } else if (fwd > 0) {
       c.flops += fwd;
       if (needs_grad[l.inputs[0]]) c.flops += fwd;

@@ -68,10 +68,29 @@ TEST_CASE("RNN: cells, embedding and per-step dense", "[cost]") {
   Cost lstm = CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kInfer);
   CHECK(lstm.params == 32 * 16 + 2 * (4 * 16 * 32 + 2 * 4 * 16) + 16 * 32 + 32);
   CHECK(lstm.flops == 2 * (2 * 20 * 4 * 16 * 32) + 2 * 20 * 16 * 32);
-  // every matrix product needs its input gradient: the embedding trains
-  CHECK(
-      CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kTrain).flops ==
-      3 * lstm.flops);
+  // Training: every product's weight gradient; the input gradients of the
+  // dense layer and of both LSTMs (the embedding trains), and the gradient
+  // through time of each LSTM for steps 1..4 only: not into h0, which is
+  // zero and constant.
+  const int64_t lstm_fwd = 2 * 20 * 4 * 16 * 32;  // per layer
+  const int64_t dense_fwd = 2 * 20 * 16 * 32;
+  const int64_t lstm_input_grad = 2 * 20 * 4 * 16 * 16;   // into x, 5 steps
+  const int64_t lstm_through_time = 2 * 4 * 4 * 4 * 16 * 16;  // 4 steps of 5
+  const int64_t train =
+      CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kTrain).flops;
+  CHECK(train == 3 * dense_fwd +
+                     2 * (2 * lstm_fwd + lstm_input_grad + lstm_through_time));
+  // Three times the forward pass, less each layer's gradient into h0.
+  CHECK(train == 3 * lstm.flops - 2 * (2 * 4 * 4 * 16 * 16));
+}
+
+TEST_CASE("RNN training FLOPs follow the rule PyTorch's profiler counts",
+          "[cost]") {
+  // PyTorch 1.13's profiler on this model's training step (LSTM forward
+  // and backward, per-step dense, embedding): 4,798,283,776 FLOPs. The
+  // gradient into h0 (2 x batch x 4H x H = 33,554,432) is not among them.
+  CHECK(CostOf("RNN", {"lstm", "1", "256", "1024", "16", "64"}, Mode::kTrain)
+            .flops == 4798283776);
   CHECK(
       CostOf("RNN", {"gru", "2", "16", "32", "5", "4"}, Mode::kInfer).params ==
       512 + 2 * (3 * 16 * 32 + 6 * 16) + 544);
