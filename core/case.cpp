@@ -170,7 +170,9 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
                         " limit (--paradnn_max_memory)"));
   }
   if (run.isolate) {
+    const int64_t start = NowMs();
     const Status s = RunIsolated(run, e, max_steps);
+    if (s.ok()) e.timed_ms.emplace_back(start, 0);
     return s.ok() ? s : EndCall(run, e, s);
   }
   bool fresh = false;
@@ -195,6 +197,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   run.step_error.clear();
   e.step_times_ms.clear();
   e.step_times_ms.reserve(max_steps);
+  e.timed_ms.emplace_back(NowMs(), 0);
   return {};
 }
 
@@ -222,6 +225,7 @@ double IsolatedStepSeconds(int index, int64_t step) {
 Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   Run& run = TheRun();
   Entry& e = run.entries.at(index);
+  if (!e.timed_ms.empty()) e.timed_ms.back().second = NowMs();
   if (run.isolate) {
     e.step_times_ms.clear();
     for (double seconds : e.isolated_steps_s) {

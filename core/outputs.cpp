@@ -1,7 +1,6 @@
 // What happens to each run the benchmark library reports: a line in the
 // journal (--paradnn_resume) and the MLPerf outputs (--paradnn_mllog,
 // --paradnn_mlperf_package).
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -60,9 +59,17 @@ void WriteMlperf(const Run& run, const core::ReportedRun& reported,
   r.seconds = reported.seconds;
   r.init_start_ms = e.init_start_ms;
   r.init_stop_ms = e.init_stop_ms;
-  r.run_stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+  // Google Benchmark reports a case's repetitions together, after them: the
+  // last `repetitions` calls of the case are theirs, in order (the calls
+  // before probed the step count).
+  const size_t calls = e.timed_ms.size();
+  const size_t call = calls - std::min<size_t>(
+                                  calls, reported.repetitions -
+                                             reported.repetition_index);
+  if (call < calls) {
+    r.run_start_ms = e.timed_ms[call].first;
+    r.run_stop_ms = e.timed_ms[call].second;
+  }
   r.success = !reported.error;
   r.org = flags.mlperf_org;
   r.platform = system;

@@ -35,8 +35,10 @@ struct Entry {
   int64_t batch = 0;
   CaseStatus status = CaseStatus::kNotRun;
   std::string why;  // the reason of a skip or failure
-  // Wall-clock milliseconds around the last Prepare, for MLPerf logs.
+  // Wall-clock milliseconds around the last Prepare, and around the timed
+  // steps of each call of the case's benchmark function, for MLPerf logs.
   int64_t init_start_ms = 0, init_stop_ms = 0;
+  std::vector<std::pair<int64_t, int64_t>> timed_ms;
   double step_ms = 0;                 // per step, in the last timed loop
   std::vector<double> step_times_ms;  // each step of the last timed loop
 

@@ -51,6 +51,7 @@ class Reporter : public benchmark::BenchmarkReporter {
       r.aggregate = run.run_type != Run::RT_Iteration;
       r.error = Failed(run);
       r.repetition_index = run.repetition_index;
+      r.repetitions = run.repetitions;
       r.iterations = run.iterations;
       r.seconds = run.real_accumulated_time;
       r.time_ms = run.GetAdjustedRealTime();

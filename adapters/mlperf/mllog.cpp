@@ -71,8 +71,6 @@ std::vector<MllogEvent> MllogEvents(const CaseRun& r) {
   };
   const char* kPoint = "POINT_IN_TIME";
   const int64_t samples = r.iterations * r.batch;
-  const int64_t run_start_ms =
-      r.run_stop_ms - static_cast<int64_t>(r.seconds * 1000 + 0.5);
   std::string benchmark = "paradnn_" + r.family;
   std::transform(benchmark.begin(), benchmark.end(), benchmark.begin(),
                  ::tolower);
@@ -89,10 +87,13 @@ std::vector<MllogEvent> MllogEvents(const CaseRun& r) {
   add(r.init_start_ms, kPoint, "submission_platform", r.platform);
   add(r.init_start_ms, kPoint, "seed", r.seed);
   add(r.init_start_ms, kPoint, "global_batch_size", r.batch);
-  add(r.init_start_ms, kPoint, "gradient_accumulation_steps", 1);
-  add(r.init_start_ms, kPoint, "opt_name", "sgd");
-  add(r.init_start_ms, kPoint, "opt_base_learning_rate", 0.01);
-  add(r.init_start_ms, kPoint, "train_samples", samples);
+  // The optimizer and training samples only where there is training.
+  if (r.mode == "train") {
+    add(r.init_start_ms, kPoint, "gradient_accumulation_steps", 1);
+    add(r.init_start_ms, kPoint, "opt_name", "sgd");
+    add(r.init_start_ms, kPoint, "opt_base_learning_rate", 0.01);
+    add(r.init_start_ms, kPoint, "train_samples", samples);
+  }
   add(r.init_start_ms, kPoint, "eval_samples", 0);
   add(r.init_start_ms, kPoint, "paradnn_case", r.case_name);
   add(r.init_start_ms, kPoint, "paradnn_backend", r.backend);
@@ -103,8 +104,8 @@ std::vector<MllogEvent> MllogEvents(const CaseRun& r) {
   add(r.init_start_ms, kPoint, "paradnn_flop_per_sample",
       r.batch > 0 ? static_cast<double>(r.flop_per_step) / r.batch : 0.0);
   add(r.init_stop_ms, "INTERVAL_END", "init_stop", nullptr);
-  add(run_start_ms, "INTERVAL_START", "run_start", nullptr);
-  add(run_start_ms, "INTERVAL_START", "block_start", nullptr, block);
+  add(r.run_start_ms, "INTERVAL_START", "run_start", nullptr);
+  add(r.run_start_ms, "INTERVAL_START", "block_start", nullptr, block);
   add(r.run_stop_ms, "INTERVAL_END", "block_stop", nullptr, block);
   add(r.run_stop_ms, kPoint, "tracked_stats",
       {{"throughput", r.seconds > 0 ? samples / r.seconds : 0.0}},

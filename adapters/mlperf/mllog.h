@@ -36,7 +36,10 @@ struct CaseRun {
   uint64_t seed = 0;
   int64_t iterations = 0;
   double seconds = 0;  // of the timed steps
-  int64_t init_start_ms = 0, init_stop_ms = 0, run_stop_ms = 0;
+  // Wall-clock milliseconds: the model's preparation, and this run's timed
+  // steps (each repetition has its own).
+  int64_t init_start_ms = 0, init_stop_ms = 0, run_start_ms = 0,
+          run_stop_ms = 0;
   bool success = true;
   std::string org, platform, status;
 };

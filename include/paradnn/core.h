@@ -80,6 +80,7 @@ struct ReportedRun {
   bool aggregate = false;  // mean, median, ...
   bool error = false;
   int64_t repetition_index = 0;
+  int64_t repetitions = 1;
   int64_t iterations = 0;
   double seconds = 0;  // real time accumulated over the iterations
   double time_ms = 0;  // per iteration, as reported

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "adapters/mlperf/reader.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
 #include "tests/scratch.h"
@@ -375,11 +376,25 @@ TEST_CASE("MLPerf logs and a results package from a run, summarized",
   REQUIRE(r.status == 0);
   const std::string folder =
       "FC_layers-1_nodes-8_input-8_output-2_batch-4_torch_fp32_train";
+  // Each repetition its own measured interval, one after the other.
+  int64_t previous_stop = 0;
   for (int i = 0; i < 5; ++i) {
     const std::string name = "/result_" + std::to_string(i) + ".txt";
-    CHECK(std::ifstream(logs + "/" + folder + name).good());
     CHECK(
         std::ifstream(package + "/acme/results/box1/" + folder + name).good());
+    const MlperfRun run = ReadMlperfLog(logs + "/" + folder + name);
+    CHECK(run.problems.empty());
+    std::map<std::string, int64_t> at;
+    std::istringstream lines(Slurp(logs + "/" + folder + name));
+    for (std::string line; std::getline(lines, line);) {
+      const json event = json::parse(line.substr(line.find('{')));
+      at[event["key"]] = event["time_ms"];
+    }
+    INFO("repetition " << i);
+    CHECK(at["run_start"] >= at["init_stop"]);
+    CHECK(at["run_stop"] >= at["run_start"]);
+    CHECK(at["run_start"] >= previous_stop);
+    previous_stop = at["run_stop"];
   }
   json system = json::parse(Slurp(package + "/acme/systems/box1.json"));
   CHECK(system["submitter"] == "acme");
