@@ -26,33 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One 4096 x 4096 x 4096-class GEMM per layer: the shape where BLAS-like
-// libraries reach their peak.
-constexpr char kGemmModel[] =
-    "FC/layers:1/nodes:4096/input:4096/output:4096/batch:2048";
-
-double BestFlops(const Backend& backend, const Case& c, int threads) {
-  const Graph g = c.model.BuildGraph();
-  RunOptions opt;
-  opt.threads = threads;
-  auto runner = backend.Prepare({g, c.dtype, c.mode}, opt);
-  const double flops =
-      static_cast<double>(ComputeCost(g, c.mode, c.dtype).flops);
-  double best = 0;
-  const auto start = Clock::now();
-  for (int i = 0; i < 10; ++i) {
-    const auto t0 = Clock::now();
-    runner->Step();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, flops / s);
-    if (i >= 2 &&
-        std::chrono::duration<double>(Clock::now() - start).count() > 3) {
-      break;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 std::string HostName() {
@@ -131,6 +104,12 @@ double StreamTriad(size_t bytes_per_array, int threads, int repeats) {
   return best;
 }
 
+const PeakFlops& Platform::peak_flops() const {
+  static const PeakFlops none;
+  const auto it = devices.find("cpu");
+  return it == devices.end() ? none : it->second;
+}
+
 Platform Calibrate(int threads) {
   Platform p;
   p.name = HostName();
@@ -143,23 +122,28 @@ Platform Calibrate(int threads) {
       continue;
     }
     for (const char* dtype : {"fp32", "bf16"}) {
-      const Case c = ParseCaseName(std::string(kGemmModel) + "/" + name + "/" +
-                                   dtype + "/infer");
-      const Graph g = c.model.BuildGraph();
-      const std::string why = backend->Unsupported({g, c.dtype, c.mode});
-      if (!why.empty()) {
-        std::cerr << "calibrate: " << c.Name() << ": skipped: " << why << "\n";
+      double best = 0;
+      try {
+        for (const auto& [m, n, k] : kGemmShapes) {
+          best = std::max(best, backend->GemmFlops(m, n, k, ParseDType(dtype),
+                                                   threads));
+        }
+      } catch (const std::exception& e) {
+        std::cerr << "calibrate: " << name << " " << dtype
+                  << " GEMM failed: " << e.what() << "\n";
         continue;
       }
-      try {
-        const double f = BestFlops(*backend, c, threads);
-        std::cerr << "calibrate: " << c.Name() << ": " << f / 1e9
-                  << " GFLOP/s\n";
-        p.peak_flops[dtype] = std::max(p.peak_flops[dtype], f);
-      } catch (const std::exception& e) {
-        std::cerr << "calibrate: " << c.Name() << ": failed: " << e.what()
-                  << "\n";
+      if (best <= 0) {
+        std::cerr << "calibrate: " << name << " " << dtype
+                  << ": no GEMM here\n";
+        continue;
       }
+      std::cerr << "calibrate: " << name << " " << dtype << " GEMM "
+                << best / 1e9 << " GFLOP/s\n";
+      p.gemm_flops[name][dtype] = best;
+      p.libraries[name] = backend->Describe();
+      double& peak = p.devices[backend->Device()][dtype];
+      peak = std::max(peak, best);
     }
   }
   p.memory_bandwidth = StreamTriad(size_t{256} << 20, threads, 5);
@@ -172,7 +156,10 @@ std::string PlatformJson(const Platform& p) {
   json j;
   j["name"] = p.name;
   j["description"] = p.description;
-  j["peak_flops"] = p.peak_flops;
+  j["peak_flops"] = p.peak_flops();
+  j["devices"] = p.devices;
+  j["gemm_flops"] = p.gemm_flops;
+  j["libraries"] = p.libraries;
   j["memory_bandwidth"] = p.memory_bandwidth;
   return j.dump(2) + "\n";
 }
@@ -189,12 +176,36 @@ Platform LoadPlatform(const std::string& path) {
         ": field 'peak_flops' is missing: expected an object of peak "
         "FLOP/s per data type, e.g. {\"fp32\": 2.2e11}");
   }
-  for (const auto& [dtype, v] : j["peak_flops"].items()) {
-    if (!v.is_number() || v.get<double>() <= 0) {
-      throw std::runtime_error(path + ": field 'peak_flops." + dtype + "' is " +
-                               v.dump() + ": expected a positive FLOP/s");
+  // {"fp32": 2.2e11, ...} at `field`.
+  auto peaks = [&](const json& v, const std::string& field) {
+    if (!v.is_object()) {
+      throw std::runtime_error(path + ": field '" + field + "' is " +
+                               v.dump() + ": expected an object of FLOP/s "
+                               "per data type");
     }
-    p.peak_flops[dtype] = v;
+    PeakFlops out;
+    for (const auto& [dtype, f] : v.items()) {
+      if (!f.is_number() || f.get<double>() <= 0) {
+        throw std::runtime_error(path + ": field '" + field + "." + dtype +
+                                 "' is " + f.dump() +
+                                 ": expected a positive FLOP/s");
+      }
+      out[dtype] = f;
+    }
+    return out;
+  };
+  p.devices["cpu"] = peaks(j["peak_flops"], "peak_flops");
+  for (const char* group : {"devices", "gemm_flops"}) {
+    if (!j.contains(group)) continue;
+    auto& into = std::string(group) == "devices" ? p.devices : p.gemm_flops;
+    for (const auto& [key, v] : j[group].items()) {
+      into[key] = peaks(v, std::string(group) + "." + key);
+    }
+  }
+  if (j.contains("libraries") && j["libraries"].is_object()) {
+    for (const auto& [backend, v] : j["libraries"].items()) {
+      if (v.is_string()) p.libraries[backend] = v;
+    }
   }
   if (!j.contains("memory_bandwidth") || !j["memory_bandwidth"].is_number() ||
       j["memory_bandwidth"].get<double>() <= 0) {

@@ -7,15 +7,30 @@
 
 namespace paradnn {
 
+using PeakFlops = std::map<std::string, double>;  // "fp32", "bf16" -> FLOP/s
+
 struct Platform {
   std::string name;
   std::string description;
-  std::map<std::string, double> peak_flops;  // "fp32", "bf16" -> FLOP/s
-  double memory_bandwidth = 0;               // bytes/s
+  // Per device ("cpu", "gpu"), the best GEMM any backend on it reached: the
+  // roof of flops_util for cases on that device.
+  std::map<std::string, PeakFlops> devices;
+  // Per backend, its library's own GEMM: the roof its models run under.
+  std::map<std::string, PeakFlops> gemm_flops;
+  std::map<std::string, std::string> libraries;  // backend -> its Describe()
+  double memory_bandwidth = 0;                    // bytes/s
+
+  // The CPU's peaks (a hand-written file's "peak_flops").
+  const PeakFlops& peak_flops() const;
 };
 
-// Measures large GEMM-shaped FC cases on every backend that runs here and a
-// STREAM triad, with `threads` threads; progress on stderr.
+// The GEMM shapes (m, n, k) calibrate measures; the best of them is a
+// backend's roof.
+constexpr int64_t kGemmShapes[][3] = {
+    {2048, 4096, 4096}, {4096, 4096, 1024}, {1024, 1024, 1024}};
+
+// Measures every backend's own GEMM over kGemmShapes, best of several runs,
+// and a STREAM triad, with `threads` threads; progress on stderr.
 Platform Calibrate(int threads);
 
 std::string PlatformJson(const Platform& p);

@@ -125,8 +125,9 @@ class Report {
   }
 
   double Peak(const CaseResult& r) const {
-    auto it = platform_.peak_flops.find(ToString(r.c.dtype));
-    return it == platform_.peak_flops.end() ? 0 : it->second;
+    const PeakFlops& peaks = platform_.peak_flops();
+    auto it = peaks.find(ToString(r.c.dtype));
+    return it == peaks.end() ? 0 : it->second;
   }
 
   void Roofline() {
@@ -149,12 +150,26 @@ class Report {
     }
     if (have_platform_) {
       gp << "set samples 400\nbw=" << platform_.memory_bandwidth << "\n";
-      for (const auto& [dtype, peak] : platform_.peak_flops) {
+      for (const auto& [dtype, peak] : platform_.peak_flops()) {
         gp << "roof_" << dtype << "(x) = bw*x < " << peak
            << " ? bw*x : " << peak << "\n";
         plots += ", roof_" + dtype + "(x) with lines lw 2 title '" + dtype +
                  " roof (" + Num(peak / 1e9, 3) + " GFLOP/s, " +
                  Num(platform_.memory_bandwidth / 1e9, 3) + " GB/s)'";
+      }
+      // Each backend's own GEMM, where it sits below the roof: the gap is
+      // what its library leaves on this CPU.
+      for (const auto& [backend, peaks] : platform_.gemm_flops) {
+        for (const auto& [dtype, gemm] : peaks) {
+          const auto roof = platform_.peak_flops().find(dtype);
+          if (roof == platform_.peak_flops().end() ||
+              gemm >= 0.98 * roof->second) {
+            continue;
+          }
+          plots += ", " + Num(gemm, 6) + " with lines dt 2 title '" +
+                   backend + " " + dtype + " GEMM (" + Num(gemm / 1e9, 3) +
+                   " GFLOP/s)'";
+        }
       }
     } else {
       notes_.push_back("no platform file: the roofline has no roofs");

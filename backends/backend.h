@@ -2,6 +2,8 @@
 // returns a Runner that executes one step per call.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,7 +55,36 @@ class Backend {
                                           const RunOptions& opt) const = 0;
   // One line describing the library and its settings, for the run context.
   virtual std::string Describe() const = 0;
+  // The device it runs on: "cpu" or "gpu"; peaks are per device.
+  virtual std::string Device() const { return "cpu"; }
+  // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
+  // with `threads` threads, the best of a few runs: the roof this backend's
+  // models run under (paradnn calibrate). 0 when it has none.
+  virtual double GemmFlops(int64_t /*m*/, int64_t /*n*/, int64_t /*k*/,
+                           DType /*dtype*/, int /*threads*/) const {
+    return 0;
+  }
 };
+
+// The shortest of up to `runs` runs of `run` (one untimed first), stopping
+// after about `budget_s` seconds once three were timed: GemmFlops' timing.
+template <typename Run>
+double BestSeconds(Run run, int runs = 10, double budget_s = 2) {
+  using Clock = std::chrono::steady_clock;
+  run();
+  double best = 1e300;
+  const auto start = Clock::now();
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    run();
+    const auto t1 = Clock::now();
+    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+    if (i >= 2 && std::chrono::duration<double>(t1 - start).count() > budget_s) {
+      break;
+    }
+  }
+  return best;
+}
 
 // Adds a backend next to the built-in ones; returns why not ("" when
 // added): a duplicate name.
@@ -69,12 +100,12 @@ std::vector<std::string> BackendNames();
 // that exports this function: the backend of that name, or nullptr. The
 // version in the symbol changes with this interface.
 using BackendModuleEntry = Backend* (*)(const char* name);
-constexpr char kBackendModuleSymbol[] = "paradnn_backend_v1";
+constexpr char kBackendModuleSymbol[] = "paradnn_backend_v2";
 
 }  // namespace paradnn
 
 #define PARADNN_BACKEND_MODULE(function)                              \
   extern "C" __attribute__((visibility("default"))) paradnn::Backend* \
-  paradnn_backend_v1(const char* name) {                              \
+  paradnn_backend_v2(const char* name) {                              \
     return function(name);                                            \
   }

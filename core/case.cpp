@@ -120,9 +120,18 @@ void AddCounters(const Run& run, const Entry& e,
                {"params", static_cast<double>(e.cost.params), false},
                {"bytes_per_step", static_cast<double>(e.cost.bytes), false},
                {"intensity", e.cost.intensity, false}};
-  const auto peak = run.peak_flops.find(ToString(e.dtype));
-  if (peak != run.peak_flops.end()) {
-    counters->push_back({"flops_util", flops / peak->second, true});
+  // The share of its device's calibrated peak, a plain fraction of the
+  // measured mean step; above the peak it is flagged instead, as the ratio
+  // over it: the calibration missed something, and no share is over 1.
+  const Backend* backend = FindBackend(e.backend);
+  const auto device = run.device_peaks.find(backend->Device());
+  if (device != run.device_peaks.end() && e.step_ms > 0) {
+    const auto peak = device->second.find(ToString(e.dtype));
+    if (peak != device->second.end()) {
+      const double share = flops / (e.step_ms / 1e3) / peak->second;
+      counters->push_back(
+          {share <= 1 ? "flops_util" : "flops_over_peak", share, false});
+    }
   }
   if (e.profile) {
     const auto shares = e.profile->Shares();

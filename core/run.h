@@ -66,7 +66,8 @@ struct Run {
   std::string config;  // the sweep's file, or the built-in's name
   std::string shard;   // "I/N" when this process runs a shard
   int64_t max_memory = 0;
-  std::map<std::string, double> peak_flops;  // from --paradnn_platform
+  // Peaks per device and data type, from --paradnn_platform.
+  std::map<std::string, std::map<std::string, double>> device_peaks;
   std::ofstream journal;                     // --paradnn_resume
   bool progress = true;
   bool isolate = false;         // --paradnn_isolate, in the parent

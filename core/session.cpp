@@ -230,7 +230,7 @@ void LoadRun(Run& run, int* argc, char** argv) {
     sweep.cases = Override(sweep.cases, o);
     sweep.cases = Select(sweep.cases, o);
     if (!o.platform.empty())
-      run.peak_flops = LoadPlatform(o.platform).peak_flops;
+      run.device_peaks = LoadPlatform(o.platform).devices;
   } catch (const std::exception& ex) {
     loaded.status = {core::Status::kFailed, ex.what()};
     return;

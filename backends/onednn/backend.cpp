@@ -42,6 +42,38 @@ class OnednnBackend : public Backend {
     }
   }
 
+  // oneDNN's matmul primitive, in the formats it picks for the weights.
+  double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
+                   int threads) const override {
+    const bool bf16 = dtype == DType::kBf16;
+    if (bf16 && dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
+      return 0;
+    }
+    omp_set_num_threads(threads);
+    using dnnl::memory;
+    const memory::data_type dt =
+        bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    dnnl::stream stream(engine);
+    const memory::desc a({m, k}, dt, memory::format_tag::ab);
+    const memory::desc b_any({k, n}, dt, memory::format_tag::any);
+    const memory::desc c({m, n}, dt, memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd({a, b_any, c}, engine);
+    memory src(a, engine), weights(pd.weights_desc(), engine), dst(c, engine);
+    for (memory* buffer : {&src, &weights}) {
+      std::memset(buffer->get_data_handle(), 0,
+                  buffer->get_desc().get_size());
+    }
+    const dnnl::matmul matmul(pd);
+    const double seconds = BestSeconds([&] {
+      matmul.execute(stream, {{DNNL_ARG_SRC, src},
+                              {DNNL_ARG_WEIGHTS, weights},
+                              {DNNL_ARG_DST, dst}});
+      stream.wait();
+    });
+    return 2.0 * m * n * k / seconds;
+  }
+
   std::string Describe() const override {
     return "oneDNN " + Version() + ", CPU runtime OpenMP, ISA " + IsaName();
   }

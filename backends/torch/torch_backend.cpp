@@ -2,6 +2,8 @@
 // interpreting the graph in order.
 #include "backends/torch/torch_backend.h"
 
+#include <dlfcn.h>
+
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -494,6 +496,16 @@ std::string LoadedBlas() {
   return "none loaded";
 }
 
+// The kernels OpenBLAS chose for this CPU (", OpenBLAS core Haswell"), where
+// the BLAS is OpenBLAS: it falls back to generic ones on CPUs it does not
+// know, several times slower.
+std::string BlasCore() {
+  using CoreName = char* (*)();
+  const auto name =
+      reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return name == nullptr ? "" : std::string(", OpenBLAS core ") + name();
+}
+
 class TorchBackend : public Backend {
  public:
   explicit TorchBackend(bool cuda) : cuda_(cuda) {}
@@ -517,7 +529,31 @@ class TorchBackend : public Backend {
 
   std::string Describe() const override {
     return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
-           (cuda_ ? ", CUDA device 0" : ", CPU");
+           BlasCore() + (cuda_ ? ", CUDA device 0" : ", CPU");
+  }
+
+  std::string Device() const override { return cuda_ ? "gpu" : "cpu"; }
+
+  // torch::mm, which LibTorch hands to its BLAS on the CPU.
+  double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
+                   int threads) const override {
+    if (cuda_ && !TorchHasCuda()) return 0;
+    return Translated([&] {
+      torch::set_num_threads(threads);
+      const auto options =
+          torch::TensorOptions()
+              .dtype(dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat)
+              .device(cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
+      torch::NoGradGuard no_grad;
+      const torch::Tensor a = torch::rand({m, k}, options);
+      const torch::Tensor b = torch::rand({k, n}, options);
+      torch::Tensor c = torch::empty({m, n}, options);
+      const double seconds = BestSeconds([&] {
+        torch::mm_out(c, a, b);
+        if (cuda_) torch::cuda::synchronize();
+      });
+      return 2.0 * m * n * k / seconds;
+    });
   }
 
  private:

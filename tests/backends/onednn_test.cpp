@@ -182,6 +182,18 @@ TEST_CASE("oneDNN runs as many threads as it is given", "[onednn][threads]") {
   }
 }
 
+TEST_CASE("both backends time their library's own GEMM", "[calibrate]") {
+  for (const auto& backend : {MakeTorchBackend(false), MakeOnednnBackend()}) {
+    INFO(backend->name());
+    CHECK(backend->Device() == "cpu");
+    const double flops = backend->GemmFlops(256, 256, 256, DType::kFp32, 1);
+    // 2 x 256^3 FLOPs in more than a microsecond and less than a second.
+    CHECK(flops > 2 * 256.0 * 256 * 256);
+    CHECK(flops < 2 * 256.0 * 256 * 256 * 1e6);
+  }
+  CHECK(MakeTorchBackend(true)->Device() == "gpu");
+}
+
 TEST_CASE("oneDNN names itself and its library", "[onednn]") {
   auto onednn = MakeOnednnBackend();
   CHECK(onednn->name() == "onednn");

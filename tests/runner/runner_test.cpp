@@ -305,6 +305,36 @@ TEST_CASE("the default thread count is the CPUs the process may use",
   CHECK(json::parse(r.out)["context"]["paradnn_threads"] == "1");
 }
 
+TEST_CASE("flops_util is a plain fraction of the device's peak, never over 1",
+          "[runner][platform]") {
+  const std::string name =
+      "FC/layers:2/nodes:64/input:64/output:10/batch:8/torch/fp32/infer";
+  auto run = [&](double peak) {
+    const std::string platform = Scratch("platform.json");
+    std::ofstream(platform) << "{\"peak_flops\": {\"fp32\": " << peak
+                            << "}, \"memory_bandwidth\": 1e10}";
+    Result r = RunRunner("--paradnn_case=" + name + kFast +
+                         " --paradnn_platform=" + platform +
+                         " --benchmark_format=json");
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out)["benchmarks"][0];
+  };
+  const json under = run(1e15);
+  REQUIRE(under.contains("flops_util"));
+  CHECK_FALSE(under.contains("flops_over_peak"));
+  // FLOPS over the peak, from the mean step (Google Benchmark's time differs
+  // from it by the loop's own overhead).
+  CHECK(under["flops_util"].get<double>() ==
+        Approx(under["FLOPS"].get<double>() / 1e15).epsilon(0.2));
+  CHECK(under["flops_util"].get<double>() < 1);
+  const json over = run(1e3);  // a peak no case stays under
+  CHECK_FALSE(over.contains("flops_util"));
+  REQUIRE(over.contains("flops_over_peak"));
+  CHECK(over["flops_over_peak"].get<double>() ==
+        Approx(over["FLOPS"].get<double>() / 1e3).epsilon(0.2));
+}
+
 const char* const kCommandNames[] = {"calibrate", "report", "merge",
                                      "mlperf-summary", "mlperf-report"};
 
