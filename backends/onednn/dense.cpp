@@ -80,11 +80,17 @@ void OnednnRunner::BuildEmbedding(int i, const Layer& l) {
     float* g = static_cast<float*>(table.grad.get_data_handle());
     std::memset(g, 0, table.grad.get_desc().get_size());
     const void* d = diff_[i].get_data_handle();
-    // Rows of one token add up; a serial pass keeps that race-free.
-    for (size_t k = 0; k < tokens_.size(); ++k) {
-      float* row = g + tokens_[k] * units;
-      for (int64_t e = 0; e < units; ++e) {
-        row[e] += Load(d, dt_, static_cast<int64_t>(k) * units + e);
+    const int64_t n = static_cast<int64_t>(tokens_.size());
+    // Rows of one token add up: threads split the columns, each adding
+    // every token's slice of its columns, so no two write one element.
+    constexpr int64_t kBlock = 16;
+#pragma omp parallel for num_threads(threads_)
+    for (int64_t from = 0; from < units; from += kBlock) {
+      const int64_t to = std::min(units, from + kBlock);
+      for (int64_t k = 0; k < n; ++k) {
+        float* row = g + tokens_[k] * units;
+        for (int64_t e = from; e < to; ++e)
+          row[e] += Load(d, dt_, k * units + e);
       }
     }
   });

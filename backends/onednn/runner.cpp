@@ -43,6 +43,10 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     b.Combine();
   }
   labels_ = InitLabels(graph_, opt.seed);
+  threads_ = opt.threads;
+  softmax_scratch_.resize(
+      threads_ *
+      static_cast<size_t>(graph_.layer(graph_.logits()).shape.back()));
   for (int i = 0; i < opt.warmup; ++i) Step();
 }
 
@@ -376,7 +380,8 @@ void OnednnRunner::Build(int i) {
 }
 
 // Mean softmax cross-entropy over the rows of the logits; in training
-// also writes the logits' gradient.
+// also writes the logits' gradient, (softmax - one-hot) / rows. Rows in
+// parallel, one exp per logit, kept in a per-thread row of scratch.
 double OnednnRunner::CrossEntropy(bool write_grad) {
   stream_.wait();
   const int logits = graph_.logits();
@@ -384,25 +389,31 @@ double OnednnRunner::CrossEntropy(bool write_grad) {
   const int64_t rows = static_cast<int64_t>(labels_.size());
   const void* x = out_[logits].get_data_handle();
   void* d = write_grad ? diff_[logits].get_data_handle() : nullptr;
+  const float scale = 1.f / static_cast<float>(rows);
   double total = 0;
-#pragma omp parallel for reduction(+ : total)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t base = r * classes;
-    float max = Load(x, dt_, base);
-    for (int64_t c = 1; c < classes; ++c) {
-      max = std::max(max, Load(x, dt_, base + c));
-    }
-    double sum = 0;
-    for (int64_t c = 0; c < classes; ++c) {
-      sum += std::exp(static_cast<double>(Load(x, dt_, base + c)) - max);
-    }
-    total += std::log(sum) + max - Load(x, dt_, base + labels_[r]);
-    if (d == nullptr) continue;
-    for (int64_t c = 0; c < classes; ++c) {
-      const double p =
-          std::exp(static_cast<double>(Load(x, dt_, base + c)) - max) / sum;
-      Store(d, dt_, base + c,
-            static_cast<float>((p - (c == labels_[r])) / rows));
+#pragma omp parallel num_threads(threads_) reduction(+ : total)
+  {
+    float* e = softmax_scratch_.data() + omp_get_thread_num() * classes;
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t base = r * classes;
+      float max = -std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < classes; ++c) {
+        max = std::max(max, Load(x, dt_, base + c));
+      }
+      float sum = 0;
+      for (int64_t c = 0; c < classes; ++c) {
+        e[c] = std::exp(Load(x, dt_, base + c) - max);
+        sum += e[c];
+      }
+      const int64_t label = labels_[r];
+      total += std::log(sum) + max - Load(x, dt_, base + label);
+      if (d == nullptr) continue;
+      const float inv = scale / sum;
+      for (int64_t c = 0; c < classes; ++c) {
+        Store(d, dt_, base + c, e[c] * inv);
+      }
+      Store(d, dt_, base + label, e[label] * inv - scale);
     }
   }
   return total / rows;

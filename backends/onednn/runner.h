@@ -298,6 +298,8 @@ class OnednnRunner : public Runner {
   int building_ = 0;            // the layer whose steps are being built
   std::vector<memory> owners_;  // buffers behind reshaped views
   bool mean_loss_ = false;
+  int threads_ = 1;
+  std::vector<float> softmax_scratch_;  // a row of logits per thread
 };
 
 }  // namespace paradnn::onednn

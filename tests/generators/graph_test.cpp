@@ -79,7 +79,13 @@ TEST_CASE("initial values are deterministic and bounded", "[graph][init]") {
   std::vector<float> w = InitParam(g, 1, 0);
   CHECK(w == InitParam(g, 1, 0));
   CHECK(w != InitParam(g, 2, 0));
-  CHECK(w != InitParam(g, 1, 2));  // another tensor, another stream
+  // Another tensor of the same shape and fan-in: another stream of values.
+  Graph same = Build("FC", {"2", "3", "3", "3", "5"});  // three 3x3 weights
+  const std::vector<float> first = InitParam(same, 1, 0);
+  const std::vector<float> second = InitParam(same, 1, 2);
+  REQUIRE(first.size() == 9);
+  REQUIRE(second.size() == 9);
+  CHECK(first != second);
   for (float v : w) CHECK(std::abs(v) <= 0.1f);  // 1/sqrt(fan_in = 100)
   Graph c = Build("CNN", {"residual", "1", "4", "32", "10", "2"});
   std::vector<ParamTensor> p = c.Params();
