@@ -8,6 +8,7 @@
 #include "generators/bricks.h"
 #include "generators/init.h"
 #include "generators/sweep.h"
+#include "tests/backends/values.h"
 #include "tests/busy_threads.h"
 
 namespace paradnn {
@@ -165,6 +166,11 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
     CHECK(a->Loss() == Approx(reference->Loss()).epsilon(0.05));
     CHECK(b->Loss() == Approx(reference->Loss()).epsilon(0.05));
     CHECK(RelativeError(a->Output(), reference->Output()) < 0.1);
+    // Both really computed in bf16: every logit is a bf16 number (its low
+    // 16 bits are zero), which an fp32 computation's are not.
+    CHECK(test::AllBf16(a->Output()));
+    CHECK(test::AllBf16(b->Output()));
+    CHECK_FALSE(test::AllBf16(reference->Output()));
   }
 }
 

@@ -5,6 +5,7 @@
 #include "backends/torch/torch_backend.h"
 #include "generators/cost.h"
 #include "generators/sweep.h"
+#include "tests/backends/values.h"
 #include "tests/busy_threads.h"
 
 namespace paradnn {
@@ -109,6 +110,9 @@ TEST_CASE("bf16 follows fp32 within bf16's precision", "[torch]") {
     half->Step();
     CHECK(std::isfinite(half->Loss()));
     CHECK(half->Loss() == Approx(full->Loss()).epsilon(0.03));
+    // Computed in bf16, not in fp32 and labelled so.
+    CHECK(test::AllBf16(half->Output()));
+    CHECK_FALSE(test::AllBf16(full->Output()));
   }
 }
 
