@@ -227,7 +227,8 @@ bool Step() {
 }
 
 double IsolatedStepSeconds(int index, int64_t step) {
-  const std::vector<double>& steps = TheRun().entries.at(index).isolated_steps_s;
+  const std::vector<double>& steps =
+      TheRun().entries.at(index).isolated_steps_s;
   return steps.at(std::min<size_t>(step, steps.size() - 1));
 }
 
@@ -253,13 +254,19 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
     double loss = 0;
     try {
       loss = run.runner->Loss();
-      if (run.flags.profile) {
+      // Once per case, in the first call that timed as many steps as the
+      // profile wants (about 0.2 s, 1 to 20 steps), or timed all it will
+      // (--paradnn_steps): not in Google Benchmark's probes, and not again
+      // for every repetition, which all report this one profile.
+      const int64_t wanted = std::clamp<int64_t>(
+          static_cast<int64_t>(std::ceil(200 / e.step_ms)), 1, 20);
+      if (run.flags.profile && !e.profile &&
+          (iterations >= wanted || run.flags.steps > 0)) {
         // As many steps as were timed, at most 20 and about 0.2 s, but 3
         // where 3 were timed: enough to average, short next to the timing.
-        const int64_t steps = std::clamp<int64_t>(
-            static_cast<int64_t>(std::ceil(200 / e.step_ms)),
-            std::min<int64_t>(3, iterations),
-            std::min<int64_t>(20, iterations));
+        const int64_t steps =
+            std::clamp<int64_t>(wanted, std::min<int64_t>(3, iterations),
+                                std::min<int64_t>(20, iterations));
         e.profile =
             run.runner->Profile(static_cast<int>(std::max<int64_t>(1, steps)));
       }

@@ -3,7 +3,6 @@
 #include "backends/torch/torch_backend.h"
 
 #include <dlfcn.h>
-
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -107,6 +106,14 @@ class TorchModel : public torch::nn::Module {
   }
 
   // Parameters in the order of Graph::Params().
+  // Causal masks stay boolean (Module::to would make a buffer the model's
+  // data type): moved to the device once, not every step.
+  void MoveMasks(const torch::Device& device) {
+    for (LayerModules& m : layers_) {
+      if (m.causal_mask.defined()) m.causal_mask = m.causal_mask.to(device);
+    }
+  }
+
   std::vector<torch::Tensor> OrderedParams() {
     std::vector<torch::Tensor> out;
     for (const ParamTensor& p : graph_.Params()) {
@@ -215,8 +222,7 @@ class TorchModel : public torch::nn::Module {
     torch::Tensor scores = torch::bmm(split(q), split(k).transpose(1, 2))
                                .mul_(1.0 / std::sqrt(static_cast<double>(dh)));
     if (causal_mask.defined()) {
-      scores.masked_fill_(causal_mask.to(scores.device()),
-                          -std::numeric_limits<float>::infinity());
+      scores.masked_fill_(causal_mask, -std::numeric_limits<float>::infinity());
     }
     return torch::bmm(torch::softmax(scores, -1), split(v))
         .transpose(0, 1)
@@ -363,6 +369,7 @@ class TorchRunner : public Runner {
     const auto dtype =
         job.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
     model_->to(device_, dtype);
+    model_->MoveMasks(device_);
     params_ = model_->OrderedParams();
     model_->train(train_);
 

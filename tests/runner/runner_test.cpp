@@ -535,6 +535,23 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
   }
 }
 
+TEST_CASE("a case is profiled once, whatever Google Benchmark repeats",
+          "[runner][profile]") {
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:2/nodes:64/input:64/output:10/batch:8/torch/"
+      "fp32/train --paradnn_profile --benchmark_repetitions=3 "
+      "--benchmark_min_time=0.05 --paradnn_threads=1 --benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  std::set<double> gemm;
+  for (const json& b : j["benchmarks"]) {
+    if (b["run_type"] == "iteration")
+      gemm.insert(b["time_gemm_frac"].get<double>());
+  }
+  CHECK(gemm.size() == 1);  // one profile, reported by every repetition
+}
+
 TEST_CASE("profiles: shares of step time per operation class",
           "[runner][profile]") {
   const std::string out = Scratch("profile.json");
@@ -857,8 +874,8 @@ TEST_CASE("isolated cases: every repetition is a measurement of its own",
       CHECK(b["real_time"].get<double>() > 0);
     }
   }
-  CHECK(times.size() == 3);   // three children, three different times
-  CHECK(iterations > 1);      // as many steps as min_time asked for
+  CHECK(times.size() == 3);  // three children, three different times
+  CHECK(iterations > 1);     // as many steps as min_time asked for
 }
 
 TEST_CASE("isolated cases: a skip in the child stays a skip",
