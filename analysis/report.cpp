@@ -1,5 +1,6 @@
 #include "analysis/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -23,12 +24,49 @@ const char* kTerminal =
     "background rgb 'white'\n";
 
 // The two parameters of each family's heat map.
-const std::map<std::string, std::pair<std::string, std::string>> kHeatAxes = {
-    {"FC", {"batch", "nodes"}},
-    {"CNN", {"batch", "filters"}},
-    {"RNN", {"batch", "embed"}},
-    {"TRANSFORMER", {"batch", "d_model"}},
-};
+// A perceptually uniform palette (viridis' colors at five stops): equal
+// steps of utilization look equally far apart, unlike a rainbow's.
+constexpr char kPalette[] =
+    "set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', "
+    "0.75 '#5ec962', 1 '#fde725')\n";
+
+// Each family's cases per backend, data type and mode ("torch/fp32/train"):
+// heat maps and regressions never pool them.
+std::map<std::string, std::vector<CaseResult>> Groups(
+    const std::vector<CaseResult>& cases, const std::string& family) {
+  std::map<std::string, std::vector<CaseResult>> groups;
+  for (const CaseResult& r : cases) {
+    if (r.c.model.family != family) continue;
+    groups[r.c.backend + "/" + ToString(r.c.dtype) + "/" + ToString(r.c.mode)]
+        .push_back(r);
+  }
+  return groups;
+}
+
+// "torch/fp32/train" -> "torch_fp32_train", for file names.
+std::string FileKey(std::string group) {
+  std::replace(group.begin(), group.end(), '/', '_');
+  return group;
+}
+
+// The integer parameters whose values differ among the cases, most values
+// first (batch first among equals).
+std::vector<std::string> Varying(const std::vector<CaseResult>& cases) {
+  std::vector<std::pair<size_t, std::string>> varying;
+  for (const ParamDef& p : cases.front().c.model.def().params) {
+    if (!p.choices.empty()) continue;
+    std::set<int64_t> values;
+    for (const CaseResult& r : cases) values.insert(r.c.model.Int(p.key));
+    if (values.size() > 1) varying.push_back({values.size(), p.key});
+  }
+  std::stable_sort(varying.begin(), varying.end(), [](auto& a, auto& b) {
+    return a.first > b.first ||
+           (a.first == b.first && a.second == "batch" && b.second != "batch");
+  });
+  std::vector<std::string> keys;
+  for (const auto& [n, key] : varying) keys.push_back(key);
+  return keys;
+}
 
 std::string Html(const std::string& s) {
   std::string out;
@@ -82,7 +120,11 @@ class Report {
     }
     html_ << "</p>\n";
     Roofline();
-    for (const auto& [family, axes] : kHeatAxes) HeatMap(family, axes);
+    for (const FamilyDef& f : Families()) {
+      for (const auto& [group, cases] : Groups(a_.cases, f.name)) {
+        HeatMap(f.name, group, cases);
+      }
+    }
     Regressions();
     Profiles();
     if (!o_.vs.empty() || !o_.a_select.empty()) Speedups();
@@ -141,7 +183,7 @@ class Report {
     std::ostringstream gp;
     gp << "set logscale xy\nset xrange [0.5:*]\n"
        << "set xlabel 'arithmetic intensity (FLOP/byte)'\n"
-       << "set ylabel 'FLOP/s'\nset key left top\nset grid\n";
+       << "set ylabel 'FLOP/s'\nset key outside right top\nset grid\n";
     std::string plots;
     for (const FamilyDef& f : Families()) {
       if (!plots.empty()) plots += ", ";
@@ -166,9 +208,8 @@ class Report {
               gemm >= 0.98 * roof->second) {
             continue;
           }
-          plots += ", " + Num(gemm, 6) + " with lines dt 2 title '" +
-                   backend + " " + dtype + " GEMM (" + Num(gemm / 1e9, 3) +
-                   " GFLOP/s)'";
+          plots += ", " + Num(gemm, 6) + " with lines dt 2 title '" + backend +
+                   " " + dtype + " GEMM (" + Num(gemm / 1e9, 3) + " GFLOP/s)'";
         }
       }
     } else {
@@ -180,30 +221,32 @@ class Report {
     Figure("roofline", "every case at (intensity, FLOP/s), by family");
   }
 
-  void HeatMap(const std::string& family,
-               const std::pair<std::string, std::string>& axes) {
-    // Training cases where there are any: one mode per map.
-    std::vector<const CaseResult*> mine;
-    for (Mode m : {Mode::kTrain, Mode::kInfer}) {
-      for (const CaseResult& r : a_.cases) {
-        if (r.c.model.family == family && r.c.mode == m) mine.push_back(&r);
-      }
-      if (!mine.empty()) break;
+  // Utilization (or GFLOP/s) over the two parameters that vary most, the
+  // median over the others, for one family, backend, data type and mode.
+  void HeatMap(const std::string& family, const std::string& group,
+               const std::vector<CaseResult>& cases) {
+    const std::vector<std::string> varying = Varying(cases);
+    if (varying.size() < 2) {
+      notes_.push_back(family + " " + group + ": " +
+                       (varying.empty() ? "no parameter varies"
+                                        : "only " + varying[0] + " varies") +
+                       ": no heat map");
+      return;
     }
-    if (mine.empty()) return;
+    const std::pair<std::string, std::string> axes = {varying[0], varying[1]};
     const bool util = have_platform_;
     std::set<int64_t> xs, ys;
     std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
-    for (const CaseResult* r : mine) {
-      const int64_t x = r->c.model.Int(axes.first);
-      const int64_t y = r->c.model.Int(axes.second);
+    for (const CaseResult& r : cases) {
+      const int64_t x = r.c.model.Int(axes.first);
+      const int64_t y = r.c.model.Int(axes.second);
       xs.insert(x);
       ys.insert(y);
-      const double peak = Peak(*r);
-      cells[{x, y}].push_back(util && peak > 0 ? r->flops / peak
-                                               : r->flops / 1e9);
+      const double peak = Peak(r);
+      cells[{x, y}].push_back(util && peak > 0 ? r.flops / peak
+                                               : r.flops / 1e9);
     }
-    const std::string name = "heatmap_" + family;
+    const std::string name = "heatmap_" + family + "_" + FileKey(group);
     std::ofstream csv(o_.out + "/" + name + ".csv");
     csv << "x_index,y_index," << axes.first << "," << axes.second << ","
         << (util ? "flops_util" : "gflops") << ",cases\n";
@@ -226,21 +269,23 @@ class Report {
     gp << "set xlabel '" << axes.first << "'\nset ylabel '" << axes.second
        << "'\nset xtics " << tics(xi) << "\nset ytics " << tics(yi)
        << "\nset cblabel '" << (util ? "FLOP/s utilization" : "GFLOP/s")
-       << "'\nset palette rgb 33,13,10\nset xrange [-0.5:" << xs.size() - 0.5
+       << "'\n"
+       << kPalette << "set xrange [-0.5:" << xs.size() - 0.5
        << "]\nset yrange [-0.5:" << ys.size() - 0.5 << "]\n"
-       << "set title '" << family << " (" << ToString(mine[0]->c.mode)
-       << ", median over the other parameters)'\n"
+       << "set title '" << family << " " << group
+       << " (median over the other parameters)'\n"
        << "set style fill solid 1.0 noborder\n"
        << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
        << "boxxyerror fc palette notitle, '" << name
        << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
-       << "notitle\n";
+       << "tc rgb 'white' notitle\n";
     Gnuplot(name, gp.str());
     if (!heat_title_) {
       html_ << "<h2>Heat maps</h2>\n";
       heat_title_ = true;
     }
-    Figure(name, family + ": " + (util ? "utilization" : "GFLOP/s") + " over " +
+    Figure(name, family + " " + group + ": " +
+                     (util ? "utilization" : "GFLOP/s") + " over " +
                      axes.first + " and " + axes.second);
   }
 
@@ -248,44 +293,47 @@ class Report {
     html_ << "<h2>Which parameters matter</h2>\n<p>Least squares of "
              "log(examples per second) on the log of each parameter that "
              "varies: a weight w means throughput grows as parameter^w.</p>\n";
-    for (const char* family : {"FC", "CNN", "RNN"}) {
-      const Regression r = FitFamily(a_.cases, family);
-      if (r.samples < static_cast<int>(r.terms.size()) + 1) {
-        if (r.samples > 0) {
-          notes_.push_back(std::string(family) + ": " +
-                           std::to_string(r.samples) +
-                           " cases are too few for a regression on " +
-                           std::to_string(r.terms.size() - 1) + " parameters");
+    for (const FamilyDef& f : Families()) {
+      for (const auto& [group, cases] : Groups(a_.cases, f.name)) {
+        const std::string family = f.name + " " + group;
+        const Regression r = FitFamily(cases, f.name);
+        if (r.samples < static_cast<int>(r.terms.size()) + 1) {
+          if (r.samples > 0) {
+            notes_.push_back(family + ": " + std::to_string(r.samples) +
+                             " cases are too few for a regression on " +
+                             std::to_string(r.terms.size() - 1) +
+                             " parameters");
+          }
+          continue;
         }
-        continue;
+        const std::string name = "regression_" + f.name + "_" + FileKey(group);
+        std::ofstream csv(o_.out + "/" + name + ".csv");
+        csv << "term,weight\n";
+        for (size_t i = 1; i < r.terms.size(); ++i) {
+          csv << r.terms[i] << "," << r.weights[i] << "\n";
+        }
+        csv.close();
+        Gnuplot(name,
+                "set style fill solid 0.6\nset boxwidth 0.6\nset yzeroaxis\n"
+                "set yrange [*<0:0<*]\n"
+                "set xzeroaxis\nset ylabel 'weight on log(parameter)'\n"
+                "set title '" +
+                    std::string(family) + ": R^2 = " + Num(r.r2, 3) +
+                    "'\nplot '" + name +
+                    ".csv' skip 1 using 0:2:xtic(1) with "
+                    "boxes notitle\n");
+        Figure(name, std::string(family) + " regression weights");
+        html_ << "<table><tr><th>" << family << "</th>";
+        for (size_t i = 1; i < r.terms.size(); ++i) {
+          html_ << "<th>" << Html(r.terms[i]) << "</th>";
+        }
+        html_ << "<th>R²</th><th>cases</th></tr><tr><td>weight</td>";
+        for (size_t i = 1; i < r.weights.size(); ++i) {
+          html_ << "<td>" << Num(r.weights[i], 3) << "</td>";
+        }
+        html_ << "<td>" << Num(r.r2, 3) << "</td><td>" << r.samples
+              << "</td></tr></table>\n";
       }
-      const std::string name = std::string("regression_") + family;
-      std::ofstream csv(o_.out + "/" + name + ".csv");
-      csv << "term,weight\n";
-      for (size_t i = 1; i < r.terms.size(); ++i) {
-        csv << r.terms[i] << "," << r.weights[i] << "\n";
-      }
-      csv.close();
-      Gnuplot(name,
-              "set style fill solid 0.6\nset boxwidth 0.6\nset yzeroaxis\n"
-              "set yrange [*<0:0<*]\n"
-              "set xzeroaxis\nset ylabel 'weight on log(parameter)'\n"
-              "set title '" +
-                  std::string(family) + ": R^2 = " + Num(r.r2, 3) +
-                  "'\nplot '" + name +
-                  ".csv' skip 1 using 0:2:xtic(1) with "
-                  "boxes notitle\n");
-      Figure(name, std::string(family) + " regression weights");
-      html_ << "<table><tr><th>" << family << "</th>";
-      for (size_t i = 1; i < r.terms.size(); ++i) {
-        html_ << "<th>" << Html(r.terms[i]) << "</th>";
-      }
-      html_ << "<th>R²</th><th>cases</th></tr><tr><td>weight</td>";
-      for (size_t i = 1; i < r.weights.size(); ++i) {
-        html_ << "<td>" << Num(r.weights[i], 3) << "</td>";
-      }
-      html_ << "<td>" << Num(r.r2, 3) << "</td><td>" << r.samples
-            << "</td></tr></table>\n";
     }
   }
 
@@ -352,8 +400,18 @@ class Report {
     const Matching m = Match(a_.cases, o_.a_select, b.cases, o_.b_select);
     const std::string a_label = o_.a_select.empty() ? o_.results : o_.a_select;
     const std::string b_label = o_.b_select.empty() ? b_path : o_.b_select;
-    html_ << "<h2>Speedup of A over B</h2>\n<p>A = <code>" << Html(a_label)
-          << "</code>, B = <code>" << Html(b_label)
+    // What the plots call A and B: "onednn over torch", "a over b".
+    auto shown = [](const std::string& label) {
+      std::string s = label;
+      s.erase(0, s.find_first_not_of('/'));
+      s.erase(s.find_last_not_of('/') + 1);
+      return s.find('/') == std::string::npos
+                 ? s
+                 : std::filesystem::path(s).stem().string();
+    };
+    const std::string a_over_b = shown(a_label) + " over " + shown(b_label);
+    html_ << "<h2>Speedup of " << Html(a_over_b) << "</h2>\n<p>A = <code>"
+          << Html(a_label) << "</code>, B = <code>" << Html(b_label)
           << "</code>: speedup = B's step time / A's step time, for "
           << m.matched.size() << " cases matched by canonical name.</p>\n";
     for (const std::string& n : m.only_a) notes_.push_back("only in A: " + n);
@@ -398,22 +456,24 @@ class Report {
     box.close();
     Gnuplot("speedup_box",
             "set xtics " + tics + ")\nset xrange [-0.6:" + std::to_string(i) +
-                "-0.4]\nset ylabel 'speedup of A over B'\nset grid y\n"
+                "-0.4]\nset ylabel 'speedup of " + a_over_b +
+                "'\nset grid y\n"
                 "set boxwidth 0.4\nset style fill solid 0.3\n"
                 "plot 'speedup_box.csv' skip 1 using 1:4:3:7:6 with "
                 "candlesticks title 'p9-p91, whiskers p2-p98', "
                 "'' skip 1 using 1:5:5:5:5 with candlesticks lw 2 title "
                 "'median', 1 with lines dt 2 notitle\n");
     Figure("speedup_box",
-           "speedup per family (box 9th-91st percentile, "
-           "whiskers 2nd-98th)");
+           "speedup of " + a_over_b +
+               " per family (box 9th-91st percentile, whiskers 2nd-98th)");
     Gnuplot("speedup",
             "set logscale x\nset logscale cb\nset xlabel 'params'\n"
-            "set ylabel 'speedup of A over B'\nset cblabel '" +
-                o_.color +
-                "'\nset grid\nplot 'speedup.csv' skip 1 using 6:5:7 with "
+            "set ylabel 'speedup of " +
+                a_over_b + "'\nset cblabel '" + o_.color + "'\n" + kPalette +
+                "set grid\nplot 'speedup.csv' skip 1 using 6:5:7 with "
                 "points pt 7 palette notitle, 1 with lines dt 2 notitle\n");
-    Figure("speedup", "speedup against params, coloured by " + o_.color);
+    Figure("speedup", "speedup of " + a_over_b +
+                          " against params, coloured by " + o_.color);
   }
 
   const ReportOptions& o_;

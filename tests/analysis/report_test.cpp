@@ -100,10 +100,14 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   o.out = (dir / "report").string();
   const std::vector<std::string> notes = WriteReport(o);
   for (const char* f :
-       {"index.html", "roofline.svg", "roofline.csv", "heatmap_FC.svg",
-        "heatmap_FC.csv", "heatmap_CNN.svg", "regression_FC.svg",
-        "regression_FC.csv", "speedup_box.svg", "speedup_box.csv",
-        "speedup.svg", "speedup.csv", "profile.svg", "profile.csv"}) {
+       {"index.html", "roofline.svg", "roofline.csv",
+        "heatmap_FC_onednn_fp32_train.svg", "heatmap_FC_torch_fp32_train.csv",
+        "heatmap_CNN_torch_fp32_train.svg",
+        "regression_FC_onednn_fp32_train.svg",
+        "regression_FC_torch_fp32_train.csv",
+        "regression_CNN_onednn_fp32_train.csv", "speedup_box.svg",
+        "speedup_box.csv", "speedup.svg", "speedup.csv", "profile.svg",
+        "profile.csv"}) {
     INFO(f);
     CHECK(fs::file_size(dir / "report" / f) > 0);
   }
@@ -127,6 +131,15 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   const std::string html = Slurp(dir / "report/index.html");
   CHECK_THAT(html, Contains("<img src='roofline.svg'"));
   CHECK_THAT(html, Contains("10 cases matched by canonical name"));
+  // A and B named on the plots, not just in the text.
+  CHECK_THAT(html, Contains("<h2>Speedup of onednn over torch</h2>"));
+  CHECK_THAT(Slurp(dir / "report/speedup.gp"),
+             Contains("set ylabel 'speedup of onednn over torch'"));
+  // One heat map per backend, over the parameters that vary, in viridis.
+  const std::string heat = Slurp(dir / "report/heatmap_FC_torch_fp32_train.gp");
+  CHECK_THAT(heat, Contains("set xlabel 'nodes'"));  // 3 values
+  CHECK_THAT(heat, Contains("set ylabel 'batch'"));  // 2 values
+  CHECK_THAT(heat, Contains("'#440154'"));
   CHECK_THAT(html, Contains("<h2>Where step time goes</h2>"));
   for (const std::string& n : notes) INFO(n);
 }
@@ -158,16 +171,16 @@ TEST_CASE("the report opens in headless Chromium with every plot",
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string dom = Slurp(dir / "dom.html");
   // The page's own check: every <img> loaded (naturalWidth > 0). FC and CNN
-  // here: roofline, 2 heat maps, 2 regressions, the profile, 2 speedup
-  // plots.
+  // on two backends here: roofline, 4 heat maps and 4 regressions (one per
+  // family and backend), the profile, 2 speedup plots.
   const std::string page = Slurp(dir / "report/index.html");
   size_t images = 0;
   for (size_t at = page.find("<img"); at != std::string::npos;
        at = page.find("<img", at + 1)) {
     ++images;
   }
-  CHECK(images == 8);
-  CHECK_THAT(dom, Contains("plots: 8 loaded: 8 failed: 0"));
+  CHECK(images == 12);
+  CHECK_THAT(dom, Contains("plots: 12 loaded: 12 failed: 0"));
 }
 
 TEST_CASE("bad input: a clear message, and what can be reported still is",
