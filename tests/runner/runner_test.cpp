@@ -79,9 +79,39 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
   CHECK(j["context"]["paradnn_seed"] == "7");
   CHECK_THAT(j["context"]["paradnn_backend_torch"].get<std::string>(),
              Contains("LibTorch"));
+  // Counted by hand (tests/generators/cost_test.cpp shows the sums): what
+  // the counters must say, whatever the cost model computes.
+  const std::map<std::string, std::pair<double, double>> by_hand = {
+      // params, FLOPs per step
+      {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/infer",
+       {2080 + 1056 + 330, 2 * 8 * (64 * 32 + 32 * 32 + 32 * 10)}},
+      {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train",
+       {3466, 3 * 54272 - 2 * 8 * 64 * 32}},
+      {"RNN/cell:rnn/layers:2/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+       "infer",
+       {512 + 2 * 544 + 544, 2 * 20480 + 20480}},
+      // dense 3 x 20480; per layer forward and weight gradient 2 x 20480,
+      // input gradient 10240, through time from step 1 on 8192
+      {"RNN/cell:rnn/layers:2/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+       "train",
+       {2144, 3 * 20480 + 2 * (2 * 20480 + 10240 + 8192)}},
+      {"CNN/block:bottleneck/blocks:1/filters:4/image:32/output:10/batch:2/"
+       "torch/fp32/infer",
+       {34286, -1}},
+  };
+  int counted = 0;
   std::set<std::string> families;
   REQUIRE(j["benchmarks"].size() == 16);
   for (const json& b : j["benchmarks"]) {
+    const auto hand = by_hand.find(CaseName(b));
+    if (hand != by_hand.end()) {
+      INFO(hand->first);
+      CHECK(b["params"] == hand->second.first);
+      if (hand->second.second >= 0) {
+        CHECK(b["flop_per_step"] == hand->second.second);
+      }
+      ++counted;
+    }
     Case c = ParseCaseName(CaseName(b));
     families.insert(c.model.family);
     INFO(c.Name());
@@ -100,6 +130,7 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
     CHECK(b["examples_per_second"].get<double>() ==
           Approx(g.batch() / seconds).epsilon(1e-3));
   }
+  CHECK(counted == 5);
   CHECK(families == std::set<std::string>{"FC", "CNN", "RNN", "TRANSFORMER"});
   CHECK_THAT(r.err, Contains("paradnn: 16 passed, 0 skipped, 0 failed"));
   CHECK_THAT(r.err, Contains("paradnn: [16/16] TRANSFORMER/"));
