@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "generators/spec.h"
 
 namespace paradnn::test {
 
@@ -55,6 +56,19 @@ inline void StepFor(Runner& runner, double seconds) {
   } while (
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count() < seconds);
+}
+
+// How many threads `backend` keeps busy, told to use `threads`, stepping an
+// FC training case large enough to give every thread work for 0.5 s.
+inline int BusyThreadsOf(const Backend& backend, int threads) {
+  const Case c =
+      ParseCaseName("FC/layers:2/nodes:1024/input:1024/output:1024/batch:256/" +
+                    backend.name() + "/fp32/train");
+  const Graph g = c.model.BuildGraph();
+  RunOptions opt;
+  opt.threads = threads;
+  auto runner = backend.Prepare({g, c.dtype, c.mode}, opt);
+  return BusyThreads([&] { StepFor(*runner, 0.5); });
 }
 
 }  // namespace paradnn::test
