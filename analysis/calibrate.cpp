@@ -160,6 +160,12 @@ std::string PlatformJson(const Platform& p) {
   j["devices"] = p.devices;
   j["gemm_flops"] = p.gemm_flops;
   j["libraries"] = p.libraries;
+  // Where the peaks come from. A theoretical peak (cores x FMA units x
+  // vector width x clock) needs what the CPU does not report.
+  j["peak_basis"] =
+      "the fastest GEMM a backend measured on each device; no theoretical "
+      "peak: the CPU reports neither its FMA units per core nor its clock "
+      "under vector load";
   j["memory_bandwidth"] = p.memory_bandwidth;
   return j.dump(2) + "\n";
 }
