@@ -243,6 +243,15 @@ class Report {
       xs.insert(x);
       ys.insert(y);
       const double peak = Peak(r);
+      // A case above the platform's peak is no utilization over 1: it says
+      // the platform file was measured slower than this run; the map's
+      // colors stop at 1 and the case is named.
+      if (util && peak > 0 && r.flops > peak) {
+        notes_.push_back(r.name + ": " + Num(r.flops / 1e9, 3) +
+                         " GFLOP/s, above the platform's peak of " +
+                         Num(peak / 1e9, 3) +
+                         " GFLOP/s (calibrate again on this machine)");
+      }
       cells[{x, y}].push_back(util && peak > 0 ? r.flops / peak
                                                : r.flops / 1e9);
     }
@@ -270,7 +279,8 @@ class Report {
        << "'\nset xtics " << tics(xi) << "\nset ytics " << tics(yi)
        << "\nset cblabel '" << (util ? "FLOP/s utilization" : "GFLOP/s")
        << "'\n"
-       << kPalette << "set xrange [-0.5:" << xs.size() - 0.5
+       << (util ? "set cbrange [0:1]\n" : "") << kPalette
+       << "set xrange [-0.5:" << xs.size() - 0.5
        << "]\nset yrange [-0.5:" << ys.size() - 0.5 << "]\n"
        << "set title '" << family << " " << group
        << " (median over the other parameters)'\n"

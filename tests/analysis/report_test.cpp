@@ -126,6 +126,18 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   // The roofs come from the platform file.
   const std::string gp = Slurp(dir / "report/roofline.gp");
   CHECK_THAT(gp, Contains("bw=3.4e+10"));
+  // Utilization maps stop at 1; the CNN cases here run at 500 GFLOP/s on
+  // oneDNN, above the 200 GFLOP/s peak, and are named.
+  CHECK_THAT(Slurp(dir / "report/heatmap_FC_onednn_fp32_train.gp"),
+             Contains("set cbrange [0:1]"));
+  bool above = false;
+  for (const std::string& n : notes) {
+    above = above ||
+            (n.find("CNN/") == 0 && n.find("/onednn/") != std::string::npos &&
+             n.find(": 500 GFLOP/s, above the platform's peak of 200 "
+                    "GFLOP/s") != std::string::npos);
+  }
+  CHECK(above);
   // LibTorch's GEMM drawn under the roof it does not reach.
   CHECK_THAT(gp, Contains("title 'torch fp32 GEMM (60 GFLOP/s)'"));
   const std::string html = Slurp(dir / "report/index.html");
