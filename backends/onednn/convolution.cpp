@@ -1,4 +1,6 @@
 // oneDNN backend. Convolutions and pooling.
+#include <optional>
+
 #include "backends/onednn/runner.h"
 
 namespace paradnn::onednn {
@@ -35,8 +37,24 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
       {Forward(), dnnl::algorithm::convolution_direct, src_md, w_md, dst_md,
        strides, pad, pad},
       engine_);
+  // Backward weights has jit kernels for the gradient in f32 and in the
+  // format it picks; asked for bf16 in the forward weights' blocked format
+  // it falls back to the reference code (hundreds of times slower). The
+  // SGD update reorders that gradient into the weights.
+  std::optional<dnnl::convolution_backward_weights::primitive_desc> wpd;
+  if (train_) {
+    // Its input in the format it picks as well: with few channels the
+    // forward pass reads them plain, which has no jit kernel here.
+    wpd.emplace(dnnl::convolution_backward_weights::desc(
+                    dnnl::algorithm::convolution_direct,
+                    memory::desc(src_dims, dt_, Tag::any),
+                    memory::desc(w_dims, Dt::f32, Tag::any), pd.dst_desc(),
+                    strides, pad, pad),
+                engine_, pd);
+  }
   AddParam(i, "weight", pd.weights_desc(),
-           memory::desc(w_dims, Dt::f32, Tag::oihw), pd.weights_desc());
+           memory::desc(w_dims, Dt::f32, Tag::oihw),
+           wpd ? wpd->diff_weights_desc() : pd.weights_desc());
   SetOut(i, pd.dst_desc());
   const memory in = Input(x, pd.src_desc());
   Weight& w = ParamOf(i, "weight");
@@ -45,25 +63,18 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
        {DNNL_ARG_WEIGHTS, w.value},
        {DNNL_ARG_DST, out_[i]}});
   if (!train_) return;
-  dnnl::convolution_backward_weights::primitive_desc wpd(
-      {dnnl::algorithm::convolution_direct, pd.src_desc(), pd.weights_desc(),
-       pd.dst_desc(), strides, pad, pad},
-      engine_, pd);
-  // Gradients in the weights' own format keep the SGD update a plain sum.
-  if (wpd.diff_weights_desc() != pd.weights_desc()) {
-    throw std::runtime_error(
-        "oneDNN chose different formats for convolution weights and their "
-        "gradient");
-  }
-  Run(backward_[i], dnnl::convolution_backward_weights(wpd),
-      {{DNNL_ARG_SRC, in},
+  Run(backward_[i], dnnl::convolution_backward_weights(*wpd),
+      {{DNNL_ARG_SRC, Input(x, wpd->src_desc())},
        {DNNL_ARG_DIFF_DST, diff_[i]},
        {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
   if (Grad(x)) {
     // Backward data has kernels of its own for its own weight format;
     // given the forward one it falls back to the reference code.
+    // The input gradient in the format the kernel picks too: asked for a
+    // plain one it falls back to the reference code.
     dnnl::convolution_backward_data::primitive_desc dpd(
-        {dnnl::algorithm::convolution_direct, pd.src_desc(),
+        {dnnl::algorithm::convolution_direct,
+         memory::desc(src_dims, dt_, Tag::any),
          memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pad},
         engine_, pd);
     memory weights = w.value;

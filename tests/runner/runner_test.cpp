@@ -366,6 +366,48 @@ TEST_CASE("flops_util is a plain fraction of the device's peak, never over 1",
         Approx(over["FLOPS"].get<double>() / 1e3).epsilon(0.2));
 }
 
+TEST_CASE("oneDNN runs no reference kernel for products, pooling or norms",
+          "[runner][onednn]") {
+  // Every family, both data types, both modes: the smoke sweep's models,
+  // with CNN filters at 16 (fewer channels than a vector has lanes only
+  // have oneDNN's reference kernels, and no real model has them).
+  const std::string config = Scratch("kernels.yaml");
+  std::ofstream(config)
+      << "backends: [onednn]\ndtypes: [fp32, bf16]\nmodes: [train, infer]\n"
+         "sweeps:\n"
+         "  - {family: FC, layers: 2, nodes: 32, input: 64, output: 10, "
+         "batch: 8}\n"
+         "  - {family: CNN, block: [residual, bottleneck], blocks: 1, "
+         "filters: 16, image: 32, output: 10, batch: 2}\n"
+         "  - {family: RNN, cell: [rnn, lstm, gru], layers: 2, embed: 16, "
+         "vocab: 32, length: 5, batch: 4}\n"
+         "  - {family: TRANSFORMER, layers: 2, d_model: 16, heads: 2, ffn: 32, "
+         "length: 6, vocab: 32, causal: [false, true], batch: 3}\n";
+  setenv("ONEDNN_VERBOSE", "1", 1);
+  Result r = RunRunner("--paradnn_config=" + config +
+                       " --paradnn_steps=2 --paradnn_threads=2");
+  unsetenv("ONEDNN_VERBOSE");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  int executed = 0;
+  std::string reference;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    // onednn_verbose,exec,cpu,<primitive>,<implementation>,...
+    if (line.rfind("onednn_verbose,exec,cpu,", 0) != 0) continue;
+    const std::vector<std::string> f = Split(line, ',');
+    REQUIRE(f.size() > 5);
+    ++executed;
+    for (const char* kind :
+         {"convolution", "inner_product", "matmul", "pooling",
+          "batch_normalization", "layer_normalization"}) {
+      if (f[3] == kind && f[4].rfind("ref", 0) == 0) reference += line + "\n";
+    }
+  }
+  CHECK(executed > 100);
+  CHECK(reference.empty());
+}
+
 const char* const kCommandNames[] = {"calibrate", "report", "merge",
                                      "mlperf-summary", "mlperf-report"};
 
