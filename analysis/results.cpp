@@ -106,8 +106,7 @@ Results ReadResults(const std::string& path) {
     r.flops = r.flop_per_step / (r.step_ms / 1e3);
     const json& shares = medians.count(name) ? medians.at(name) : first;
     for (int k = 0; k < kOpClasses; ++k) {
-      const std::string key =
-          std::string("time_") + ToString(static_cast<OpClass>(k)) + "_frac";
+      const std::string key = ShareCounter(static_cast<OpClass>(k));
       if (!shares.contains(key)) break;
       r.time_frac[k] = shares[key];
       r.profiled = k + 1 == kOpClasses;

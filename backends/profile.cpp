@@ -4,6 +4,10 @@
 
 namespace paradnn {
 
+std::string ShareCounter(OpClass c) {
+  return std::string("time_") + ToString(c) + "_frac";
+}
+
 const char* ToString(OpClass c) {
   static const char* const kNames[kOpClasses] = {
       "gemm", "elementwise", "movement", "optimizer", "other"};

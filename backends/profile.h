@@ -21,6 +21,9 @@ inline constexpr int kOpClasses = 5;
 // "gemm", "elementwise", "movement", "optimizer", "other"
 const char* ToString(OpClass c);
 
+// The counter reporting class c's share of step time: "time_gemm_frac", ...
+std::string ShareCounter(OpClass c);
+
 class StepProfile {
  public:
   // Self time of one call of operation `op`.

@@ -41,9 +41,10 @@ void NoteStart(Run& run, int index) {
   Entry& e = run.entries[index];
   if (e.status != CaseStatus::kNotRun || !run.progress) return;
   if (run.to_run < 0) {
-    run.to_run = static_cast<int>(std::count_if(
-        run.entries.begin(), run.entries.end(),
-        [&](const Entry& x) { return Selected(x.name, run.filter); }));
+    const auto selected = Selector(run.filter);
+    run.to_run = static_cast<int>(
+        std::count_if(run.entries.begin(), run.entries.end(),
+                      [&](const Entry& x) { return selected(x.name); }));
     run.start = Clock::now();
   }
   ++run.started;
@@ -72,13 +73,6 @@ core::Status EndCall(Run& run, Entry& e, core::Status status) {
   return status;
 }
 
-core::Status Skip(std::string why) {
-  return {core::Status::kSkipped, std::move(why)};
-}
-core::Status Fail(std::string why) {
-  return {core::Status::kFailed, std::move(why)};
-}
-
 // The case's model, prepared on its first call and kept for the next ones:
 // Google Benchmark calls a case's function several times.
 core::Status Prepare(Run& run, int index, bool* fresh) {
@@ -92,7 +86,8 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
     run.runner = FindBackend(e.backend)->Prepare(
         {e.BuildGraph(), e.dtype, e.mode}, run.options);
   } catch (const std::exception& ex) {
-    return Fail(std::string("preparing the model failed: ") + ex.what());
+    return core::Status::Failed(std::string("preparing the model failed: ") +
+                                ex.what());
   }
   e.init_stop_ms = NowMs();
   run.prepared = index;
@@ -133,17 +128,7 @@ void AddCounters(const Run& run, const Entry& e,
           {share <= 1 ? "flops_util" : "flops_over_peak", share, false});
     }
   }
-  if (e.profile) {
-    const auto shares = e.profile->Shares();
-    for (int c = 0; c < kOpClasses; ++c) {
-      counters->push_back(
-          {std::string("time_") + ToString(static_cast<OpClass>(c)) + "_frac",
-           shares[c], false});
-    }
-  }
-  for (const auto& [key, value] : e.child_counters) {
-    counters->push_back({key, value, false});
-  }
+  for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
 }
 
 }  // namespace
@@ -165,18 +150,21 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   }
   std::string unsupported;
   const Backend* backend = FindBackend(e.backend, &unsupported);
-  if (backend == nullptr) return EndCall(run, e, Skip(unsupported));
+  if (backend == nullptr)
+    return EndCall(run, e, core::Status::Skipped(unsupported));
   try {
     unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
   } catch (const std::exception& ex) {
-    return EndCall(run, e, Fail(ex.what()));
+    return EndCall(run, e, core::Status::Failed(ex.what()));
   }
-  if (!unsupported.empty()) return EndCall(run, e, Skip(unsupported));
+  if (!unsupported.empty())
+    return EndCall(run, e, core::Status::Skipped(unsupported));
   if (e.cost.memory > run.max_memory) {
     return EndCall(run, e,
-                   Skip("needs about " + Gib(e.cost.memory) +
-                        " by the cost model, over the " + Gib(run.max_memory) +
-                        " limit (--paradnn_max_memory)"));
+                   core::Status::Skipped("needs about " + Gib(e.cost.memory) +
+                                         " by the cost model, over the " +
+                                         Gib(run.max_memory) +
+                                         " limit (--paradnn_max_memory)"));
   }
   if (run.isolate) {
     const int64_t start = NowMs();
@@ -196,12 +184,13 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
                   "preparing and one warm-up step took %.3g s, over the "
                   "%.3g s of --paradnn_case_timeout",
                   prepare_s, run.flags.case_timeout);
-    return EndCall(run, e, Skip(why));
+    return EndCall(run, e, core::Status::Skipped(why));
   }
   try {
     if (fresh) Settle(*run.runner);
   } catch (const std::exception& ex) {
-    return EndCall(run, e, Fail(std::string("step failed: ") + ex.what()));
+    return EndCall(
+        run, e, core::Status::Failed(std::string("step failed: ") + ex.what()));
   }
   run.step_error.clear();
   e.step_times_ms.clear();
@@ -241,16 +230,13 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
     for (double seconds : e.isolated_steps_s) {
       e.step_times_ms.push_back(seconds * 1e3);
     }
-    double total = 0;
-    for (double ms : e.step_times_ms) total += ms;
-    e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
-  } else {
-    if (!run.step_error.empty()) {
-      return EndCall(run, e, Fail(run.step_error));
-    }
-    double total = 0;
-    for (double ms : e.step_times_ms) total += ms;
-    e.step_ms = total / std::max<int64_t>(1, iterations);
+  } else if (!run.step_error.empty()) {
+    return EndCall(run, e, core::Status::Failed(run.step_error));
+  }
+  double total = 0;
+  for (double ms : e.step_times_ms) total += ms;
+  e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
+  if (!run.isolate) {
     double loss = 0;
     try {
       loss = run.runner->Loss();
@@ -271,12 +257,14 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
             run.runner->Profile(static_cast<int>(std::max<int64_t>(1, steps)));
       }
     } catch (const std::exception& ex) {
-      return EndCall(run, e, Fail(std::string("step failed: ") + ex.what()));
-    }
-    if (!std::isfinite(loss)) {
       return EndCall(
           run, e,
-          Fail("the loss is not finite (" + std::to_string(loss) + ")"));
+          core::Status::Failed(std::string("step failed: ") + ex.what()));
+    }
+    if (!std::isfinite(loss)) {
+      return EndCall(run, e,
+                     core::Status::Failed("the loss is not finite (" +
+                                          std::to_string(loss) + ")"));
     }
   }
   AddCounters(run, e, counters);

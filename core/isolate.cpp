@@ -55,10 +55,6 @@ std::string ExactFilter(const std::string& name) {
   return filter + "(/|$)";
 }
 
-core::Status Fail(std::string why) {
-  return {core::Status::kFailed, std::move(why)};
-}
-
 }  // namespace
 
 void WriteIsolatedResult(const Entry& e, const core::Status& status) {
@@ -68,12 +64,8 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
                                                           : "failed";
   out["message"] = status.message;
   out["steps_ms"] = e.step_times_ms;
-  if (e.profile) {
-    const auto shares = e.profile->Shares();
-    for (int c = 0; c < kOpClasses; ++c) {
-      out["counters"][std::string("time_") +
-                      ToString(static_cast<OpClass>(c)) + "_frac"] = shares[c];
-    }
+  for (const core::Counter& c : ProfileCounters(e)) {
+    out["counters"][c.name] = c.value;
   }
   std::ofstream(std::getenv("PARADNN_ISOLATED_OUT")) << out.dump() << "\n";
 }
@@ -84,7 +76,9 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
       (std::filesystem::temp_directory_path() / "paradnn_isolate.XXXXXX")
           .string();
   const int fd = mkstemp(out.data());
-  if (fd < 0) return Fail("cannot create a file for the isolated process");
+  if (fd < 0)
+    return core::Status::Failed(
+        "cannot create a file for the isolated process");
   close(fd);
   std::fflush(nullptr);
   const pid_t pid = fork();
@@ -108,25 +102,28 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
   }
   std::remove(out.c_str());
   if (WIFSIGNALED(status)) {
-    return Fail(std::string("crashed in its isolated process: ") +
-                strsignal(WTERMSIG(status)));
+    return core::Status::Failed(
+        std::string("crashed in its isolated process: ") +
+        strsignal(WTERMSIG(status)));
   }
   if (!result.is_object() || !result["status"].is_string() ||
       !result["steps_ms"].is_array()) {
-    return Fail("its isolated process exited with status " +
-                std::to_string(WEXITSTATUS(status)) + " and no result");
+    return core::Status::Failed("its isolated process exited with status " +
+                                std::to_string(WEXITSTATUS(status)) +
+                                " and no result");
   }
   const std::string how = result["status"];
   const std::string message = result.value("message", std::string());
-  if (how == "skipped") return {core::Status::kSkipped, message};
-  if (how != "ok") return Fail("in its isolated process: " + message);
+  if (how == "skipped") return core::Status::Skipped(message);
+  if (how != "ok")
+    return core::Status::Failed("in its isolated process: " + message);
   for (const auto& ms : result["steps_ms"]) {
     e.isolated_steps_s.push_back(ms.get<double>() / 1e3);
   }
   if (static_cast<int64_t>(e.isolated_steps_s.size()) != steps) {
-    return Fail("its isolated process ran " +
-                std::to_string(e.isolated_steps_s.size()) + " steps, not " +
-                std::to_string(steps));
+    return core::Status::Failed("its isolated process ran " +
+                                std::to_string(e.isolated_steps_s.size()) +
+                                " steps, not " + std::to_string(steps));
   }
   for (const auto& [key, value] : result["counters"].items()) {
     e.child_counters[key] = value;

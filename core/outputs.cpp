@@ -21,13 +21,17 @@ void Journal(Run& run, const core::ReportedRun& reported,
               << ", \"real_time_ms\": " << reported.time_ms << "}" << std::endl;
 }
 
-void WriteSystem(const Run& run, const std::string& org_dir) {
+// The system description names every backend that ran so far: written
+// again only when a run brings another one.
+void WriteSystem(Run& run, const std::string& org_dir) {
   const Options& flags = run.flags;
-  std::vector<std::string> frameworks;
   std::set<std::string> backends;
   for (const Entry& x : run.entries) {
     if (x.status != CaseStatus::kNotRun) backends.insert(x.backend);
   }
+  if (backends == run.system_backends) return;
+  run.system_backends = backends;
+  std::vector<std::string> frameworks;
   for (const std::string& b : backends) {
     if (const Backend* backend = FindBackend(b)) {
       frameworks.push_back(backend->Describe());
@@ -41,8 +45,7 @@ void WriteSystem(const Run& run, const std::string& org_dir) {
       << "\n";
 }
 
-void WriteMlperf(const Run& run, const core::ReportedRun& reported,
-                 const Entry& e) {
+void WriteMlperf(Run& run, const core::ReportedRun& reported, const Entry& e) {
   const Options& flags = run.flags;
   const std::string& system = flags.mlperf_system;
   CaseRun r;
@@ -63,9 +66,9 @@ void WriteMlperf(const Run& run, const core::ReportedRun& reported,
   // last `repetitions` calls of the case are theirs, in order (the calls
   // before probed the step count).
   const size_t calls = e.timed_ms.size();
-  const size_t call = calls - std::min<size_t>(
-                                  calls, reported.repetitions -
-                                             reported.repetition_index);
+  const size_t call =
+      calls -
+      std::min<size_t>(calls, reported.repetitions - reported.repetition_index);
   if (call < calls) {
     r.run_start_ms = e.timed_ms[call].first;
     r.run_stop_ms = e.timed_ms[call].second;
@@ -85,7 +88,6 @@ void WriteMlperf(const Run& run, const core::ReportedRun& reported,
     WriteMllog(
         org + "/results/" + system + "/" + SafeName(e.name) + "/" + result,
         events);
-    // The system description names every backend that ran so far.
     WriteSystem(run, org);
   }
 }

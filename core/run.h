@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,7 +44,7 @@ struct Entry {
   std::vector<double> step_times_ms;  // each step of the last timed loop
 
   double MedianStepMs() const;
-  double benchmark_s = 0;      // in all of Google Benchmark's calls
+  double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
   std::optional<StepProfile> profile;  // --paradnn_profile
@@ -68,7 +69,8 @@ struct Run {
   int64_t max_memory = 0;
   // Peaks per device and data type, from --paradnn_platform.
   std::map<std::string, std::map<std::string, double>> device_peaks;
-  std::ofstream journal;                     // --paradnn_resume
+  std::ofstream journal;                  // --paradnn_resume
+  std::set<std::string> system_backends;  // in the MLPerf package's system
   bool progress = true;
   bool isolate = false;         // --paradnn_isolate, in the parent
   bool isolated_child = false;  // this process runs a case for a parent
@@ -88,8 +90,13 @@ struct Run {
 
 Run& TheRun();
 
-// Whether Google Benchmark's filter selects a case, matched as it matches.
-bool Selected(const std::string& name, const std::string& filter);
+// Whether Google Benchmark's filter selects a case, matched as it matches;
+// the filter is compiled once.
+std::function<bool(const std::string&)> Selector(const std::string& filter);
+
+// A case's profile as counters (time_<class>_frac), from its own profile or
+// from the one its isolated child measured.
+std::vector<core::Counter> ProfileCounters(const Entry& e);
 
 // --paradnn_isolate: runs this call's `steps` steps of the case in a child
 // process (this binary again) and keeps each step's time as the child

@@ -267,17 +267,34 @@ Run& TheRun() {
   return *run;
 }
 
-bool Selected(const std::string& name, const std::string& filter) {
+std::function<bool(const std::string&)> Selector(const std::string& filter) {
   std::string f = filter;
   const bool negate = !f.empty() && f[0] == '-';
   if (negate) f = f.substr(1);
   if (f.empty() || f == "all") f = ".";
   try {
-    return std::regex_search(name, std::regex(f, std::regex::extended)) !=
-           negate;
+    return [re = std::regex(f, std::regex::extended),
+            negate](const std::string& name) {
+      return std::regex_search(name, re) != negate;
+    };
   } catch (const std::regex_error&) {
-    return true;
+    return [](const std::string&) { return true; };
   }
+}
+
+std::vector<core::Counter> ProfileCounters(const Entry& e) {
+  std::vector<core::Counter> counters;
+  if (e.profile) {
+    const auto shares = e.profile->Shares();
+    for (int c = 0; c < kOpClasses; ++c) {
+      counters.push_back(
+          {ShareCounter(static_cast<OpClass>(c)), shares[c], false});
+    }
+  }
+  for (const auto& [key, value] : e.child_counters) {
+    counters.push_back({key, value, false});
+  }
+  return counters;
 }
 
 namespace core {
@@ -317,8 +334,9 @@ std::vector<std::pair<std::string, std::string>> Context() {
 std::vector<std::pair<std::string, std::string>> BackendContext(
     const std::string& filter) {
   std::set<std::string> used;
+  const auto selected = Selector(filter);
   for (const Entry& e : TheRun().entries) {
-    if (!used.count(e.backend) && Selected(e.name, filter)) {
+    if (!used.count(e.backend) && selected(e.name)) {
       used.insert(e.backend);
     }
   }

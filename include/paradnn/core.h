@@ -17,6 +17,8 @@ struct Status {
   Code code = kOk;
   std::string message;
   bool ok() const { return code == kOk; }
+  static Status Skipped(std::string why) { return {kSkipped, std::move(why)}; }
+  static Status Failed(std::string why) { return {kFailed, std::move(why)}; }
 };
 
 // What Load found; the glue prints and exits where it says so.
