@@ -55,6 +55,25 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
   }
 }
 
+int64_t OutputBytes(const Layer& l, int64_t e) {
+  return Elements(l.shape) * (l.op == Op::kTokens ? 8 : e);
+}
+
+// What a layer holds besides its inputs and output while it runs.
+int64_t Workspace(const Layer& l, int64_t e) {
+  switch (l.op) {
+    case Op::kAttention:
+      // The scores and their softmax, batch x heads x L x L each.
+      return 2 * Elements(l.shape) / l.units * l.heads * l.shape[0] * e;
+    case Op::kRecurrent:
+      // Every step's input products: both backends compute them as one
+      // product before the steps.
+      return Gates(l.cell) * Elements(l.shape) * e;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
 
 Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
@@ -66,8 +85,8 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
 
   int64_t activation_bytes = 0;
   int64_t gradient_bytes = 0;
-  int64_t largest = 0;
   int64_t saved = 0;  // bytes recurrent cells and attention keep for backward
+  int64_t workspace = 0;  // the largest a layer holds while it runs
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
     const bool loss = l.op == Op::kSoftmaxCrossEntropy || l.op == Op::kMeanLoss;
@@ -76,8 +95,8 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     c.flops += fwd;
     c.elementwise += ForwardElementwise(g, l);
     const int64_t out = Elements(l.shape);
-    activation_bytes += out * (l.op == Op::kTokens ? 8 : e);
-    largest = std::max(largest, out * e);
+    activation_bytes += OutputBytes(l, e);
+    workspace = std::max(workspace, Workspace(l, e));
     if (!train) continue;
     // Backward: the weight gradient always, the input gradient only where
     // the input depends on something trainable.
@@ -101,12 +120,10 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     }
     c.elementwise += ForwardElementwise(g, l);
     if (needs_grad[i]) gradient_bytes += out * e;
-    // Every step's gate pre-activations, of the input and of the hidden
-    // products, stay for backward.
-    if (l.op == Op::kRecurrent) saved += 2 * Gates(l.cell) * out * e;
-    // The scores and their softmax, batch x heads x L x L each.
-    if (l.op == Op::kAttention)
-      saved += 2 * out / l.units * l.heads * l.shape[0] * e;
+    // Recurrent layers keep every step's gate pre-activations, of the input
+    // and of the hidden products, and the gates' activations for backward;
+    // attention its scores and their softmax.
+    saved += (l.op == Op::kRecurrent ? 3 : 1) * Workspace(l, e);
   }
   if (train) c.elementwise += 2 * c.params;  // SGD: w -= lr * grad
 
@@ -117,9 +134,9 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     c.memory = c.bytes + saved;
   } else {
     c.bytes = weight_bytes + activation_bytes;
-    // Inference frees activations as it goes: a layer's input, its output
-    // and a residual branch at most.
-    c.memory = weight_bytes + 3 * largest;
+    // Backends that plan their buffers once (oneDNN) keep every
+    // activation; LibTorch frees them as it goes and holds less.
+    c.memory = c.bytes + workspace;
   }
   c.intensity = c.bytes > 0 ? static_cast<double>(c.flops) / c.bytes : 0;
   return c;

@@ -253,18 +253,19 @@ void OnednnRunner::AddParam(int layer, const std::string& role,
                             const memory::desc& grad_md) {
   Weight& p = ParamOf(layer, role);
   p.value = Make(md);
-  p.user = Make(user);
+  p.user = user;
   if (train_) p.grad = Make(grad_md);
 }
 
 void OnednnRunner::WriteParam(Weight& p, const std::vector<float>& values) {
-  float* u = static_cast<float*>(p.user.get_data_handle());
+  memory user = Make(p.user);
+  float* u = static_cast<float*>(user.get_data_handle());
   if (p.gru) {
     PermuteGates(values.data(), u, p.gate_rows, values.size());
   } else {
     std::copy(values.begin(), values.end(), u);
   }
-  RunNow(p.user, p.value);
+  RunNow(user, p.value);
 }
 
 // A reorder outside the step, at preparation or to read results.
@@ -274,9 +275,10 @@ void OnednnRunner::RunNow(memory from, memory to) {
 }
 
 std::vector<float> OnednnRunner::ReadParam(Weight& p) {
-  RunNow(p.value, p.user);
-  const int64_t n = p.user.get_desc().get_size() / sizeof(float);
-  const float* u = static_cast<const float*>(p.user.get_data_handle());
+  memory user = Make(p.user);
+  RunNow(p.value, user);
+  const int64_t n = p.user.get_size() / sizeof(float);
+  const float* u = static_cast<const float*>(user.get_data_handle());
   std::vector<float> out(n);
   if (p.gru) {
     PermuteGates(u, out.data(), p.gate_rows, n);

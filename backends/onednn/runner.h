@@ -74,7 +74,10 @@ constexpr int kGruGate[3] = {1, 0, 2};
 struct Weight {
   memory value;
   memory grad;
-  memory user;  // plain f32 in LibTorch's layout (gates permuted for GRU)
+  // Plain f32 in LibTorch's layout (gates permuted for GRU): values pass
+  // through a buffer of this layout only while they are written or read,
+  // so the model does not hold its weights twice.
+  memory::desc user;
   bool gru = false;
   int64_t gate_rows = 0;  // rows per gate block, for the GRU permutation
 };

@@ -549,16 +549,48 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   CHECK(j["bricks"].size() == 5);
   CHECK(j["bricks_benchmark_s"].get<double>() > 0);
   CHECK(j["end_to_end_benchmark_s"].get<double>() > 0);
+  // The layers of each model in order, written out by hand: the first
+  // dense layer's input needs no gradient, the others' do.
+  const std::string in = "BRICK/dense/in:8x64/units:32/bias:1/grad:0";
+  const std::string hidden = "BRICK/dense/in:8x32/units:32/bias:1/grad:1";
+  const std::string relu = "BRICK/relu/in:8x32/grad:1";
+  const std::string output = "BRICK/dense/in:8x32/units:10/bias:1/grad:1";
+  const std::string loss = "BRICK/softmax_xent/in:8x10/grad:1";
+  const std::vector<std::vector<std::string>> layers = {
+      {in, relu, hidden, relu, hidden, relu, output, loss},
+      {in, relu, hidden, relu, hidden, relu, hidden, relu, hidden, relu,
+       output, loss}};
+  const std::string suffix = "/torch/fp32/train";
+  // Each brick's step time, and Google Benchmark's own report of it.
+  json results = json::parse(r.out);
   std::map<std::string, double> brick_ms;
-  for (const json& b : j["bricks"]) {
-    CHECK(b["name"].get<std::string>().rfind("BRICK/", 0) == 0);
-    brick_ms[b["name"]] = b["step_ms"];
+  for (const json& b : j["bricks"]) brick_ms[b["name"]] = b["step_ms"];
+  for (const std::string& brick : {in, hidden, relu, output, loss})
+    CHECK(brick_ms.count(brick + suffix) == 1);
+  for (const json& b : results["benchmarks"]) {
+    const std::string name = b["run_name"];
+    if (name.rfind("BRICK/", 0) != 0) continue;
+    const std::string brick =
+        name.substr(0, name.find(suffix) + suffix.size());
+    INFO(brick);
+    // The estimate uses the median of the steps Google Benchmark timed, and
+    // it reports their mean: the median of positive times is at most twice
+    // their mean.
+    CHECK(b["time_unit"] == "ms");
+    CHECK(brick_ms.at(brick) > 0);
+    CHECK(brick_ms.at(brick) <= 2.0001 * b["real_time"].get<double>());
   }
   REQUIRE(j["models"].size() == 2);
   std::vector<double> ratios;
-  for (const json& m : j["models"]) {
+  for (size_t k = 0; k < 2; ++k) {
+    const json& m = j["models"][k];
     double sum = 0;
-    for (const json& layer : m["layers"]) sum += brick_ms.at(layer);
+    std::vector<std::string> names;
+    for (const std::string& layer : layers[k]) {
+      names.push_back(layer + suffix);
+      sum += brick_ms.at(layer + suffix);
+    }
+    CHECK(m["layers"].get<std::vector<std::string>>() == names);
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     CHECK(m["estimate_over_measured"].get<double>() ==
           Approx(sum / m["measured_ms"].get<double>()));
@@ -570,7 +602,6 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
         Approx(std::sqrt(ratios[0] * ratios[1])));
   CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
   // The brick cases are Google Benchmark cases like any other.
-  json results = json::parse(r.out);
   CHECK(results["benchmarks"].size() == 7);
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
 }
@@ -851,6 +882,7 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
 }  // namespace
 }  // namespace paradnn
 
+#include <fcntl.h>
 #include <sys/resource.h>
 
 namespace paradnn {
@@ -860,6 +892,10 @@ namespace {
 double PeakRss(const std::string& name) {
   const pid_t pid = fork();
   if (pid == 0) {
+    // The results go nowhere; only the child's footprint counts.
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
     const std::string arg = "--paradnn_case=" + name;
     execl(PARADNN_RUNNER, PARADNN_RUNNER, arg.c_str(), "--paradnn_steps=2",
           "--paradnn_progress=false", "--benchmark_format=json",
@@ -869,30 +905,46 @@ double PeakRss(const std::string& name) {
   int status = 0;
   rusage usage{};
   wait4(pid, &status, 0, &usage);
+  INFO(name);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
   return usage.ru_maxrss * 1024.0;
 }
 
-TEST_CASE("memory estimates within 2.5x of the measured peak RSS",
+TEST_CASE("memory estimates against the measured peak RSS",
           "[runner][memory]") {
-  // The runner's own footprint (libraries, a tiny model) is the baseline.
-  const double baseline =
-      PeakRss("FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/fp32/infer");
-  for (const char* name :
-       {"FC/layers:4/nodes:2048/input:2000/output:1000/batch:512/torch/fp32/"
-        "train",
-        "CNN/block:residual/blocks:1/filters:32/image:200/output:1000/"
-        "batch:32/onednn/fp32/train",
-        "RNN/cell:lstm/layers:3/embed:512/vocab:1024/length:50/batch:64/"
-        "torch/fp32/train"}) {
-    INFO(name);
-    const Case c = ParseCaseName(name);
-    const double estimate = static_cast<double>(
-        ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).memory);
-    const double measured = PeakRss(name) - baseline;
-    INFO("estimate " << estimate / 1048576 << " MiB, measured "
-                     << measured / 1048576 << " MiB above the baseline");
-    CHECK(measured < 2.5 * estimate);
-    CHECK(measured > estimate / 2.5);
+  // The runner's own footprint with a backend (its libraries, a tiny model)
+  // is the baseline.
+  std::map<std::string, double> baseline;
+  for (const std::string backend : {"torch", "onednn"})
+    baseline[backend] = PeakRss(
+        "FC/layers:1/nodes:8/input:8/output:2/batch:2/" + backend + "/fp32/infer");
+  for (const std::string model :
+       {"FC/layers:4/nodes:2048/input:2000/output:1000/batch:512",
+        "CNN/block:residual/blocks:1/filters:32/image:200/output:1000/batch:32",
+        "CNN/block:bottleneck/blocks:2/filters:32/image:128/output:1000/"
+        "batch:16",
+        "RNN/cell:lstm/layers:3/embed:512/vocab:1024/length:50/batch:64",
+        "RNN/cell:gru/layers:2/embed:512/vocab:1024/length:50/batch:64",
+        "TRANSFORMER/layers:2/d_model:256/heads:8/ffn:1024/length:256/"
+        "vocab:1000/causal:true/batch:16"}) {
+    for (const std::string suffix :
+         {"/torch/fp32/train", "/torch/fp32/infer", "/onednn/fp32/train",
+          "/onednn/fp32/infer"}) {
+      const std::string name = model + suffix;
+      const Case c = ParseCaseName(name);
+      const double estimate = static_cast<double>(
+          ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).memory);
+      const double measured = PeakRss(name) - baseline.at(c.backend);
+      INFO(name << ": estimate " << estimate / 1048576 << " MiB, measured "
+                << measured / 1048576 << " MiB above the baseline");
+      // Measured over estimated here: 0.44 (LibTorch inference frees
+      // activations as it goes) to 1.54 (allocator slack and backend
+      // temporaries). An estimate that misses low lets a case run the
+      // machine out of memory.
+      CHECK(measured < 1.75 * estimate);
+      CHECK(measured > estimate / 2.5);
+    }
   }
 }
 
