@@ -68,8 +68,10 @@ class Backend {
 
 // The shortest of up to `runs` runs of `run` (one untimed first), stopping
 // after about `budget_s` seconds once three were timed: GemmFlops' timing.
+// A small product runs hundreds of times, so that one of them lands in a
+// quiet moment of a shared machine.
 template <typename Run>
-double BestSeconds(Run run, int runs = 10, double budget_s = 2) {
+double BestSeconds(Run run, int runs = 500, double budget_s = 1) {
   using Clock = std::chrono::steady_clock;
   run();
   double best = 1e300;
