@@ -127,6 +127,16 @@ void PrintSummaryAtExit() { core::Finish(); }
 
 Benchmarks Register(int* argc, char** argv) {
   LoadOrExit(argc, argv, nullptr);
+  // Google Benchmark (1.7 to 1.9 at least) grows its list of cases one
+  // family at a time when the filter is its match-all "." (also what an
+  // empty filter and "all" become): quadratic in cases, 2.4 s to list
+  // 9,720 of them. ".*" selects the same cases in linear time. Not from
+  // RegisterFromEnvironment: during static initialization the flag may not
+  // exist yet.
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  if (filter.empty() || filter == "all" || filter == ".") {
+    benchmark::SetBenchmarkFilter(".*");
+  }
   return RegisterCases();
 }
 
