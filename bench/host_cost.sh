@@ -2,7 +2,7 @@
 # What linking paradnn costs a host binary that runs none of paradnn's
 # cases: the same host (bench/host_cost/) without paradnn, with the static
 # macro, and with its own main calling paradnn_register() (which registers
-# the built-in 120-case sweep), each running only its own benchmark.
+# the built-in sweep), each running only its own benchmark.
 # Prints the median wall time of a run over RUNS runs, the peak RSS and
 # the number of shared objects loaded. Needs /usr/bin/time (setup --bench).
 #   bench/host_cost.sh [BUILD] [RUNS]    (BUILD: paradnn's build, build/)
