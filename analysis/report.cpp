@@ -307,6 +307,12 @@ class Report {
       for (const auto& [group, cases] : Groups(a_.cases, f.name)) {
         const std::string family = f.name + " " + group;
         const Regression r = FitFamily(cases, f.name);
+        // terms[0] is the intercept.
+        if (r.terms.size() < 2) {
+          notes_.push_back(family + ": no numeric parameter varies, no "
+                                    "regression");
+          continue;
+        }
         if (r.samples < static_cast<int>(r.terms.size()) + 1) {
           if (r.samples > 0) {
             notes_.push_back(family + ": " + std::to_string(r.samples) +

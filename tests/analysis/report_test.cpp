@@ -2,6 +2,7 @@
 // Chromium with every plot, bad input explained.
 #include "analysis/report.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -79,6 +80,13 @@ std::string ResultsJson() {
             batch * filters * 1e8, 20.0 + filters);
       }
     }
+    // Where only the block kind varies, as in the quickstart's bf16 cases.
+    for (const char* block : {"residual", "bottleneck"}) {
+      add(std::string("CNN/block:") + block +
+              "/blocks:1/filters:32/image:200/output:1000/batch:8/" + backend +
+              "/bf16/train",
+          slow * 50, 3e5, 8e9, 40);
+    }
   }
   return out + "]}";
 }
@@ -113,7 +121,7 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   }
   // Every case is 1.5x faster on oneDNN: each family's box sits at 1.5.
   const std::string box = Slurp(dir / "report/speedup_box.csv");
-  CHECK_THAT(box, Contains(",CNN,1.5,1.5,1.5,1.5,1.5,4"));
+  CHECK_THAT(box, Contains(",CNN,1.5,1.5,1.5,1.5,1.5,6"));
   CHECK_THAT(box, Contains(",FC,1.5,1.5,1.5,1.5,1.5,6"));
   // Shares of step time, per family, backend and mode; CNN was not
   // profiled.
@@ -142,7 +150,7 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   CHECK_THAT(gp, Contains("title 'torch fp32 GEMM (60 GFLOP/s)'"));
   const std::string html = Slurp(dir / "report/index.html");
   CHECK_THAT(html, Contains("<img src='roofline.svg'"));
-  CHECK_THAT(html, Contains("10 cases matched by canonical name"));
+  CHECK_THAT(html, Contains("12 cases matched by canonical name"));
   // A and B named on the plots, not just in the text.
   CHECK_THAT(html, Contains("<h2>Speedup of onednn over torch</h2>"));
   CHECK_THAT(Slurp(dir / "report/speedup.gp"),
@@ -153,6 +161,11 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   CHECK_THAT(heat, Contains("set ylabel 'batch'"));  // 2 values
   CHECK_THAT(heat, Contains("'#440154'"));
   CHECK_THAT(html, Contains("<h2>Where step time goes</h2>"));
+  // No regression on nothing.
+  CHECK_FALSE(fs::exists(dir / "report/regression_CNN_torch_bf16_train.gp"));
+  CHECK(std::find(notes.begin(), notes.end(),
+                  "CNN torch/bf16/train: no numeric parameter varies, no "
+                  "regression") != notes.end());
   for (const std::string& n : notes) INFO(n);
 }
 
@@ -213,8 +226,8 @@ TEST_CASE("bad input: a clear message, and what can be reported still is",
   o.results = (dir / "results.json").string();
   o.platform = (dir / "platform.json").string();
   o.vs = o.results;
-  o.a_select = "/bf16/";
-  o.b_select = "/fp32/";
+  o.a_select = "/infer/";
+  o.b_select = "/train/";
   const std::vector<std::string> notes = WriteReport(o);
   std::string all;
   for (const std::string& n : notes) all += n + "\n";
