@@ -420,12 +420,11 @@ class TorchRunner : public Runner {
 
   void TimedStep() {
     if (train_) {
-      {
-        RECORD_USER_SCOPE(kOptimizerScope);
-        optimizer_->zero_grad();
-      }
-      // Inputs that take a gradient (a brick's) get a fresh one each step,
-      // as a layer's input does inside its model, not a sum over steps.
+      // Gradients are released, not filled with zeros (LibTorch 1.13's
+      // zero_grad()): backward then writes each one fresh instead of adding
+      // to zeros. Inputs that take a gradient (a brick's) likewise, as a
+      // layer's input does inside its model.
+      for (torch::Tensor& p : params_) p.mutable_grad().reset();
       for (torch::Tensor& in : inputs_) {
         if (in.defined() && in.requires_grad()) in.mutable_grad().reset();
       }
