@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace paradnn {
 using nlohmann::json;
@@ -43,11 +44,44 @@ double StepMs(const json& run) {
 
 }  // namespace
 
+json ParseBenchmarkJson(const std::string& text) {
+  std::string clean;
+  clean.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      clean += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        clean += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    const size_t at = c == '-' ? i + 1 : i;
+    bool replaced = false;
+    for (const std::string_view word : {"NaN", "Infinity"}) {
+      if (text.compare(at, word.size(), word) == 0) {
+        clean += "null";
+        i = at + word.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) clean += c;
+  }
+  return json::parse(clean);
+}
+
 json ReadJsonFile(const std::string& path, const std::string& what) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot open the " + what);
   try {
-    return json::parse(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    return ParseBenchmarkJson(text.str());
   } catch (const json::exception& e) {
     throw std::runtime_error(path + ": not JSON: " + e.what());
   }

@@ -45,6 +45,11 @@ Results ReadResults(const std::string& path);
 // or "<path>: not JSON: ..." otherwise.
 nlohmann::json ReadJsonFile(const std::string& path, const std::string& what);
 
+// Parses JSON as Google Benchmark writes it: its bare NaN, -NaN, Infinity
+// and -Infinity (a counter's cv over repetitions where the counter is 0,
+// for one) are not JSON; they become null. Throws nlohmann's parse_error.
+nlohmann::json ParseBenchmarkJson(const std::string& text);
+
 // v with `precision` significant digits, as tables and plot titles show it.
 std::string Num(double v, int precision = 4);
 

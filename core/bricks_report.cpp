@@ -15,24 +15,31 @@ namespace {
 
 using nlohmann::ordered_json;
 
+// Estimate over measured per model: their geometric mean and range, and
+// the error of the estimates, |ratio - 1|, mean and worst.
 ordered_json Spread(const std::vector<double>& ratios) {
   if (ratios.empty()) return nullptr;
-  double log_sum = 0, lo = ratios[0], hi = ratios[0];
+  double log_sum = 0, lo = ratios[0], hi = ratios[0], error_sum = 0,
+         worst = 0;
   for (double r : ratios) {
     log_sum += std::log(r);
     lo = std::min(lo, r);
     hi = std::max(hi, r);
+    error_sum += std::abs(r - 1);
+    worst = std::max(worst, std::abs(r - 1));
   }
   return {{"geomean", std::exp(log_sum / ratios.size())},
           {"min", lo},
           {"max", hi},
+          {"mean_abs_error", error_sum / ratios.size()},
+          {"max_abs_error", worst},
           {"models", ratios.size()}};
 }
 
 }  // namespace
 
 double Entry::MedianStepMs() const {
-  return step_times_ms.empty() ? step_ms : Median(step_times_ms);
+  return all_step_times_ms.empty() ? step_ms : Median(all_step_times_ms);
 }
 
 void ReportBricks(const Run& run) {
@@ -122,9 +129,12 @@ void ReportBricks(const Run& run) {
     std::fprintf(stderr, ", models end to end in %.1f s", models_s);
   if (!all.empty()) {
     const ordered_json s = Spread(all);
-    std::fprintf(stderr, "; estimate/measured geomean %.3f (%.3f to %.3f)",
+    std::fprintf(stderr,
+                 "; estimate/measured geomean %.3f (%.3f to %.3f), mean "
+                 "error %.1f%%",
                  s["geomean"].get<double>(), s["min"].get<double>(),
-                 s["max"].get<double>());
+                 s["max"].get<double>(),
+                 100 * s["mean_abs_error"].get<double>());
   }
   std::fprintf(stderr, "\n");
   if (!run.flags.bricks_out.empty()) {

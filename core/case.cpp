@@ -236,6 +236,8 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   double total = 0;
   for (double ms : e.step_times_ms) total += ms;
   e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
+  e.all_step_times_ms.insert(e.all_step_times_ms.end(), e.step_times_ms.begin(),
+                             e.step_times_ms.end());
   if (!run.isolate) {
     double loss = 0;
     try {

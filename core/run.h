@@ -42,6 +42,10 @@ struct Entry {
   std::vector<std::pair<int64_t, int64_t>> timed_ms;
   double step_ms = 0;                 // per step, in the last timed loop
   std::vector<double> step_times_ms;  // each step of the last timed loop
+  // Each step of every call that timed some (probes and repetitions
+  // pooled): with repetitions interleaved across cases, a median over all
+  // of them sees the machine as every other case saw it.
+  std::vector<double> all_step_times_ms;
 
   double MedianStepMs() const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls

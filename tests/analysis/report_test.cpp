@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/calibrate.h"
+#include "analysis/results.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
@@ -273,6 +274,22 @@ TEST_CASE("cgroup CPU quotas, as cgroup v2 and v1 write them", "[platform]") {
 TEST_CASE("a STREAM triad measures some bandwidth", "[report]") {
   // 16 MiB per array: beyond the caches of small machines, quick anywhere.
   CHECK(StreamTriad(size_t{16} << 20, 1, 2) > 1e8);
+}
+
+TEST_CASE("Google Benchmark's NaN and Infinity read as null, not in strings",
+          "[report]") {
+  const nlohmann::json j = ParseBenchmarkJson(
+      "{\"a\": NaN, \"b\": -NaN, \"c\": Infinity, \"d\": -Infinity, "
+      "\"e\": -1.5, \"f\": \"NaN Infinity \\\" NaN\", \"g\": [NaN, 2]}");
+  CHECK(j["a"].is_null());
+  CHECK(j["b"].is_null());
+  CHECK(j["c"].is_null());
+  CHECK(j["d"].is_null());
+  CHECK(j["e"] == -1.5);
+  CHECK(j["f"] == "NaN Infinity \" NaN");
+  CHECK(j["g"][0].is_null());
+  CHECK(j["g"][1] == 2);
+  CHECK_THROWS(ParseBenchmarkJson("{\"a\": NaNa}"));
 }
 
 }  // namespace
