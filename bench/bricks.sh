@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Layer bricks against end-to-end runs on a CNN and RNN sub-grid of the
-# paper's (bench/bricks_grid.yaml): benchmark time of the unique layers
+# Layer bricks against end-to-end runs on an FC, CNN and RNN sub-grid of the
+# paper's (bench/bricks_grid.yaml), every case repeated (3 times unless
+# PARADNN_BRICKS_REPETITIONS says) in random interleaved order so that
+# bricks and models see the same machine: benchmark time of the unique layers
 # against the models (every case runs the same number of timed steps, so
 # benchmark time follows work), and constructed over measured step time per
 # family, backend and mode.
@@ -15,6 +17,8 @@ out=$(mktemp -d)
 "$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
   --paradnn_backends="$backend" --paradnn_bricks_out="$out/bricks.json" \
   --paradnn_progress=false --paradnn_steps="${PARADNN_BRICKS_STEPS:-5}" \
+  --benchmark_repetitions="${PARADNN_BRICKS_REPETITIONS:-3}" \
+  --benchmark_enable_random_interleaving=true \
   --benchmark_format=json "$@" >"$out/results.json"
 python3 - "$out/bricks.json" <<'PY'
 import json, sys
@@ -30,6 +34,8 @@ groups = dict(d["estimate_over_measured"]["per_family"])
 groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
 for fam, s in groups.items():
     print(f"{fam}: estimate/measured geomean {s['geomean']:.3f} "
-          f"(min {s['min']:.3f}, max {s['max']:.3f}, {s['models']} models)")
+          f"(min {s['min']:.3f}, max {s['max']:.3f}); error mean "
+          f"{s['mean_abs_error']:.1%}, worst {s['max_abs_error']:.1%} "
+          f"({s['models']} models)")
 PY
 rm -rf "$out"
