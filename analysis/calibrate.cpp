@@ -74,8 +74,6 @@ int UsableCpus() {
   return std::max(1, cpus);
 }
 
-namespace {
-
 std::string CpuName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -85,8 +83,6 @@ std::string CpuName() {
   }
   return "unknown CPU";
 }
-
-}  // namespace
 
 double StreamTriad(size_t bytes_per_array, int threads, int repeats) {
   const size_t n = bytes_per_array / sizeof(double);

@@ -42,6 +42,9 @@ Platform LoadPlatform(const std::string& path);
 // This machine's name (gethostname).
 std::string HostName();
 
+// The CPU's model name (/proc/cpuinfo).
+std::string CpuName();
+
 // The CPUs this process may use: those of its affinity mask (taskset, a
 // Slurm task's binding), at most its cgroup's CPU quota rounded up (a
 // container's or a Slurm step's limit). The default thread count.

@@ -39,6 +39,7 @@ ordered_json Spread(const std::vector<double>& ratios) {
 }  // namespace
 
 double Entry::MedianStepMs() const {
+  if (known_step_ms) return *known_step_ms;
   return all_step_times_ms.empty() ? step_ms : Median(all_step_times_ms);
 }
 
@@ -46,10 +47,11 @@ void ReportBricks(const Run& run) {
   int64_t total_layers = 0, total_bricks = 0;
   double bricks_s = 0, models_s = 0;
   bool models_ran = false;
-  int unique = 0;
+  int unique = 0, from_db = 0;
   for (const Entry& e : run.entries) {
     if (e.brick) {
       ++unique;
+      from_db += e.known_step_ms.has_value();
       bricks_s += e.benchmark_s;
     } else {
       total_bricks += static_cast<int64_t>(e.layer_bricks.size());
@@ -70,7 +72,8 @@ void ReportBricks(const Run& run) {
     ordered_json layers = ordered_json::array();
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
-      complete = complete && brick.status == CaseStatus::kPassed;
+      complete = complete && (brick.status == CaseStatus::kPassed ||
+                              brick.known_step_ms.has_value());
       estimate += brick.MedianStepMs();
       layers.push_back(brick.name);
     }
@@ -94,10 +97,12 @@ void ReportBricks(const Run& run) {
   ordered_json bricks = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
+    const bool timed = e.status == CaseStatus::kPassed;
     bricks.push_back({{"name", e.name},
-                      {"step_ms", e.status == CaseStatus::kPassed
+                      {"step_ms", timed || e.known_step_ms
                                       ? ordered_json(e.MedianStepMs())
-                                      : nullptr}});
+                                      : nullptr},
+                      {"from_db", e.known_step_ms.has_value()}});
   }
   auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {
     ordered_json out = ordered_json::object();
@@ -110,6 +115,7 @@ void ReportBricks(const Run& run) {
       {"unique_layers", run.unique_layers.size()},
       {"total_bricks", total_bricks},
       {"unique_bricks", unique},
+      {"bricks_from_db", from_db},
       {"bricks_benchmark_s", bricks_s},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
@@ -125,6 +131,7 @@ void ReportBricks(const Run& run) {
       run.unique_layers.size(), static_cast<long long>(total_layers),
       total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
       unique, run.flags.bricks_granularity, bricks_s);
+  if (from_db > 0) std::fprintf(stderr, " (%d of them from the database)", from_db);
   if (models_ran)
     std::fprintf(stderr, ", models end to end in %.1f s", models_s);
   if (!all.empty()) {

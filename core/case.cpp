@@ -42,9 +42,9 @@ void NoteStart(Run& run, int index) {
   if (e.status != CaseStatus::kNotRun || !run.progress) return;
   if (run.to_run < 0) {
     const auto selected = Selector(run.filter);
-    run.to_run = static_cast<int>(
-        std::count_if(run.entries.begin(), run.entries.end(),
-                      [&](const Entry& x) { return selected(x.name); }));
+    run.to_run = 0;
+    for (size_t i = 0; i < run.entries.size(); ++i)
+      run.to_run += run.infos[i].registered && selected(run.entries[i].name);
     run.start = Clock::now();
   }
   ++run.started;

@@ -85,6 +85,13 @@ po::options_description Describe(Options& o, std::string& backends,
       "paradnn_bricks_out", po::value(&o.bricks_out)->value_name("FILE"),
       "write the constructed and measured step times as JSON "
       "(implies --paradnn_bricks)")(
+      "paradnn_bricks_db", po::value(&o.bricks_db)->value_name("FILE"),
+      "bricks measured before: those measured in this context (CPU, "
+      "threads, library, paradnn version) are not run again; the bricks "
+      "this run measures are added (implies --paradnn_bricks)")(
+      "paradnn_bricks_estimate_only", po::bool_switch(&o.bricks_estimate_only),
+      "construct the models' step times from their bricks without running "
+      "the models (implies --paradnn_bricks)")(
       "paradnn_mllog", po::value(&o.mllog)->value_name("DIR"),
       "write an MLPerf training-style log per case run into this folder")(
       "paradnn_mlperf_package", po::value(&o.mlperf_package)->value_name("DIR"),
@@ -171,7 +178,9 @@ Options ParseFlags(int* argc, char** argv) {
   } catch (const po::error& e) {
     throw FlagError(std::string(e.what()) + " (see --paradnn_help)");
   }
-  if (!o.bricks_out.empty()) o.bricks = true;
+  if (!o.bricks_out.empty() || !o.bricks_db.empty() ||
+      o.bricks_estimate_only)
+    o.bricks = true;
   if (!o.profile_out.empty()) o.profile = true;
   o.backends = SplitList(backends);
   o.dtypes = SplitList(dtypes);

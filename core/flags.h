@@ -35,6 +35,8 @@ struct Options {
   std::string resume;          // journal of finished cases, read and appended
   int bricks_granularity = 1;  // layers per brick, at most
   std::string bricks_out;      // models' step times constructed from bricks
+  std::string bricks_db;       // bricks measured before, reused, extended
+  bool bricks_estimate_only = false;  // models from bricks, not run
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -46,6 +47,9 @@ struct Entry {
   // pooled): with repetitions interleaved across cases, a median over all
   // of them sees the machine as every other case saw it.
   std::vector<double> all_step_times_ms;
+  // A brick's median step from the bricks database (--paradnn_bricks_db),
+  // when it was measured before in this context and is not run again.
+  std::optional<double> known_step_ms;
 
   double MedianStepMs() const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
@@ -66,6 +70,10 @@ struct Run {
   std::vector<core::CaseInfo> infos;    // entries as the glue sees them
   std::map<std::string, int> index;     // canonical name -> entries
   std::set<std::string> unique_layers;  // --paradnn_bricks: single layers
+  // --paradnn_bricks_db: its records as read, and the context bricks are
+  // measured in, per backend.
+  std::vector<nlohmann::json> bricks_db;
+  std::map<std::string, nlohmann::json> brick_context;
   Options flags;
   RunOptions options;
   std::string config;  // the sweep's file, or the built-in's name

@@ -10,6 +10,7 @@
 #include "adapters/mlperf/package.h"
 #include "analysis/calibrate.h"
 #include "backends/backend.h"
+#include "core/bricks_db.h"
 #include "core/bricks_report.h"
 #include "core/default_config.h"
 #include "core/flags.h"
@@ -258,6 +259,17 @@ void LoadRun(Run& run, int* argc, char** argv) {
   pick(run.flags.mlperf_system, sweep.mlperf_system, HostName());
   pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
   MakeEntries(run, sweep.cases, bricks, o);
+  if (o.bricks_estimate_only) {
+    for (size_t i = 0; i < run.entries.size(); ++i)
+      if (run.entries[i].model) run.infos[i].registered = false;
+  }
+  if (!o.bricks_db.empty() && !run.isolated_child) {
+    try {
+      UseBricksDb(run);
+    } catch (const std::exception& ex) {
+      loaded.status = {core::Status::kFailed, ex.what()};
+    }
+  }
 }
 
 }  // namespace
@@ -359,6 +371,7 @@ int Finish() {
   run.runner.reset();
   run.prepared = -1;
   ReportBricks(run);
+  if (!run.flags.bricks_db.empty() && !run.isolated_child) SaveBricksDb(run);
   WriteProfiles(run);
   int passed = 0, skipped = 0, failed = 0;
   for (const Entry& e : run.entries) {

@@ -76,6 +76,7 @@ Benchmarks RegisterCases() {
   Benchmarks registered;
   for (int i = 0; i < core::CaseCount(); ++i) {
     const core::CaseInfo& info = core::Case(i);
+    if (!info.registered) continue;
     auto* b = benchmark::RegisterBenchmark(
         info.name.c_str(), [i](benchmark::State& state) { RunCase(state, i); });
     b->Unit(benchmark::kMillisecond);

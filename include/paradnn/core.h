@@ -42,6 +42,9 @@ struct CaseInfo {
   int64_t batch = 0;         // examples per step
   int64_t steps = 0;         // timed steps, fixed by --paradnn_steps; 0: any
   bool manual_time = false;  // timed in a child process (--paradnn_isolate)
+  // False for what the run knows without running it (bricks from the
+  // bricks database, models with --paradnn_bricks_estimate_only).
+  bool registered = true;
 };
 int CaseCount();
 const CaseInfo& Case(int index);

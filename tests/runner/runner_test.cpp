@@ -743,6 +743,79 @@ TEST_CASE("profiles: shares of step time per operation class",
   CHECK(b.contains("time_other_frac"));
 }
 
+TEST_CASE("bricks database: known bricks are not run again, nor reused "
+          "elsewhere",
+          "[runner][bricks]") {
+  const std::string db = Scratch("bricks_db.json");
+  const std::string fc = "FC/layers:3/nodes:32/input:64/output:10/batch:8/";
+  const std::string flags = " --paradnn_steps=3 --paradnn_bricks_db=" + db;
+  Result first = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" +
+                           flags + " --paradnn_threads=1");
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  const json known = json::parse(Slurp(db));
+  REQUIRE(known["bricks"].size() == 5);
+  std::map<std::string, double> known_ms;
+  for (const json& b : known["bricks"]) {
+    CHECK(b["context"]["threads"] == 1);
+    CHECK(b["steps"] == 3);
+    known_ms[b["name"]] = b["step_ms"];
+  }
+  // Another model, of 16 nodes: four of its bricks are new, its loss is
+  // known. Models estimated only.
+  const std::string out = Scratch("bricks_db_out.json");
+  const std::string other = "FC/layers:2/nodes:16/input:64/output:10/batch:8/";
+  Result second = RunRunner(
+      "--paradnn_case=" + other + "torch/fp32/train --paradnn_case=" + fc +
+      "torch/fp32/train" + flags +
+      " --paradnn_threads=1 --paradnn_bricks_estimate_only "
+      "--benchmark_format=json --paradnn_bricks_out=" + out);
+  INFO(second.err);
+  REQUIRE(second.status == 0);
+  // Only the new bricks ran.
+  std::set<std::string> ran;
+  const json results = json::parse(second.out);
+  for (const json& b : results["benchmarks"]) ran.insert(b["run_name"]);
+  CHECK(ran == std::set<std::string>{
+                   "BRICK/dense/in:8x64/units:16/bias:1/grad:0/torch/fp32/"
+                   "train/iterations:3/real_time",
+                   "BRICK/relu/in:8x16/grad:1/torch/fp32/train/iterations:3/"
+                   "real_time",
+                   "BRICK/dense/in:8x16/units:16/bias:1/grad:1/torch/fp32/"
+                   "train/iterations:3/real_time",
+                   "BRICK/dense/in:8x16/units:10/bias:1/grad:1/torch/fp32/"
+                   "train/iterations:3/real_time"});
+  const json estimates = json::parse(Slurp(out));
+  CHECK(estimates["bricks_from_db"] == 5);
+  std::map<std::string, double> step_ms = known_ms;
+  for (const json& b : estimates["bricks"]) {
+    CHECK(b["from_db"] == (known_ms.count(b["name"]) == 1));
+    if (!b["from_db"]) step_ms[b["name"]] = b["step_ms"];
+  }
+  REQUIRE(estimates["models"].size() == 2);
+  for (const json& m : estimates["models"]) {
+    double sum = 0;
+    for (const json& layer : m["layers"]) sum += step_ms.at(layer);
+    CHECK(m["estimated_ms"].get<double>() == Approx(sum));
+    CHECK(m["measured_ms"].is_null());
+  }
+  CHECK(json::parse(Slurp(db))["bricks"].size() == 9);
+  // Another thread count is another context: timed again, and said so.
+  Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" +
+                           flags + " --paradnn_threads=2 " +
+                           "--benchmark_list_tests");
+  REQUIRE(third.status == 0);
+  CHECK_THAT(third.err, Contains("5 of this sweep's bricks were measured in "
+                                 "another context"));
+  CHECK_THAT(third.out, Contains("BRICK/relu/in:8x32/grad:1/torch/fp32/train"));
+  // Bad content is refused with the file's name.
+  std::ofstream(db) << "{\"bricks\": [{\"name\": 3}]}";
+  Result bad = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags);
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains(db + ": entry {\"name\":3}: expected name, "
+                               "step_ms and context"));
+}
+
 TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
           "[runner][bricks]") {
   const std::string out = Scratch("bricks2.json");

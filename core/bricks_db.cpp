@@ -1,0 +1,116 @@
+#include "core/bricks_db.h"
+
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "analysis/calibrate.h"
+#include "analysis/results.h"
+#include "backends/backend.h"
+#include "core/run.h"
+
+namespace paradnn {
+namespace {
+
+using nlohmann::json;
+
+// What a brick's time depends on besides its name (layer, shapes, backend,
+// data type, mode).
+json Context(const Run& run, const std::string& backend) {
+  std::string library;
+  std::string error;
+  const Backend* b = FindBackend(backend, &error);
+  try {
+    library = b != nullptr ? b->Describe() : "not available: " + error;
+  } catch (const std::exception& ex) {
+    library = std::string("not available: ") + ex.what();
+  }
+  return {{"cpu", CpuName()},
+          {"threads", run.options.threads},
+          {"library", library},
+          {"paradnn_version", PARADNN_VERSION}};
+}
+
+std::string Now() {
+  char text[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return text;
+}
+
+}  // namespace
+
+void UseBricksDb(Run& run) {
+  const std::string& path = run.flags.bricks_db;
+  std::ifstream exists(path);
+  json db = {{"bricks", json::array()}};
+  if (exists) {
+    db = ReadJsonFile(path, "bricks database");
+    if (!db.contains("bricks") || !db["bricks"].is_array()) {
+      throw std::runtime_error(path +
+                               ": field 'bricks' is missing: expected a "
+                               "bricks database (--paradnn_bricks_db)");
+    }
+  }
+  int other_context = 0;
+  for (const json& record : db["bricks"]) {
+    if (!record.contains("name") || !record["name"].is_string() ||
+        !record.contains("step_ms") || !record["step_ms"].is_number() ||
+        !record.contains("context")) {
+      throw std::runtime_error(path + ": entry " + record.dump() +
+                               ": expected name, step_ms and context");
+    }
+    run.bricks_db.push_back(record);
+    const auto it = run.index.find(record["name"].get<std::string>());
+    if (it == run.index.end()) continue;
+    Entry& e = run.entries[it->second];
+    if (!e.brick) continue;
+    if (!run.brick_context.count(e.backend))
+      run.brick_context[e.backend] = Context(run, e.backend);
+    if (record["context"] != run.brick_context[e.backend]) {
+      ++other_context;
+      continue;
+    }
+    e.known_step_ms = record["step_ms"].get<double>();
+    run.infos[it->second].registered = false;
+  }
+  if (other_context > 0) {
+    run.loaded->notes.push_back(
+        "bricks database " + path + ": " + std::to_string(other_context) +
+        " of this sweep's bricks were measured in another context (CPU, "
+        "threads, library or paradnn version) and are timed again");
+  }
+}
+
+void SaveBricksDb(const Run& run) {
+  json bricks = json::array();
+  std::map<std::string, json> measured;  // name -> record
+  for (const Entry& e : run.entries) {
+    if (!e.brick || e.status != CaseStatus::kPassed) continue;
+    const auto context = run.brick_context.find(e.backend);
+    measured[e.name] = {
+        {"name", e.name},
+        {"step_ms", e.MedianStepMs()},
+        {"steps", e.all_step_times_ms.size()},
+        {"measured_at", Now()},
+        {"context", context != run.brick_context.end()
+                        ? context->second
+                        : Context(run, e.backend)}};
+  }
+  for (const json& record : run.bricks_db) {
+    const auto it = measured.find(record["name"].get<std::string>());
+    if (it != measured.end() && it->second["context"] == record["context"])
+      continue;  // replaced
+    bricks.push_back(record);
+  }
+  for (auto& [name, record] : measured) bricks.push_back(std::move(record));
+  std::ofstream out(run.flags.bricks_db);
+  out << json{{"bricks", bricks}}.dump(1) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "paradnn: cannot write the bricks database %s\n",
+                 run.flags.bricks_db.c_str());
+  }
+}
+
+}  // namespace paradnn
