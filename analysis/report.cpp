@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -29,6 +31,9 @@ const char* kTerminal =
 constexpr char kPalette[] =
     "set palette defined (0 '#440154', 0.25 '#3b528b', 0.5 '#21918c', "
     "0.75 '#5ec962', 1 '#fde725')\n";
+// Categories (families) in viridis' darker stops, readable on white.
+constexpr const char* kCategoryColors[] = {"#440154", "#3b528b", "#21918c",
+                                           "#5ec962"};
 
 // Each family's cases per backend, data type and mode ("torch/fp32/train"):
 // heat maps and regressions never pool them.
@@ -128,6 +133,7 @@ class Report {
     Regressions();
     Profiles();
     if (!o_.vs.empty() || !o_.a_select.empty()) Speedups();
+    if (!o_.bricks.empty()) Bricks();
     if (!notes_.empty()) {
       html_ << "<h2>Not reported</h2>\n<ul>\n";
       for (const std::string& n : notes_)
@@ -408,6 +414,85 @@ class Report {
             "set xtics rotate by -30\nset key outside right\n" +
                 plot + "\n");
     Figure("profile", "share of step time per operation class");
+  }
+
+  // Model step times constructed from bricks against the measured ones
+  // (--paradnn_bricks_out): a scatter per family and the error per group.
+  void Bricks() {
+    nlohmann::json b;
+    try {
+      b = ReadJsonFile(o_.bricks, "bricks file");
+      if (!b.contains("models") || !b["models"].is_array() ||
+          !b.contains("estimate_over_measured")) {
+        throw std::runtime_error(o_.bricks +
+                                 ": not a bricks file (--paradnn_bricks_out): "
+                                 "expected 'models' and "
+                                 "'estimate_over_measured'");
+      }
+    } catch (const std::exception& e) {
+      notes_.push_back(std::string(e.what()) + ": bricks left out");
+      return;
+    }
+    std::ofstream csv(o_.out + "/bricks.csv");
+    csv << "model,family,estimated_ms,measured_ms\n";
+    std::vector<std::string> families;
+    int unmeasured = 0;
+    for (const nlohmann::json& m : b["models"]) {
+      if (!m["estimated_ms"].is_number() || !m["measured_ms"].is_number()) {
+        ++unmeasured;
+        continue;
+      }
+      const std::string name = m["name"];
+      const std::string family = name.substr(0, name.find('/'));
+      if (std::find(families.begin(), families.end(), family) ==
+          families.end())
+        families.push_back(family);
+      csv << name << "," << family << "," << m["estimated_ms"].get<double>()
+          << "," << m["measured_ms"].get<double>() << "\n";
+    }
+    csv.close();
+    html_ << "<h2>Model times from layer bricks</h2>\n<p>Each model's step "
+             "time constructed from its layers, each timed once on its own "
+             "(<code>"
+          << Html(o_.bricks) << "</code>), against the model's measured "
+          << "step time.</p>\n";
+    if (unmeasured > 0) {
+      notes_.push_back("bricks: " + std::to_string(unmeasured) +
+                       " models without a measured time (estimate only) are "
+                       "not plotted");
+    }
+    if (!families.empty()) {
+      std::string plot = "plot x title 'estimate = measured' lc rgb '#888888'";
+      for (size_t i = 0; i < families.size(); ++i) {
+        plot += ", 'bricks.csv' skip 1 using (strcol(2) eq '" + families[i] +
+                "' ? $4 : NaN):3 with points pt 7 ps 0.6 lc rgb '" +
+                kCategoryColors[i % std::size(kCategoryColors)] +
+                "' title '" + families[i] + "'";
+      }
+      Gnuplot("bricks",
+              "set logscale xy\nset xlabel 'measured ms per step'\n"
+              "set ylabel 'constructed from bricks, ms per step'\n"
+              "set key left top\n" +
+                  plot + "\n");
+      Figure("bricks", "Constructed against measured step time per model");
+    }
+    html_ << "<table><tr><th>group</th><th>models</th><th>estimate/measured "
+             "(geometric mean)</th><th>mean error</th><th>worst error</th>"
+             "</tr>\n";
+    const nlohmann::json& spreads = b["estimate_over_measured"];
+    for (const char* level : {"per_family", "per_family_backend_dtype_mode"}) {
+      if (!spreads.contains(level)) continue;
+      for (const auto& [group, s] : spreads[level].items()) {
+        if (!s.is_object()) continue;
+        html_ << "<tr><td>" << Html(group) << "</td><td>"
+              << s.value("models", 0) << "</td><td>"
+              << Num(s.value("geomean", 0.0), 3) << "</td><td>"
+              << Num(100 * s.value("mean_abs_error", 0.0), 3) << "%</td><td>"
+              << Num(100 * s.value("max_abs_error", 0.0), 3)
+              << "%</td></tr>\n";
+      }
+    }
+    html_ << "</table>\n";
   }
 
   void Speedups() {

@@ -147,6 +147,7 @@ int ReportCommand(const Command& self, int argc, char** argv) {
                           : arg == "--b"        ? &o.b_select
                           : arg == "--platform" ? &o.platform
                           : arg == "--color"    ? &o.color
+                          : arg == "--bricks"   ? &o.bricks
                           : arg == "-o"         ? &o.out
                                                 : nullptr;
     if (target != nullptr && i + 1 < argc) {
@@ -225,7 +226,8 @@ const Command kCommands[] = {
      CalibrateCommand},
     {"report", "draw the HTML report of a results file",
      "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
-     "               [--platform P.json] [--color PARAM] -o DIR\n\n"
+     "               [--platform P.json] [--color PARAM]\n"
+     "               [--bricks BRICKS.json] -o DIR\n\n"
      "Writes DIR/index.html: roofline, heat maps of utilization, which\n"
      "parameters matter, where step time goes, and A-vs-B speedups.\n\n"
      "  --vs FILE      compare with the cases of another results file\n"
@@ -235,6 +237,8 @@ const Command kCommands[] = {
      "  --platform FILE  peaks from paradnn calibrate, for the roofline\n"
      "  --color PARAM  the parameter that colors the speedup-vs-params plot\n"
      "                 (default: batch)\n"
+     "  --bricks FILE  a --paradnn_bricks_out file: constructed against\n"
+     "                 measured model times, errors per family and group\n"
      "  -o DIR         output folder\n",
      ReportCommand},
     {"merge", "merge the results of sharded runs into one file",

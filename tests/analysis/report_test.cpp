@@ -276,6 +276,55 @@ TEST_CASE("a STREAM triad measures some bandwidth", "[report]") {
   CHECK(StreamTriad(size_t{16} << 20, 1, 2) > 1e8);
 }
 
+TEST_CASE("bricks: constructed against measured times, errors per group",
+          "[report]") {
+  const fs::path dir = Dir("bricks");
+  std::ofstream(dir / "results.json") << ResultsJson();
+  std::ofstream(dir / "bricks.json") << R"({
+    "estimate_over_measured": {
+      "all": {"geomean": 1.0, "models": 2},
+      "per_family": {"CNN": {"geomean": 0.9, "min": 0.9, "max": 0.9,
+                             "mean_abs_error": 0.1, "max_abs_error": 0.1,
+                             "models": 1},
+                     "FC": {"geomean": 1.1, "min": 1.1, "max": 1.1,
+                            "mean_abs_error": 0.1, "max_abs_error": 0.1,
+                            "models": 1}}},
+    "models": [
+      {"name": "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
+       "estimated_ms": 1.1, "measured_ms": 1.0},
+      {"name": "CNN/block:residual/blocks:1/filters:16/image:200/output:1000/batch:8/torch/fp32/train",
+       "estimated_ms": 9.0, "measured_ms": 10.0},
+      {"name": "FC/layers:8/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
+       "estimated_ms": 2.0, "measured_ms": null}]})";
+  ReportOptions o;
+  o.results = (dir / "results.json").string();
+  o.bricks = (dir / "bricks.json").string();
+  o.out = (dir / "report").string();
+  std::vector<std::string> notes = WriteReport(o);
+  CHECK(Slurp(dir / "report/bricks.csv") ==
+        "model,family,estimated_ms,measured_ms\n"
+        "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/torch/fp32/"
+        "train,FC,1.1,1\n"
+        "CNN/block:residual/blocks:1/filters:16/image:200/output:1000/batch:8/"
+        "torch/fp32/train,CNN,9,10\n");
+  CHECK(fs::file_size(dir / "report/bricks.svg") > 0);
+  const std::string html = Slurp(dir / "report/index.html");
+  CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>0.9</td><td>10%"
+                            "</td><td>10%</td></tr>"));
+  CHECK_THAT(html, Contains("<tr><td>FC</td><td>1</td><td>1.1</td>"));
+  CHECK(std::find(notes.begin(), notes.end(),
+                  "bricks: 1 models without a measured time (estimate only) "
+                  "are not plotted") != notes.end());
+  // Not a bricks file: said, and the rest is still reported.
+  o.bricks = o.results;
+  notes = WriteReport(o);
+  CHECK(std::find(notes.begin(), notes.end(),
+                  o.results + ": not a bricks file (--paradnn_bricks_out): "
+                              "expected 'models' and "
+                              "'estimate_over_measured': bricks left out") !=
+        notes.end());
+}
+
 TEST_CASE("Google Benchmark's NaN and Infinity read as null, not in strings",
           "[report]") {
   const nlohmann::json j = ParseBenchmarkJson(
