@@ -16,8 +16,10 @@ namespace {
 using nlohmann::json;
 
 // What a brick's time depends on besides its name (layer, shapes, backend,
-// data type, mode).
-json Context(const Run& run, const std::string& backend) {
+// data type, mode), described once per backend: it loads the backend.
+const json& Context(Run& run, const std::string& backend) {
+  const auto known = run.brick_context.find(backend);
+  if (known != run.brick_context.end()) return known->second;
   std::string library;
   std::string error;
   const Backend* b = FindBackend(backend, &error);
@@ -26,10 +28,10 @@ json Context(const Run& run, const std::string& backend) {
   } catch (const std::exception& ex) {
     library = std::string("not available: ") + ex.what();
   }
-  return {{"cpu", CpuName()},
-          {"threads", run.options.threads},
-          {"library", library},
-          {"paradnn_version", PARADNN_VERSION}};
+  return run.brick_context[backend] = {{"cpu", CpuName()},
+                                       {"threads", run.options.threads},
+                                       {"library", library},
+                                       {"paradnn_version", PARADNN_VERSION}};
 }
 
 std::string Now() {
@@ -66,9 +68,7 @@ void UseBricksDb(Run& run) {
     if (it == run.index.end()) continue;
     Entry& e = run.entries[it->second];
     if (!e.brick) continue;
-    if (!run.brick_context.count(e.backend))
-      run.brick_context[e.backend] = Context(run, e.backend);
-    if (record["context"] != run.brick_context[e.backend]) {
+    if (record["context"] != Context(run, e.backend)) {
       ++other_context;
       continue;
     }
@@ -83,20 +83,17 @@ void UseBricksDb(Run& run) {
   }
 }
 
-void SaveBricksDb(const Run& run) {
+void SaveBricksDb(Run& run) {
   json bricks = json::array();
   std::map<std::string, json> measured;  // name -> record
+  const std::string now = Now();
   for (const Entry& e : run.entries) {
     if (!e.brick || e.status != CaseStatus::kPassed) continue;
-    const auto context = run.brick_context.find(e.backend);
-    measured[e.name] = {
-        {"name", e.name},
-        {"step_ms", e.MedianStepMs()},
-        {"steps", e.all_step_times_ms.size()},
-        {"measured_at", Now()},
-        {"context", context != run.brick_context.end()
-                        ? context->second
-                        : Context(run, e.backend)}};
+    measured[e.name] = {{"name", e.name},
+                        {"step_ms", e.MedianStepMs()},
+                        {"steps", e.all_step_times_ms.size()},
+                        {"measured_at", now},
+                        {"context", Context(run, e.backend)}};
   }
   for (const json& record : run.bricks_db) {
     const auto it = measured.find(record["name"].get<std::string>());

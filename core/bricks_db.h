@@ -17,6 +17,6 @@ void UseBricksDb(Run& run);
 
 // Writes the database back: what it held, with the bricks this run measured
 // added, replacing those of the same name and context.
-void SaveBricksDb(const Run& run);
+void SaveBricksDb(Run& run);
 
 }  // namespace paradnn

@@ -36,6 +36,11 @@ ordered_json Spread(const std::vector<double>& ratios) {
           {"models", ratios.size()}};
 }
 
+// Whether a brick has a step time: timed in this run, or from the database.
+bool HasStepTime(const Entry& brick) {
+  return brick.status == CaseStatus::kPassed || brick.known_step_ms;
+}
+
 }  // namespace
 
 double Entry::MedianStepMs() const {
@@ -72,8 +77,7 @@ void ReportBricks(const Run& run) {
     ordered_json layers = ordered_json::array();
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
-      complete = complete && (brick.status == CaseStatus::kPassed ||
-                              brick.known_step_ms.has_value());
+      complete = complete && HasStepTime(brick);
       estimate += brick.MedianStepMs();
       layers.push_back(brick.name);
     }
@@ -97,12 +101,10 @@ void ReportBricks(const Run& run) {
   ordered_json bricks = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
-    const bool timed = e.status == CaseStatus::kPassed;
-    bricks.push_back({{"name", e.name},
-                      {"step_ms", timed || e.known_step_ms
-                                      ? ordered_json(e.MedianStepMs())
-                                      : nullptr},
-                      {"from_db", e.known_step_ms.has_value()}});
+    bricks.push_back(
+        {{"name", e.name},
+         {"step_ms", HasStepTime(e) ? ordered_json(e.MedianStepMs()) : nullptr},
+         {"from_db", e.known_step_ms.has_value()}});
   }
   auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {
     ordered_json out = ordered_json::object();

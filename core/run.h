@@ -71,7 +71,7 @@ struct Run {
   std::map<std::string, int> index;     // canonical name -> entries
   std::set<std::string> unique_layers;  // --paradnn_bricks: single layers
   // --paradnn_bricks_db: its records as read, and the context bricks are
-  // measured in, per backend.
+  // measured in, per backend, once described (core/bricks_db.cpp).
   std::vector<nlohmann::json> bricks_db;
   std::map<std::string, nlohmann::json> brick_context;
   Options flags;
