@@ -27,9 +27,9 @@ struct Platform {
 // The GEMM shapes (m, n, k) calibrate measures; the best of them is a
 // backend's roof. Large ones, and the batch-sized products of dense layers
 // whose operands stay in cache, where a backend runs fastest.
-constexpr int64_t kGemmShapes[][3] = {
-    {2048, 4096, 4096}, {4096, 4096, 1024}, {1024, 1024, 1024},
-    {512, 1024, 1024},  {512, 256, 2048},   {64, 1024, 1024}};
+constexpr int64_t kGemmShapes[][3] = {{2048, 4096, 4096}, {4096, 4096, 1024},
+                                      {1024, 1024, 1024}, {512, 1024, 1024},
+                                      {512, 256, 2048},   {64, 1024, 1024}};
 
 // Measures every backend's own GEMM over kGemmShapes, best of several runs,
 // and a STREAM triad, with `threads` threads; progress on stderr.

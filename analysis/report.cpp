@@ -315,8 +315,9 @@ class Report {
         const Regression r = FitFamily(cases, f.name);
         // terms[0] is the intercept.
         if (r.terms.size() < 2) {
-          notes_.push_back(family + ": no numeric parameter varies, no "
-                                    "regression");
+          notes_.push_back(family +
+                           ": no numeric parameter varies, no "
+                           "regression");
           continue;
         }
         if (r.samples < static_cast<int>(r.terms.size()) + 1) {
@@ -444,8 +445,7 @@ class Report {
       }
       const std::string name = m["name"];
       const std::string family = name.substr(0, name.find('/'));
-      if (std::find(families.begin(), families.end(), family) ==
-          families.end())
+      if (std::find(families.begin(), families.end(), family) == families.end())
         families.push_back(family);
       csv << name << "," << family << "," << m["estimated_ms"].get<double>()
           << "," << m["measured_ms"].get<double>() << "\n";
@@ -466,8 +466,8 @@ class Report {
       for (size_t i = 0; i < families.size(); ++i) {
         plot += ", 'bricks.csv' skip 1 using (strcol(2) eq '" + families[i] +
                 "' ? $4 : NaN):3 with points pt 7 ps 0.6 lc rgb '" +
-                kCategoryColors[i % std::size(kCategoryColors)] +
-                "' title '" + families[i] + "'";
+                kCategoryColors[i % std::size(kCategoryColors)] + "' title '" +
+                families[i] + "'";
       }
       Gnuplot("bricks",
               "set logscale xy\nset xlabel 'measured ms per step'\n"
@@ -488,8 +488,7 @@ class Report {
               << s.value("models", 0) << "</td><td>"
               << Num(s.value("geomean", 0.0), 3) << "</td><td>"
               << Num(100 * s.value("mean_abs_error", 0.0), 3) << "%</td><td>"
-              << Num(100 * s.value("max_abs_error", 0.0), 3)
-              << "%</td></tr>\n";
+              << Num(100 * s.value("max_abs_error", 0.0), 3) << "%</td></tr>\n";
       }
     }
     html_ << "</table>\n";

@@ -16,7 +16,7 @@ struct ReportOptions {
   std::string b_select;  // e.g. "/torch/"
   std::string platform;  // peaks and bandwidth (paradnn calibrate)
   std::string color = "batch";  // parameter colouring speedup vs params
-  std::string bricks;    // --paradnn_bricks_out's file: estimates vs measured
+  std::string bricks;  // --paradnn_bricks_out's file: estimates vs measured
   std::string out;
 };
 

@@ -1,5 +1,6 @@
-// A training loop written by hand against LibTorch, next to paradnn's case of the same model in the same binary
-// and run: what paradnn's step adds over the library.
+// A training loop written by hand against LibTorch, next to paradnn's case of
+// the same model in the same binary and run: what paradnn's step adds over the
+// library.
 //   torch_loop_bench --paradnn_case=FC/layers:4/nodes:32/input:64/output:10/
 //       batch:8/torch/fp32/train --paradnn_threads=2
 //       --benchmark_enable_random_interleaving=true

@@ -19,8 +19,7 @@ using nlohmann::ordered_json;
 // the error of the estimates, |ratio - 1|, mean and worst.
 ordered_json Spread(const std::vector<double>& ratios) {
   if (ratios.empty()) return nullptr;
-  double log_sum = 0, lo = ratios[0], hi = ratios[0], error_sum = 0,
-         worst = 0;
+  double log_sum = 0, lo = ratios[0], hi = ratios[0], error_sum = 0, worst = 0;
   for (double r : ratios) {
     log_sum += std::log(r);
     lo = std::min(lo, r);
@@ -133,7 +132,8 @@ void ReportBricks(const Run& run) {
       run.unique_layers.size(), static_cast<long long>(total_layers),
       total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
       unique, run.flags.bricks_granularity, bricks_s);
-  if (from_db > 0) std::fprintf(stderr, " (%d of them from the database)", from_db);
+  if (from_db > 0)
+    std::fprintf(stderr, " (%d of them from the database)", from_db);
   if (models_ran)
     std::fprintf(stderr, ", models end to end in %.1f s", models_s);
   if (!all.empty()) {

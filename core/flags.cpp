@@ -178,8 +178,7 @@ Options ParseFlags(int* argc, char** argv) {
   } catch (const po::error& e) {
     throw FlagError(std::string(e.what()) + " (see --paradnn_help)");
   }
-  if (!o.bricks_out.empty() || !o.bricks_db.empty() ||
-      o.bricks_estimate_only)
+  if (!o.bricks_out.empty() || !o.bricks_db.empty() || o.bricks_estimate_only)
     o.bricks = true;
   if (!o.profile_out.empty()) o.profile = true;
   o.backends = SplitList(backends);

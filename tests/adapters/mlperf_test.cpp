@@ -135,8 +135,8 @@ TEST_CASE("an inference case's log says nothing of training", "[mlperf]") {
     // MLPerf's rules require the key in every log.
     if (e.key == "train_samples") CHECK(e.value == 0);
   }
-  for (const char* training : {"opt_name", "opt_base_learning_rate",
-                               "gradient_accumulation_steps"}) {
+  for (const char* training :
+       {"opt_name", "opt_base_learning_rate", "gradient_accumulation_steps"}) {
     CHECK(keys.count(training) == 0);
   }
   CHECK(keys.count("train_samples") == 1);

@@ -564,8 +564,8 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   const std::string loss = "BRICK/softmax_xent/in:8x10/grad:1";
   const std::vector<std::vector<std::string>> layers = {
       {in, relu, hidden, relu, hidden, relu, output, loss},
-      {in, relu, hidden, relu, hidden, relu, hidden, relu, hidden, relu,
-       output, loss}};
+      {in, relu, hidden, relu, hidden, relu, hidden, relu, hidden, relu, output,
+       loss}};
   const std::string suffix = "/torch/fp32/train";
   // Each brick's step time, and Google Benchmark's own report of it: two
   // repetitions of 5 steps each (the cv of a ReLU's zero FLOP/s is NaN).
@@ -577,12 +577,11 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   std::map<std::string, std::vector<double>> repetition_ms;
   for (const json& b : results["benchmarks"]) {
     const std::string name = b["run_name"];
-    if (name.rfind("BRICK/", 0) != 0 || b["run_type"] != "iteration")
-      continue;
+    if (name.rfind("BRICK/", 0) != 0 || b["run_type"] != "iteration") continue;
     CHECK(b["time_unit"] == "ms");
     CHECK(b["iterations"] == 5);
-    repetition_ms[name.substr(0, name.find(suffix) + suffix.size())]
-        .push_back(b["real_time"]);
+    repetition_ms[name.substr(0, name.find(suffix) + suffix.size())].push_back(
+        b["real_time"]);
   }
   REQUIRE(repetition_ms.size() == 5);
   for (const auto& [brick, ms] : repetition_ms) {
@@ -745,14 +744,15 @@ TEST_CASE("profiles: shares of step time per operation class",
   CHECK(b.contains("time_other_frac"));
 }
 
-TEST_CASE("bricks database: known bricks are not run again, nor reused "
-          "elsewhere",
-          "[runner][bricks]") {
+TEST_CASE(
+    "bricks database: known bricks are not run again, nor reused "
+    "elsewhere",
+    "[runner][bricks]") {
   const std::string db = Scratch("bricks_db.json");
   const std::string fc = "FC/layers:3/nodes:32/input:64/output:10/batch:8/";
   const std::string flags = " --paradnn_steps=3 --paradnn_bricks_db=" + db;
-  Result first = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" +
-                           flags + " --paradnn_threads=1");
+  Result first = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
+                           " --paradnn_threads=1");
   INFO(first.err);
   REQUIRE(first.status == 0);
   const json known = json::parse(Slurp(db));
@@ -771,7 +771,8 @@ TEST_CASE("bricks database: known bricks are not run again, nor reused "
       "--paradnn_case=" + other + "torch/fp32/train --paradnn_case=" + fc +
       "torch/fp32/train" + flags +
       " --paradnn_threads=1 --paradnn_bricks_estimate_only "
-      "--benchmark_format=json --paradnn_bricks_out=" + out);
+      "--benchmark_format=json --paradnn_bricks_out=" +
+      out);
   INFO(second.err);
   REQUIRE(second.status == 0);
   // Only the new bricks ran.
@@ -803,9 +804,8 @@ TEST_CASE("bricks database: known bricks are not run again, nor reused "
   }
   CHECK(json::parse(Slurp(db))["bricks"].size() == 9);
   // Another thread count is another context: timed again, and said so.
-  Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" +
-                           flags + " --paradnn_threads=2 " +
-                           "--benchmark_list_tests");
+  Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
+                           " --paradnn_threads=2 " + "--benchmark_list_tests");
   REQUIRE(third.status == 0);
   CHECK_THAT(third.err, Contains("5 of this sweep's bricks were measured in "
                                  "another context"));
@@ -815,7 +815,7 @@ TEST_CASE("bricks database: known bricks are not run again, nor reused "
   Result bad = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags);
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains(db + ": entry {\"name\":3}: expected name, "
-                               "step_ms and context"));
+                                    "step_ms and context"));
 }
 
 TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
@@ -1009,8 +1009,9 @@ TEST_CASE("memory estimates against the measured peak RSS",
   // is the baseline.
   std::map<std::string, double> baseline;
   for (const std::string backend : {"torch", "onednn"})
-    baseline[backend] = PeakRss(
-        "FC/layers:1/nodes:8/input:8/output:2/batch:2/" + backend + "/fp32/infer");
+    baseline[backend] =
+        PeakRss("FC/layers:1/nodes:8/input:8/output:2/batch:2/" + backend +
+                "/fp32/infer");
   for (const std::string model :
        {"FC/layers:4/nodes:2048/input:2000/output:1000/batch:512",
         "CNN/block:residual/blocks:1/filters:32/image:200/output:1000/batch:32",
