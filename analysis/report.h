@@ -17,6 +17,8 @@ struct ReportOptions {
   std::string platform;  // peaks and bandwidth (paradnn calibrate)
   std::string color = "batch";  // parameter colouring speedup vs params
   std::string bricks;  // --paradnn_bricks_out's file: estimates vs measured
+  // Results of the same cases at other world sizes (data-parallel runs).
+  std::vector<std::string> scaling;
   std::string out;
 };
 

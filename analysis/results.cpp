@@ -99,6 +99,10 @@ Results ReadResults(const std::string& path) {
   }
   Results results;
   results.path = path;
+  if (j.contains("context") && j["context"].contains("paradnn_world_size")) {
+    results.world_size =
+        std::stoi(j["context"]["paradnn_world_size"].get<std::string>());
+  }
   std::map<std::string, std::vector<json>> runs;
   std::map<std::string, json> medians;
   for (const json& b : j["benchmarks"]) {
@@ -136,14 +140,17 @@ Results ReadResults(const std::string& path) {
     std::vector<double> ms;
     for (const json& run : list) ms.push_back(StepMs(run));
     r.step_ms = medians.count(name) ? StepMs(medians.at(name)) : Median(ms);
-    r.samples_per_second = batch / (r.step_ms / 1e3);
+    r.samples_per_second = batch * results.world_size / (r.step_ms / 1e3);
     r.flops = r.flop_per_step / (r.step_ms / 1e3);
     const json& shares = medians.count(name) ? medians.at(name) : first;
+    r.allreduce_frac = shares.value("time_allreduce_frac", 0.0);
+    // Results from before communication was a class have none: 0.
+    constexpr int kBefore = static_cast<int>(OpClass::kCommunication);
     for (int k = 0; k < kOpClasses; ++k) {
       const std::string key = ShareCounter(static_cast<OpClass>(k));
       if (!shares.contains(key)) break;
       r.time_frac[k] = shares[key];
-      r.profiled = k + 1 == kOpClasses;
+      r.profiled = k + 1 >= kBefore;
     }
     results.cases.push_back(std::move(r));
   }

@@ -21,8 +21,9 @@ struct CaseResult {
   double bytes_per_step = 0;
   double intensity = 0;
   double step_ms = 0;  // median over repetitions
-  double samples_per_second = 0;
-  double flops = 0;  // FLOP/s
+  double samples_per_second = 0;  // over all ranks of a data-parallel run
+  double flops = 0;               // FLOP/s, per rank
+  double allreduce_frac = 0;      // time_allreduce_frac, where reported
   // Shares of step time per operation class, where run with
   // --paradnn_profile (counters time_<class>_frac).
   bool profiled = false;
@@ -31,6 +32,7 @@ struct CaseResult {
 
 struct Results {
   std::string path;
+  int world_size = 1;               // the context's paradnn_world_size
   std::vector<CaseResult> cases;    // sorted by name
   std::vector<std::string> failed;  // cases that reported an error
 };

@@ -14,10 +14,19 @@
 
 namespace paradnn {
 
+class Communicator;
+
 struct RunOptions {
   int threads = 1;
   uint64_t seed = 1;
   int warmup = 1;  // steps run by Prepare before returning
+  // Data-parallel training: the ranks' communicator, which every training
+  // step averages the gradients through before the update; nullptr alone.
+  Communicator* comm = nullptr;
+  // The first example of this rank's inputs: rank x batch, so that ranks
+  // see different examples and together the examples of one rank whose
+  // batch is theirs together (generators/init.h).
+  int64_t first_example = 0;
 };
 
 // What a backend is asked to run: a layer graph, in a data type and mode.
@@ -97,6 +106,12 @@ const Backend* FindBackend(const std::string& name,
                            std::string* error = nullptr);
 // Built-in, registered and PARADNN_BACKEND_PATH backends, none loaded.
 std::vector<std::string> BackendNames();
+
+// Opens a module of paradnn's (libparadnn_backend_<module>.so,
+// libparadnn_comm_<name>.so) from PARADNN_BACKEND_PATH, beside libparadnn,
+// or the build and install trees' module folders; nullptr and the reason
+// in *error when there is none or it does not load.
+void* OpenModule(const std::string& file, std::string* error);
 
 // A backend module is a shared object named libparadnn_backend_<module>.so
 // that exports this function: the backend of that name, or nullptr. The

@@ -10,7 +10,7 @@ std::string ShareCounter(OpClass c) {
 
 const char* ToString(OpClass c) {
   static const char* const kNames[kOpClasses] = {
-      "gemm", "elementwise", "movement", "optimizer", "other"};
+      "gemm", "elementwise", "movement", "optimizer", "other", "communication"};
   return kNames[static_cast<int>(c)];
 }
 

@@ -15,10 +15,13 @@ enum class OpClass {
   kMovement,     // copies, reorders, gathers, layout changes
   kOptimizer,    // the parameter update and clearing gradients
   kOther,        // framework overhead: time no operation covers
+  // Collectives of a data-parallel step (gradients averaged over ranks);
+  // last, so that results from before it was added read the same.
+  kCommunication,
 };
-inline constexpr int kOpClasses = 5;
+inline constexpr int kOpClasses = 6;
 
-// "gemm", "elementwise", "movement", "optimizer", "other"
+// "gemm", "elementwise", "movement", "optimizer", "other", "communication"
 const char* ToString(OpClass c);
 
 // The counter reporting class c's share of step time: "time_gemm_frac", ...

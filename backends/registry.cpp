@@ -99,37 +99,41 @@ std::map<std::string, Slot>& Table() {
 
 // Loads the module of a backend and asks it for the backend by name.
 void Load(const std::string& name, Slot& slot) {
-  std::string tried;
-  for (const fs::path& dir : SearchPath()) {
-    const fs::path file = dir / ModuleFile(slot.module);
-    std::error_code ec;
-    if (!fs::exists(file, ec)) {
-      tried += (tried.empty() ? "" : ", ") + dir.string();
-      continue;
-    }
-    void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      slot.error = dlerror();
-      return;
-    }
-    auto* make = reinterpret_cast<BackendModuleEntry>(
-        dlsym(handle, kBackendModuleSymbol));
-    if (make == nullptr) {
-      slot.error = file.string() + " has no " + kBackendModuleSymbol +
-                   " (a module of another paradnn version?)";
-      return;
-    }
-    slot.backend.reset(make(name.c_str()));
-    if (slot.backend == nullptr) {
-      slot.error = file.string() + " has no backend '" + name + "'";
-    }
-    return;  // a loaded module stays loaded: its code may still run
+  void* handle = OpenModule(ModuleFile(slot.module), &slot.error);
+  if (handle == nullptr) return;
+  auto* make =
+      reinterpret_cast<BackendModuleEntry>(dlsym(handle, kBackendModuleSymbol));
+  if (make == nullptr) {
+    slot.error = ModuleFile(slot.module) + " has no " + kBackendModuleSymbol +
+                 " (a module of another paradnn version?)";
+    return;
   }
-  slot.error = "no " + ModuleFile(slot.module) + " in " + tried +
-               " (PARADNN_BACKEND_PATH adds folders)";
+  slot.backend.reset(make(name.c_str()));
+  if (slot.backend == nullptr) {
+    slot.error = ModuleFile(slot.module) + " has no backend '" + name + "'";
+  }
 }
 
 }  // namespace
+
+void* OpenModule(const std::string& file, std::string* error) {
+  std::string tried;
+  for (const fs::path& dir : SearchPath()) {
+    const fs::path path = dir / file;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      tried += (tried.empty() ? "" : ", ") + dir.string();
+      continue;
+    }
+    // A loaded module stays loaded: its code may still run.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) *error = dlerror();
+    return handle;
+  }
+  *error =
+      "no " + file + " in " + tried + " (PARADNN_BACKEND_PATH adds folders)";
+  return nullptr;
+}
 
 std::string RegisterBackend(std::unique_ptr<Backend> backend) {
   const std::string name = backend->name();

@@ -69,6 +69,14 @@ core::Status EndCall(Run& run, Entry& e, core::Status status) {
   if (status.code == core::Status::kSkipped) e.status = CaseStatus::kSkipped;
   if (status.code == core::Status::kFailed) e.status = CaseStatus::kFailed;
   if (!status.ok()) e.why = status.message;
+  // Data-parallel, every rank says why on stderr: the reporter prints on
+  // rank 0 only.
+  if (!status.ok() && run.world.size > 1) {
+    std::fprintf(stderr, "paradnn: rank %d: %s %s: %s\n", run.world.rank,
+                 e.name.c_str(),
+                 status.code == core::Status::kSkipped ? "skipped" : "failed",
+                 status.message.c_str());
+  }
   if (run.isolated_child) WriteIsolatedResult(e, status);
   return status;
 }
@@ -82,9 +90,17 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
   run.prepared = -1;
   Entry& e = run.entries[index];
   e.init_start_ms = NowMs();
+  RunOptions options = run.options;
+  if (run.comm) {
+    // Each rank its own examples; the warm-up steps (collectives) follow
+    // once every rank has prepared.
+    options.first_example = run.world.rank * e.batch;
+    options.comm = e.mode == Mode::kTrain ? run.comm.get() : nullptr;
+    options.warmup = 0;
+  }
   try {
     run.runner = FindBackend(e.backend)->Prepare(
-        {e.BuildGraph(), e.dtype, e.mode}, run.options);
+        {e.BuildGraph(), e.dtype, e.mode}, options);
   } catch (const std::exception& ex) {
     return core::Status::Failed(std::string("preparing the model failed: ") +
                                 ex.what());
@@ -98,18 +114,87 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
 // worker threads settle): up to 10 more before timing, in at most 50 ms
 // beyond the first of them. Without them a short case timed for a fixed
 // number of steps (--paradnn_steps) measured up to twice its settled time.
-void Settle(Runner& runner) {
+// Data-parallel, where every rank must step as often as the others, 3.
+void Settle(Runner& runner, bool fixed) {
   const auto start = Clock::now();
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < (fixed ? 3 : 10); ++i) {
     runner.Step();
-    if (Clock::now() - start > std::chrono::milliseconds(50)) break;
+    if (!fixed && Clock::now() - start > std::chrono::milliseconds(50)) break;
   }
+}
+
+// What keeps a case from running here, or ok: its backend, the backend's
+// support for it, the memory it needs; the same reason for every call
+// after a call that could not run it.
+core::Status Check(const Run& run, const Entry& e) {
+  if (e.status == CaseStatus::kSkipped) return core::Status::Skipped(e.why);
+  if (e.status == CaseStatus::kFailed) return core::Status::Failed(e.why);
+  std::string unsupported;
+  const Backend* backend = FindBackend(e.backend, &unsupported);
+  if (backend == nullptr) return core::Status::Skipped(unsupported);
+  try {
+    unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
+  } catch (const std::exception& ex) {
+    return core::Status::Failed(ex.what());
+  }
+  if (!unsupported.empty()) return core::Status::Skipped(unsupported);
+  if (e.cost.memory > run.max_memory) {
+    return core::Status::Skipped(
+        "needs about " + Gib(e.cost.memory) + " by the cost model, over the " +
+        Gib(run.max_memory) + " limit (--paradnn_max_memory)");
+  }
+  return {};
+}
+
+// Data-parallel: every rank is at the same case (the same sweep, filter
+// and flags), and runs it only where every rank can; the communicator is
+// joined on the first case. Alone: `local` as it is.
+core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
+  if (run.world.size == 1) return local;
+  if (!run.comm && run.connect_error.empty()) {
+    try {
+      run.comm = Connect(run.world, run.flags.dist_timeout);
+    } catch (const std::exception& ex) {
+      run.connect_error = ex.what();
+    }
+  }
+  if (!run.comm) {
+    return core::Status::Failed("joining the data-parallel run failed: " +
+                                run.connect_error);
+  }
+  const int64_t id = static_cast<int64_t>(
+      std::hash<std::string>()(e.name + "@" +
+                               std::to_string(run.flags.steps)) >>
+      2);
+  // Which rank cannot run it, and whether that is a failure (odd).
+  const int64_t mine = local.ok() ? 0
+                                  : 2 * (run.world.rank + 1) +
+                                        (local.code == core::Status::kFailed);
+  std::vector<int64_t> all;
+  try {
+    all = run.comm->Max({id, -id, mine});
+  } catch (const std::exception& ex) {
+    return core::Status::Failed(ex.what());
+  }
+  if (all[0] != -all[1]) {
+    return core::Status::Failed(
+        "the ranks are at different cases (this rank, " +
+        std::to_string(run.world.rank) + ", at " + e.name +
+        "): start every rank with the same sweep, filter and flags");
+  }
+  if (!local.ok() || all[2] == 0) return local;
+  const std::string why = "rank " + std::to_string(all[2] / 2 - 1) +
+                          " cannot run it (its stderr says why)";
+  return all[2] % 2 ? core::Status::Failed(why) : core::Status::Skipped(why);
 }
 
 void AddCounters(const Run& run, const Entry& e,
                  std::vector<core::Counter>* counters) {
   const double flops = static_cast<double>(e.cost.flops);
-  *counters = {{"examples_per_second", static_cast<double>(e.batch), true},
+  // Examples over all ranks (each steps its own batch); FLOP/s stays per
+  // rank, against one device's peak.
+  const double examples = static_cast<double>(e.batch) * run.world.size;
+  *counters = {{"examples_per_second", examples, true},
                {"FLOPS", flops, true},
                {"flop_per_step", flops, false},
                {"params", static_cast<double>(e.cost.params), false},
@@ -129,6 +214,21 @@ void AddCounters(const Run& run, const Entry& e,
     }
   }
   for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
+  if (run.comm && e.mode == Mode::kTrain && !e.step_times_ms.empty()) {
+    // Measured around the communicator's all-reduces in the timed steps,
+    // and the ring all-reduce's traffic per rank by the cost model.
+    const double steps = static_cast<double>(e.step_times_ms.size());
+    const double seconds = run.comm_seconds / steps;
+    counters->push_back(
+        {"allreduce_bytes_per_step", run.comm_bytes / steps, false});
+    counters->push_back({"allreduce_seconds_per_step", seconds, false});
+    counters->push_back({"time_allreduce_frac",
+                         std::min(1.0, seconds / (e.step_ms / 1e3)), false});
+    counters->push_back(
+        {"allreduce_traffic_per_step",
+         static_cast<double>(AllReduceTraffic(e.cost, e.dtype, run.world.size)),
+         false});
+  }
 }
 
 }  // namespace
@@ -141,56 +241,39 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   run.call_start = Clock::now();
   if (run.to_run < 0) run.filter = filter;
   NoteStart(run, index);
-  if (e.status == CaseStatus::kSkipped || e.status == CaseStatus::kFailed) {
-    // A later repetition of a case that could not run: the same reason.
-    return EndCall(
-        run, e,
-        {e.status == CaseStatus::kSkipped ? Status::kSkipped : Status::kFailed,
-         e.why});
-  }
-  std::string unsupported;
-  const Backend* backend = FindBackend(e.backend, &unsupported);
-  if (backend == nullptr)
-    return EndCall(run, e, core::Status::Skipped(unsupported));
-  try {
-    unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
-  } catch (const std::exception& ex) {
-    return EndCall(run, e, core::Status::Failed(ex.what()));
-  }
-  if (!unsupported.empty())
-    return EndCall(run, e, core::Status::Skipped(unsupported));
-  if (e.cost.memory > run.max_memory) {
-    return EndCall(run, e,
-                   core::Status::Skipped("needs about " + Gib(e.cost.memory) +
-                                         " by the cost model, over the " +
-                                         Gib(run.max_memory) +
-                                         " limit (--paradnn_max_memory)"));
-  }
+  Status s = Agree(run, e, Check(run, e));
+  if (!s.ok()) return EndCall(run, e, s);
   if (run.isolate) {
     const int64_t start = NowMs();
-    const Status s = RunIsolated(run, e, max_steps);
+    s = RunIsolated(run, e, max_steps);
     if (s.ok()) e.timed_ms.emplace_back(start, 0);
     return s.ok() ? s : EndCall(run, e, s);
   }
   bool fresh = false;
-  Status s = Prepare(run, index, &fresh);
-  if (!s.ok()) return EndCall(run, e, s);
+  s = Prepare(run, index, &fresh);
   // Preparation ends with a warm-up step: a case that slow would hold the
   // sweep for its whole timing. (It cannot be interrupted, only skipped.)
   const double prepare_s = (e.init_stop_ms - e.init_start_ms) / 1e3;
-  if (run.flags.case_timeout > 0 && prepare_s > run.flags.case_timeout) {
+  if (s.ok() && fresh && run.flags.case_timeout > 0 &&
+      prepare_s > run.flags.case_timeout) {
     char why[160];
     std::snprintf(why, sizeof(why),
                   "preparing and one warm-up step took %.3g s, over the "
                   "%.3g s of --paradnn_case_timeout",
                   prepare_s, run.flags.case_timeout);
-    return EndCall(run, e, core::Status::Skipped(why));
+    s = core::Status::Skipped(why);
   }
+  if (fresh) s = Agree(run, e, s);
+  if (!s.ok()) return EndCall(run, e, s);
   try {
-    if (fresh) Settle(*run.runner);
+    if (fresh) Settle(*run.runner, run.comm != nullptr);
   } catch (const std::exception& ex) {
     return EndCall(
         run, e, core::Status::Failed(std::string("step failed: ") + ex.what()));
+  }
+  if (run.comm) {
+    run.comm_seconds0 = run.comm->gradient_seconds();
+    run.comm_bytes0 = run.comm->gradient_bytes();
   }
   run.step_error.clear();
   e.step_times_ms.clear();
@@ -225,6 +308,10 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   Run& run = TheRun();
   Entry& e = run.entries.at(index);
   if (!e.timed_ms.empty()) e.timed_ms.back().second = NowMs();
+  if (run.comm) {
+    run.comm_seconds = run.comm->gradient_seconds() - run.comm_seconds0;
+    run.comm_bytes = run.comm->gradient_bytes() - run.comm_bytes0;
+  }
   if (run.isolate) {
     e.step_times_ms.clear();
     for (double seconds : e.isolated_steps_s) {
@@ -252,9 +339,11 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
           (iterations >= wanted || run.flags.steps > 0)) {
         // As many steps as were timed, at most 20 and about 0.2 s, but 3
         // where 3 were timed: enough to average, short next to the timing.
-        const int64_t steps =
+        int64_t steps =
             std::clamp<int64_t>(wanted, std::min<int64_t>(3, iterations),
                                 std::min<int64_t>(20, iterations));
+        // Every rank profiles as many steps: the slowest one's choice.
+        if (run.comm) steps = run.comm->Max({steps})[0];
         e.profile =
             run.runner->Profile(static_cast<int>(std::max<int64_t>(1, steps)));
       }

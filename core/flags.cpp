@@ -92,6 +92,14 @@ po::options_description Describe(Options& o, std::string& backends,
       "paradnn_bricks_estimate_only", po::bool_switch(&o.bricks_estimate_only),
       "construct the models' step times from their bricks without running "
       "the models (implies --paradnn_bricks)")(
+      "paradnn_dist_timeout", po::value(&o.dist_timeout)->value_name("SECONDS"),
+      "data-parallel runs (RANK/WORLD_SIZE, srun, mpirun): how long the "
+      "rendezvous and every collective wait for the other ranks before the "
+      "case fails (default: 60)")(
+      "paradnn_all_ranks", po::bool_switch(&o.all_ranks),
+      "data-parallel runs: every rank prints its results and writes its "
+      "outputs (files of rank R > 0 get a .rankR suffix); by default only "
+      "rank 0 does")(
       "paradnn_mllog", po::value(&o.mllog)->value_name("DIR"),
       "write an MLPerf training-style log per case run into this folder")(
       "paradnn_mlperf_package", po::value(&o.mlperf_package)->value_name("DIR"),
@@ -194,10 +202,14 @@ Options ParseFlags(int* argc, char** argv) {
   };
   check(vm.count("paradnn_threads"), o.threads > 0, "paradnn_threads",
         std::to_string(o.threads), "a positive thread count");
-  std::ostringstream timeout;
-  timeout << o.case_timeout;
-  check(vm.count("paradnn_case_timeout"), o.case_timeout > 0,
-        "paradnn_case_timeout", timeout.str(), "a positive number of seconds");
+  auto seconds = [&](const std::string& flag, double value) {
+    std::ostringstream text;
+    text << value;
+    check(vm.count(flag), value > 0, flag, text.str(),
+          "a positive number of seconds");
+  };
+  seconds("paradnn_case_timeout", o.case_timeout);
+  seconds("paradnn_dist_timeout", o.dist_timeout);
   check(vm.count("paradnn_steps"), o.steps > 0, "paradnn_steps",
         std::to_string(o.steps), "a positive step count");
   check(vm.count("paradnn_bricks_granularity"), o.bricks_granularity > 0,

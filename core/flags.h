@@ -37,6 +37,8 @@ struct Options {
   std::string bricks_out;      // models' step times constructed from bricks
   std::string bricks_db;       // bricks measured before, reused, extended
   bool bricks_estimate_only = false;  // models from bricks, not run
+  double dist_timeout = 60;           // seconds a rank waits for the others
+  bool all_ranks = false;             // every rank reports, not only rank 0
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".

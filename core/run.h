@@ -15,6 +15,7 @@
 
 #include "backends/backend.h"
 #include "core/flags.h"
+#include "distributed/world.h"
 #include "generators/bricks.h"
 #include "generators/cost.h"
 #include "paradnn/core.h"
@@ -76,6 +77,15 @@ struct Run {
   std::map<std::string, nlohmann::json> brick_context;
   Options flags;
   RunOptions options;
+  // Data-parallel runs: this process's rank, and the communicator, joined
+  // on the first case (connect_error: why it could not be).
+  World world;
+  std::unique_ptr<Communicator> comm;
+  std::string connect_error;
+  // The communicator's totals when the current call's timed steps began,
+  // and what its timed steps added to them.
+  double comm_seconds0 = 0, comm_seconds = 0;
+  int64_t comm_bytes0 = 0, comm_bytes = 0;
   std::string config;  // the sweep's file, or the built-in's name
   std::string shard;   // "I/N" when this process runs a shard
   int64_t max_memory = 0;

@@ -1,5 +1,8 @@
 // The run's cases: flags, the sweep, this process's selection of it, the
 // context, and the summary at the end.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -216,6 +219,63 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
   }
 }
 
+// Every rank of a data-parallel run steps each case the same number of
+// times (each step is a collective): --paradnn_steps, else this many.
+constexpr int64_t kDataParallelSteps = 10;
+
+// A data-parallel run: the flags that cannot work there are refused, and
+// ranks other than 0 stay silent unless --paradnn_all_ranks: their stdout
+// goes nowhere and their files (Google Benchmark's --benchmark_out and
+// paradnn's outputs) are not written; with it, a rank R > 0 writes its own,
+// suffixed .rankR.
+void SetUpRank(Run& run, Options& o, int* argc, char** argv) {
+  const World& w = run.world;
+  if (o.isolate) {
+    throw FlagError(
+        "--paradnn_isolate runs cases in child processes, which cannot join "
+        "the " +
+        std::to_string(w.size) + " ranks of this data-parallel run");
+  }
+  if (!o.resume.empty()) {
+    throw FlagError(
+        "--paradnn_resume: ranks of a data-parallel run would each resume "
+        "from their own journal and could run different cases; rerun the "
+        "sweep without it");
+  }
+  if (o.steps == 0) o.steps = kDataParallelSteps;
+  if (w.rank == 0) return;
+  const std::string suffix = ".rank" + std::to_string(w.rank);
+  // Every rank reads the bricks database (they must skip the same bricks);
+  // rank 0 alone adds to it.
+  for (std::string* file :
+       {&o.mllog, &o.mlperf_package, &o.bricks_out, &o.profile_out}) {
+    if (!file->empty()) *file = o.all_ranks ? *file + suffix : "";
+  }
+  if (!o.all_ranks) {
+    o.progress = false;
+    std::fflush(stdout);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDOUT_FILENO);
+  }
+  if (argc == nullptr) return;
+  static std::vector<std::string>* kept = new std::vector<std::string>();
+  kept->reserve(*argc);
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--benchmark_out", 0) == 0) {
+      if (!o.all_ranks) continue;
+      if (arg.rfind("--benchmark_out=", 0) == 0) {
+        kept->push_back(arg + suffix);
+        argv[i] = kept->back().data();
+      }
+    }
+    argv[out++] = argv[i];
+  }
+  *argc = out;
+  argv[out] = nullptr;
+}
+
 void LoadRun(Run& run, int* argc, char** argv) {
   core::Loaded& loaded = *run.loaded;
   Options o;
@@ -227,6 +287,8 @@ void LoadRun(Run& run, int* argc, char** argv) {
       loaded.help = FlagsHelp();
       return;
     }
+    run.world = WorldFromEnvironment();
+    if (run.world.size > 1) SetUpRank(run, o, argc, argv);
     sweep = LoadCases(o, &bricks);
     sweep.cases = Override(sweep.cases, o);
     sweep.cases = Select(sweep.cases, o);
@@ -299,6 +361,11 @@ std::vector<core::Counter> ProfileCounters(const Entry& e) {
   if (e.profile) {
     const auto shares = e.profile->Shares();
     for (int c = 0; c < kOpClasses; ++c) {
+      // Communication only where ranks communicate.
+      if (c == static_cast<int>(OpClass::kCommunication) &&
+          TheRun().world.size == 1) {
+        continue;
+      }
       counters.push_back(
           {ShareCounter(static_cast<OpClass>(c)), shares[c], false});
     }
@@ -332,6 +399,11 @@ int CaseCount() { return static_cast<int>(TheRun().infos.size()); }
 
 const CaseInfo& Case(int index) { return TheRun().infos.at(index); }
 
+bool Reports() {
+  const Run& run = TheRun();
+  return run.world.rank == 0 || run.flags.all_ranks;
+}
+
 std::vector<std::pair<std::string, std::string>> Context() {
   const Run& run = TheRun();
   std::vector<std::pair<std::string, std::string>> context = {
@@ -340,6 +412,14 @@ std::vector<std::pair<std::string, std::string>> Context() {
       {"paradnn_threads", std::to_string(run.options.threads)},
       {"paradnn_seed", std::to_string(run.options.seed)}};
   if (!run.shard.empty()) context.emplace_back("paradnn_shard", run.shard);
+  const World& w = run.world;
+  context.emplace_back("paradnn_world_size", std::to_string(w.size));
+  if (w.size > 1) {
+    context.emplace_back("paradnn_rank", std::to_string(w.rank));
+    context.emplace_back(
+        "paradnn_rendezvous",
+        w.addr + ":" + std::to_string(w.port) + " (" + w.launcher + ")");
+  }
   return context;
 }
 
@@ -371,7 +451,10 @@ int Finish() {
   run.runner.reset();
   run.prepared = -1;
   ReportBricks(run);
-  if (!run.flags.bricks_db.empty() && !run.isolated_child) SaveBricksDb(run);
+  if (!run.flags.bricks_db.empty() && !run.isolated_child &&
+      run.world.rank == 0) {
+    SaveBricksDb(run);
+  }
   WriteProfiles(run);
   int passed = 0, skipped = 0, failed = 0;
   for (const Entry& e : run.entries) {

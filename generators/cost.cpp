@@ -142,4 +142,9 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   return c;
 }
 
+int64_t AllReduceTraffic(const Cost& cost, DType dtype, int world) {
+  return world > 1 ? 2 * (world - 1) * cost.params * ElementSize(dtype) / world
+                   : 0;
+}
+
 }  // namespace paradnn

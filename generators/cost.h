@@ -19,6 +19,11 @@ struct Cost {
 
 Cost ComputeCost(const Graph& g, Mode mode, DType dtype);
 
+// Bytes each rank sends per step when `world` ranks average the gradients
+// (one per parameter, in the step's data type) with a ring all-reduce:
+// 2 (world - 1) / world of the gradients; 0 alone.
+int64_t AllReduceTraffic(const Cost& cost, DType dtype, int world);
+
 // Matrix-like FLOPs of one layer's forward pass (0 for other layers).
 int64_t ForwardFlops(const Graph& g, int layer);
 

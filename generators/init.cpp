@@ -29,20 +29,26 @@ float Symmetric(uint64_t bits) {
          static_cast<float>(1 << 23);
 }
 
-std::vector<int64_t> Ints(uint64_t seed, uint64_t stream, int64_t n,
-                          int64_t range) {
-  std::vector<int64_t> out(n);
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = static_cast<int64_t>(Bits(seed, stream, i) % range);
-  }
-  return out;
-}
-
 int FindLayer(const Graph& g, Op op) {
   for (int i = 0; i < g.size(); ++i) {
     if (g.layer(i).op == op) return i;
   }
   return -1;
+}
+
+// Integers in [0, range) for a [length, batch] (time-major) or [batch]
+// array, numbered example by example from `first_example`.
+std::vector<int64_t> ExampleInts(uint64_t seed, uint64_t stream, int64_t length,
+                                 int64_t batch, int64_t first_example,
+                                 int64_t range) {
+  std::vector<int64_t> out(length * batch);
+  for (int64_t t = 0; t < length; ++t) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const uint64_t at = (first_example + b) * length + t;
+      out[t * batch + b] = static_cast<int64_t>(Bits(seed, stream, at) % range);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -67,27 +73,36 @@ std::vector<float> InitParam(const Graph& g, uint64_t seed, int index) {
   return out;
 }
 
-std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer) {
+std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer,
+                             int64_t first_example) {
   const int i = layer >= 0 ? layer : FindLayer(g, Op::kInput);
   PARADNN_CHECK(i >= 0 && g.layer(i).op == Op::kInput, "not a float input");
-  std::vector<float> out(Elements(g.layer(i).shape));
+  const Shape& shape = g.layer(i).shape;
+  std::vector<float> out(Elements(shape));
+  const uint64_t offset = first_example * (out.size() / shape[0]);
   for (size_t k = 0; k < out.size(); ++k) {
-    out[k] = Symmetric(Bits(seed, kInputStream + i, k));
+    out[k] = Symmetric(Bits(seed, kInputStream + i, offset + k));
   }
   return out;
 }
 
-std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed) {
+std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed,
+                                int64_t first_example) {
   int i = FindLayer(g, Op::kTokens);
   PARADNN_CHECK(i >= 0, "graph has no token input");
   const Layer& l = g.layer(i);
-  return Ints(seed, kInputStream, Elements(l.shape), l.vocab);
+  return ExampleInts(seed, kInputStream, l.shape[0], l.shape[1], first_example,
+                     l.vocab);
 }
 
-std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed) {
+std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
+                                int64_t first_example) {
   const Shape& logits = g.layer(g.logits()).shape;
-  return Ints(seed, kLabelStream, Elements(logits) / logits.back(),
-              logits.back());
+  const int64_t rows = Elements(logits) / logits.back();
+  const int tokens = FindLayer(g, Op::kTokens);
+  const int64_t batch = tokens >= 0 ? g.layer(tokens).shape[1] : rows;
+  return ExampleInts(seed, kLabelStream, rows / batch, batch, first_example,
+                     logits.back());
 }
 
 }  // namespace paradnn

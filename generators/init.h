@@ -13,11 +13,22 @@ namespace paradnn {
 std::vector<float> InitParam(const Graph& g, uint64_t seed, int index);
 void InitParam(const ParamTensor& p, uint64_t seed, int index, float* out);
 
-// Float data for a kInput layer (the first by default), uniform in [-1, 1].
-std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer = -1);
+// Inputs and labels are functions of the example too: with `first_example`
+// f, a graph of batch b holds examples f..f+b-1, so two ranks of batch b
+// (f = 0 and f = b) hold between them exactly the examples of one graph of
+// batch 2b (f = 0), the same values in the same order: a data-parallel run
+// checked against one rank stepping on the whole batch.
+
+// Float data for a kInput layer (the first by default), uniform in [-1, 1];
+// the batch is its first dimension.
+std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer = -1,
+                             int64_t first_example = 0);
 // Token ids for the kTokens layer, uniform in [0, vocab), [length, batch].
-std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed);
-// Labels in [0, classes), one per row of the logits.
-std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed);
+std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed,
+                                int64_t first_example = 0);
+// Labels in [0, classes), one per row of the logits ([length, batch] rows
+// where the input is tokens, else [batch]).
+std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
+                                int64_t first_example = 0);
 
 }  // namespace paradnn

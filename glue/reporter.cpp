@@ -32,6 +32,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   explicit Reporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
 
   bool ReportContext(const Context& context) override {
+    if (!core::Reports()) return true;
     // Only now is the filter known: describe (and so load) the backends of
     // the selected cases only.
     for (const auto& [key, value] :
@@ -44,7 +45,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   }
 
   void ReportRuns(const std::vector<Run>& runs) override {
-    inner_->ReportRuns(runs);
+    if (core::Reports()) inner_->ReportRuns(runs);
     for (const Run& run : runs) {
       core::ReportedRun r;
       r.name = run.benchmark_name();
@@ -59,7 +60,9 @@ class Reporter : public benchmark::BenchmarkReporter {
     }
   }
 
-  void Finalize() override { inner_->Finalize(); }
+  void Finalize() override {
+    if (core::Reports()) inner_->Finalize();
+  }
 
  private:
   benchmark::BenchmarkReporter* inner_;

@@ -152,6 +152,8 @@ int ReportCommand(const Command& self, int argc, char** argv) {
                                                 : nullptr;
     if (target != nullptr && i + 1 < argc) {
       *target = argv[++i];
+    } else if (arg == "--scaling" && i + 1 < argc) {
+      o.scaling.push_back(argv[++i]);
     } else if (target == nullptr && o.results.empty() && arg[0] != '-') {
       o.results = arg;
     } else {
@@ -227,7 +229,8 @@ const Command kCommands[] = {
     {"report", "draw the HTML report of a results file",
      "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
      "               [--platform P.json] [--color PARAM]\n"
-     "               [--bricks BRICKS.json] -o DIR\n\n"
+     "               [--bricks BRICKS.json] [--scaling OTHER.json]... -o "
+     "DIR\n\n"
      "Writes DIR/index.html: roofline, heat maps of utilization, which\n"
      "parameters matter, where step time goes, and A-vs-B speedups.\n\n"
      "  --vs FILE      compare with the cases of another results file\n"
@@ -239,6 +242,9 @@ const Command kCommands[] = {
      "                 (default: batch)\n"
      "  --bricks FILE  a --paradnn_bricks_out file: constructed against\n"
      "                 measured model times, errors per family and group\n"
+     "  --scaling FILE results of the same cases at another world size\n"
+     "                 (data-parallel runs; repeatable): throughput,\n"
+     "                 all-reduce share and efficiency against ranks\n"
      "  -o DIR         output folder\n",
      ReportCommand},
     {"merge", "merge the results of sharded runs into one file",

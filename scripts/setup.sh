@@ -13,9 +13,10 @@ set -euo pipefail
 packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           ocl-icd-opencl-dev opencl-headers
           libyaml-cpp-dev libboost-program-options-dev catch2
-          nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox)
+          nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox
+          libgloo-dev)  # Gloo's headers, for the data-parallel communicator
 case "${1:-}" in
-  --test) packages+=(chromium clang libclang-rt-14-dev) ;;
+  --test) packages+=(chromium clang libclang-rt-14-dev slurm-wlm munge openmpi-bin python3) ;;
   --bench) packages+=(python3-torch time bc) ;;
 esac
 

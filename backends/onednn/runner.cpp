@@ -11,6 +11,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_),
       seed_(opt.seed),
+      first_example_(opt.first_example),
       needs_grad_(job.graph.NeedsGrad()),
       out_(job.graph.size()),
       diff_(job.graph.size()),
@@ -42,7 +43,23 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     b.hh = InitParam(graph_, opt.seed, b.hh_index);
     b.Combine();
   }
-  labels_ = InitLabels(graph_, opt.seed);
+  labels_ = InitLabels(graph_, opt.seed, first_example_);
+  if (train_ && opt.comm != nullptr) {
+    comm_ = opt.comm;
+    // Every gradient as its memory holds it (a blocked format's padding
+    // included): the same primitives on every rank lay them out alike.
+    auto add = [&](const memory& grad) {
+      const memory::desc d = grad.get_desc();
+      const bool bf16 = d.data_type() == Dt::bf16;
+      grads_.push_back({grad.get_data_handle(),
+                        static_cast<int64_t>(d.get_size() / (bf16 ? 2 : 4)),
+                        bf16 ? DType::kBf16 : DType::kFp32});
+    };
+    for (const Weight& p : params_) {
+      if (p.value) add(p.grad);
+    }
+    for (const RecurrentBias& b : biases_) add(b.grad);
+  }
   threads_ = opt.threads;
   softmax_scratch_.resize(
       threads_ *
@@ -121,6 +138,14 @@ void OnednnRunner::RunStep(StepProfile* profile) {
     // From the loss down to the first layer.
     for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
       RunActions(*it, profile);
+    }
+    if (comm_ != nullptr) {
+      const auto start = std::chrono::steady_clock::now();
+      comm_->AverageGradients(grads_);
+      if (profile) {
+        profile->Add(OpClass::kCommunication, "gradient all-reduce",
+                     Seconds(start));
+      }
     }
     RunActions(update_, profile);
   }
@@ -312,14 +337,15 @@ void OnednnRunner::Build(int i) {
       SetOut(i, l.shape.size() == 4 ? ConvolutionOutput(l.shape)
                                     : memory::desc(l.shape, dt_, tag));
       memory user = Make(memory::desc(l.shape, Dt::f32, tag));
-      const std::vector<float> data = InitInput(graph_, seed_, i);
+      const std::vector<float> data =
+          InitInput(graph_, seed_, i, first_example_);
       std::copy(data.begin(), data.end(),
                 static_cast<float*>(user.get_data_handle()));
       RunNow(user, out_[i]);
       break;
     }
     case Op::kTokens:
-      tokens_ = InitTokens(graph_, seed_);
+      tokens_ = InitTokens(graph_, seed_, first_example_);
       break;
     case Op::kDense:
       BuildDense(i, l);

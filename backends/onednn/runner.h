@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "backends/backend.h"
+#include "distributed/world.h"
 #include "generators/check.h"
 #include "generators/init.h"
 
@@ -287,6 +288,11 @@ class OnednnRunner : public Runner {
   dnnl::engine engine_;
   dnnl::stream stream_;
   const uint64_t seed_;
+  const int64_t first_example_;
+  // Data-parallel training: the communicator and the gradients it
+  // averages after backward, before the update.
+  Communicator* comm_ = nullptr;
+  std::vector<GradBuffer> grads_;
   const std::vector<bool> needs_grad_;
   std::vector<memory> out_, diff_;
   std::vector<int> last_reader_;

@@ -12,8 +12,10 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
+#include "distributed/world.h"
 #include "generators/check.h"
 #include "generators/init.h"
 
@@ -289,8 +291,16 @@ auto Translated(F f) -> decltype(f()) {
   }
 }
 
-// The profiler's scope around the parameter update.
+// The profiler's scopes around the parameter update and, data-parallel,
+// the gradients' all-reduce: everything inside is of their class.
 constexpr char kOptimizerScope[] = "paradnn::optimizer";
+constexpr char kAllReduceScope[] = "paradnn::allreduce";
+
+std::optional<OpClass> ScopeClass(const std::string& name) {
+  if (name == kOptimizerScope) return OpClass::kOptimizer;
+  if (name == kAllReduceScope) return OpClass::kCommunication;
+  return std::nullopt;
+}
 
 bool HasAny(const std::string& name, std::initializer_list<const char*> parts) {
   return std::any_of(parts.begin(), parts.end(), [&](const char* p) {
@@ -321,7 +331,7 @@ OpClass ClassOf(std::string name) {
 }
 
 // Self time (own time minus nested operations') of every range of one
-// thread's events; everything inside the optimizer's scope is optimizer.
+// thread's events; everything inside a scope of ours is of its class.
 void AddSelfTimes(
     const std::vector<torch::autograd::profiler::LegacyEvent>& events,
     StepProfile* profile) {
@@ -330,14 +340,15 @@ void AddSelfTimes(
   struct Open {
     const LegacyEvent* push;
     double children_us = 0;
-    bool optimizer = false;
+    std::optional<OpClass> scope;
   };
   std::vector<Open> stack;
   for (const LegacyEvent& e : events) {
     if (e.kind() == EventKind::PushRange) {
-      const bool optimizer = std::string(e.name()) == kOptimizerScope ||
-                             (!stack.empty() && stack.back().optimizer);
-      stack.push_back({&e, 0, optimizer});
+      std::optional<OpClass> scope =
+          stack.empty() ? std::nullopt : stack.back().scope;
+      if (!scope) scope = ScopeClass(e.name());
+      stack.push_back({&e, 0, scope});
     } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
       const Open open = stack.back();
       stack.pop_back();
@@ -345,7 +356,7 @@ void AddSelfTimes(
                                              : open.push->cpuElapsedUs(e);
       if (!stack.empty()) stack.back().children_us += us;
       const std::string name = open.push->name();
-      profile->Add(open.optimizer ? OpClass::kOptimizer : ClassOf(name), name,
+      profile->Add(open.scope ? *open.scope : ClassOf(name), name,
                    (us - open.children_us) / 1e6);
     }
   }
@@ -378,19 +389,24 @@ class TorchRunner : public Runner {
       const Layer& l = graph_.layer(i);
       if (l.op == Op::kTokens) {
         inputs_[i] =
-            FromVector(InitTokens(graph_, opt.seed), l.shape).to(device_);
+            FromVector(InitTokens(graph_, opt.seed, opt.first_example), l.shape)
+                .to(device_);
       } else if (l.op == Op::kInput) {
-        inputs_[i] = FromVector(InitInput(graph_, opt.seed, i), l.shape)
-                         .to(device_, dtype)
-                         .requires_grad_(train_ && l.requires_grad);
+        inputs_[i] =
+            FromVector(InitInput(graph_, opt.seed, i, opt.first_example),
+                       l.shape)
+                .to(device_, dtype)
+                .requires_grad_(train_ && l.requires_grad);
       }
     }
-    const std::vector<int64_t> labels = InitLabels(graph_, opt.seed);
+    const std::vector<int64_t> labels =
+        InitLabels(graph_, opt.seed, opt.first_example);
     labels_ =
         FromVector(labels, {static_cast<int64_t>(labels.size())}).to(device_);
     if (train_) {
       optimizer_ = std::make_unique<torch::optim::SGD>(
           params_, torch::optim::SGDOptions(0.01));
+      comm_ = opt.comm;
     }
     for (int i = 0; i < opt.warmup; ++i) TimedStep();
   }
@@ -442,6 +458,7 @@ class TorchRunner : public Runner {
         logits_.backward(mean_grad_);
         loss_ = torch::Tensor();
       }
+      if (comm_ != nullptr) AverageGradients();
       RECORD_USER_SCOPE(kOptimizerScope);
       optimizer_->step();
     } else {
@@ -475,9 +492,27 @@ class TorchRunner : public Runner {
         .item<double>();
   }
 
+  // Data-parallel: every rank's gradients averaged in place, in the order
+  // of Graph::Params() on every rank.
+  void AverageGradients() {
+    RECORD_USER_SCOPE(kAllReduceScope);
+    grads_.clear();
+    for (torch::Tensor& p : params_) {
+      const torch::Tensor& g = p.grad();
+      TORCH_CHECK(g.defined() && g.is_contiguous() && !g.is_cuda(),
+                  "data-parallel training needs contiguous CPU gradients");
+      grads_.push_back(
+          {g.data_ptr(), g.numel(),
+           g.scalar_type() == torch::kBFloat16 ? DType::kBf16 : DType::kFp32});
+    }
+    comm_->AverageGradients(grads_);
+  }
+
   const Graph graph_;
   const bool train_;
   const torch::Device device_;
+  Communicator* comm_ = nullptr;
+  std::vector<GradBuffer> grads_;
   std::shared_ptr<TorchModel> model_;
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> inputs_;  // per input layer

@@ -49,6 +49,11 @@ struct CaseInfo {
 int CaseCount();
 const CaseInfo& Case(int index);
 
+// False on a data-parallel run's ranks other than 0 (unless
+// --paradnn_all_ranks): rank 0 reports for all, the others only print why a
+// case failed.
+bool Reports();
+
 // Key-value pairs for the run's context (config, version, threads, seed).
 std::vector<std::pair<std::string, std::string>> Context();
 // The backends of the cases the filter (Google Benchmark's) selects, each

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Data-parallel training on 2 ranks x 1 thread against 1 rank x 1 thread,
+# on this machine's 2 cores: how much of a step the gradients' all-reduce
+# takes, and the scaling efficiency (examples per second on 2 ranks over
+# twice those of one), for small, mid and large FC models and an LSTM, on
+# both backends. Batch is per rank (weak scaling). Prints a table; the
+# report with its scaling plots goes to a temporary folder, kept with -k.
+#   bench/data_parallel.sh [-k] [steps]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+keep=false
+if [[ "${1:-}" == "-k" ]]; then keep=true; shift; fi
+steps=${1:-10}
+"$root/scripts/setup.sh" >/dev/null
+"$root/scripts/build.sh" >/dev/null
+out=$(mktemp -d)
+$keep || trap 'rm -rf "$out"' EXIT
+cases=()
+for backend in onednn torch; do
+  for model in FC/layers:4/nodes:128/input:2000/output:200/batch:64 \
+               FC/layers:4/nodes:1024/input:2000/output:1000/batch:128 \
+               FC/layers:4/nodes:4096/input:2000/output:1000/batch:256 \
+               RNN/cell:lstm/layers:2/embed:512/vocab:1024/length:32/batch:64; do
+    cases+=("--paradnn_case=$model/$backend/fp32/train")
+  done
+done
+common=(--paradnn_threads=1 --paradnn_steps="$steps" --paradnn_progress=false
+        --benchmark_format=json)
+"$root/build/paradnn" "${cases[@]}" "${common[@]}" >"$out/one.json"
+port=$((24000 + $$ % 5000))
+RANK=1 WORLD_SIZE=2 MASTER_PORT=$port "$root/build/paradnn" "${cases[@]}" \
+  "${common[@]}" >/dev/null &
+RANK=0 WORLD_SIZE=2 MASTER_PORT=$port "$root/build/paradnn" "${cases[@]}" \
+  "${common[@]}" >"$out/two.json"
+wait
+"$root/build/paradnn" report "$out/two.json" --scaling "$out/one.json" \
+  -o "$out/report" 2>/dev/null
+# scaling.csv: case,name,world_size,step_ms,examples_per_second,
+# allreduce_frac,efficiency; one block per case.
+awk -F, 'NR == 1 { printf "%-72s %9s %9s %9s %10s\n", "case", "1 rank ms", \
+                          "2 ranks ms", "allreduce", "efficiency"; next }
+         $3 == 1 { one = $4 }
+         $3 == 2 { printf "%-72s %9.3f %9.3f %9.2f %10.3f\n", $2, one, $4, $6, $7 }' \
+  "$out/report/scaling.csv"
+$keep && echo "report: $out/report/index.html"

@@ -1,0 +1,174 @@
+// The paradnn runner as ranks of a data-parallel run, started with
+// torchrun's variables: what rank 0 reports, what the others do not, and
+// how ranks out of step end (an error on every rank, never a hang).
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/scratch.h"
+
+namespace paradnn {
+namespace {
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+using test::Scratch;
+
+const char kFc[] = "FC/layers:2/nodes:32/input:64/output:10/batch:8/";
+
+struct Rank {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Starts one runner per entry of `args` as ranks 0, 1, ... of a world of
+// `world` ranks on this host, and waits for all of them.
+std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
+  static int next = 0;
+  const int port = 23000 + (getpid() % 1000) * 8 + next++ % 8;
+  std::string script;
+  for (size_t r = 0; r < args.size(); ++r) {
+    const std::string base = Scratch("rank" + std::to_string(r));
+    script += "(RANK=" + std::to_string(r) +
+              " WORLD_SIZE=" + std::to_string(world) +
+              " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+              " " + PARADNN_RUNNER + " " + args[r] + " >" + base + ".out 2>" +
+              base + ".err; echo $? >" + base + ".status) & ";
+  }
+  script += "wait";
+  REQUIRE(std::system(("bash -c '" + script + "'").c_str()) == 0);
+  std::vector<Rank> ranks(args.size());
+  for (size_t r = 0; r < args.size(); ++r) {
+    const std::string base = Scratch("rank" + std::to_string(r));
+    ranks[r].status = std::stoi(Slurp(base + ".status"));
+    ranks[r].out = Slurp(base + ".out");
+    ranks[r].err = Slurp(base + ".err");
+  }
+  return ranks;
+}
+
+TEST_CASE("ranks train a case together and rank 0 reports for all",
+          "[distributed][runner]") {
+  const std::string args = std::string("--paradnn_case=") + kFc +
+                           "torch/fp32/train --paradnn_case=" + kFc +
+                           "onednn/fp32/train --paradnn_threads=1 "
+                           "--paradnn_steps=3 --benchmark_format=json";
+  const std::vector<Rank> ranks = RunRanks({args, args}, 2);
+  INFO(ranks[0].err << ranks[1].err);
+  REQUIRE(ranks[0].status == 0);
+  REQUIRE(ranks[1].status == 0);
+  // Silent unless --paradnn_all_ranks: no results, no context.
+  CHECK(ranks[1].out.empty());
+  CHECK(ranks[1].err.find("paradnn_world_size") == std::string::npos);
+  const json j = json::parse(ranks[0].out);
+  CHECK(j["context"]["paradnn_world_size"] == "2");
+  CHECK(j["context"]["paradnn_rank"] == "0");
+  REQUIRE(j["benchmarks"].size() == 2);
+  // 3,466 parameters (tests/runner: counted by hand) in fp32.
+  const double gradients = 3466 * 4;
+  for (const json& b : j["benchmarks"]) {
+    INFO(b["name"]);
+    CHECK(b["iterations"] == 3);
+    CHECK(b["allreduce_traffic_per_step"] == gradients);  // 2 (2-1)/2 of it
+    if (b["name"].get<std::string>().find("/torch/") != std::string::npos) {
+      CHECK(b["allreduce_bytes_per_step"] == gradients);
+    } else {
+      // oneDNN's blocked formats pad some gradients.
+      CHECK(b["allreduce_bytes_per_step"] >= gradients);
+    }
+    const double share = b["time_allreduce_frac"];
+    CHECK((share > 0 && share < 1));
+    // Examples over both ranks: 2 x 8 per step.
+    CHECK(b["examples_per_second"].get<double>() ==
+          Approx(16 / (b["real_time"].get<double>() / 1e3)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("with --paradnn_all_ranks every rank reports", "[distributed]") {
+  const std::string args = std::string("--paradnn_case=") + kFc +
+                           "torch/fp32/train --paradnn_threads=1 "
+                           "--paradnn_steps=2 --paradnn_all_ranks "
+                           "--benchmark_format=json";
+  const std::vector<Rank> ranks = RunRanks({args, args}, 2);
+  INFO(ranks[0].err << ranks[1].err);
+  REQUIRE(ranks[1].status == 0);
+  CHECK(json::parse(ranks[1].out)["context"]["paradnn_rank"] == "1");
+}
+
+TEST_CASE("ranks at different cases fail them on every rank, then go on",
+          "[distributed]") {
+  // Rank 1 leaves out the first case: the ranks disagree on it; then rank
+  // 1 runs the second alone with rank 0 and both pass it.
+  const std::string common =
+      " --paradnn_threads=1 --paradnn_steps=2 --paradnn_dist_timeout=20";
+  const std::string a =
+      std::string("--paradnn_case=") + kFc + "torch/fp32/train";
+  const std::string b =
+      std::string("--paradnn_case=") + kFc + "torch/fp32/infer";
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Rank> ranks =
+      RunRanks({a + " " + b + common, b + " " + a + common}, 2);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  INFO(ranks[0].err << ranks[1].err);
+  CHECK(ranks[0].status == 1);
+  CHECK(ranks[1].status == 1);
+  for (const Rank& r : ranks) {
+    CHECK_THAT(r.err, Contains("the ranks are at different cases"));
+  }
+  CHECK(seconds < 20);  // no collective waited for its timeout
+}
+
+TEST_CASE("a rank that dies fails the case on the others within the timeout",
+          "[distributed]") {
+  // Rank 1 runs one case of two and exits: rank 0's second case finds its
+  // peer gone.
+  const std::string common =
+      " --paradnn_threads=1 --paradnn_steps=2 --paradnn_dist_timeout=10";
+  const std::string a =
+      std::string("--paradnn_case=") + kFc + "torch/fp32/train";
+  const std::string b =
+      std::string("--paradnn_case=") + kFc + "onednn/fp32/train";
+  const std::vector<Rank> ranks =
+      RunRanks({a + " " + b + common, a + common}, 2);
+  INFO(ranks[0].err << ranks[1].err);
+  CHECK(ranks[1].status == 0);
+  CHECK(ranks[0].status == 1);
+  CHECK_THAT(ranks[0].err, Contains("paradnn: rank 0: " + std::string(kFc) +
+                                    "onednn/fp32/train failed"));
+  CHECK_THAT(ranks[0].err, Contains("1 passed, 0 skipped, 1 failed"));
+}
+
+TEST_CASE("a rank that never comes ends the rendezvous with a clear error",
+          "[distributed]") {
+  const std::vector<Rank> ranks =
+      RunRanks({std::string("--paradnn_case=") + kFc +
+                "torch/fp32/train --paradnn_dist_timeout=2 --paradnn_steps=2"},
+               2);
+  CHECK(ranks[0].status == 1);
+  CHECK_THAT(ranks[0].err, Contains("rank(s) 1 of 2 did not join within 2 s"));
+}
+
+TEST_CASE("flags that cannot work across ranks are refused", "[distributed]") {
+  const std::vector<Rank> ranks =
+      RunRanks({std::string("--paradnn_case=") + kFc +
+                "torch/fp32/train --paradnn_isolate"},
+               2);
+  CHECK(ranks[0].status != 0);
+  CHECK_THAT(ranks[0].err,
+             Contains("--paradnn_isolate runs cases in child "
+                      "processes, which cannot join the 2 ranks"));
+}
+
+}  // namespace
+}  // namespace paradnn
