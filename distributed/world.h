@@ -36,6 +36,7 @@ struct GradBuffer {
   void* data = nullptr;
   int64_t elements = 0;
   DType dtype = DType::kFp32;
+  bool cuda = false;  // in the memory of CUDA device 0
 };
 
 // The collectives a data-parallel step needs, over all ranks of a world.

@@ -499,11 +499,12 @@ class TorchRunner : public Runner {
     grads_.clear();
     for (torch::Tensor& p : params_) {
       const torch::Tensor& g = p.grad();
-      TORCH_CHECK(g.defined() && g.is_contiguous() && !g.is_cuda(),
-                  "data-parallel training needs contiguous CPU gradients");
+      TORCH_CHECK(g.defined() && g.is_contiguous(),
+                  "data-parallel training needs contiguous gradients");
       grads_.push_back(
           {g.data_ptr(), g.numel(),
-           g.scalar_type() == torch::kBFloat16 ? DType::kBf16 : DType::kFp32});
+           g.scalar_type() == torch::kBFloat16 ? DType::kBf16 : DType::kFp32,
+           g.is_cuda()});
     }
     comm_->AverageGradients(grads_);
   }

@@ -82,14 +82,19 @@ class C10dCommunicator : public Communicator {
     const auto start = Clock::now();
     for (size_t i = 0; i < buffers.size();) {
       // The next bucket: buffers of one type, up to kBucketBytes (a larger
-      // one alone, in place).
+      // one alone, in place; CUDA memory, which Gloo reduces through the
+      // host, in place too).
       size_t end = i + 1;
       int64_t bytes = Bytes(buffers[i]);
-      while (end < buffers.size() && buffers[end].dtype == buffers[i].dtype &&
+      while (!buffers[i].cuda && end < buffers.size() &&
+             buffers[end].dtype == buffers[i].dtype && !buffers[end].cuda &&
              bytes + Bytes(buffers[end]) <= kBucketBytes) {
         bytes += Bytes(buffers[end++]);
       }
-      const auto options = at::TensorOptions().dtype(TypeOf(buffers[i].dtype));
+      const auto options =
+          at::TensorOptions()
+              .dtype(TypeOf(buffers[i].dtype))
+              .device(buffers[i].cuda ? at::Device(at::kCUDA, 0) : at::kCPU);
       if (end == i + 1) {
         at::Tensor t =
             at::from_blob(buffers[i].data, {buffers[i].elements}, options);

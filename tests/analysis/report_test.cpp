@@ -32,9 +32,12 @@ std::string Slurp(const fs::path& p) {
   return s.str();
 }
 
-// Results as the runner writes them: FC and CNN cases on two backends.
-std::string ResultsJson() {
-  std::string out = "{\"context\": {}, \"benchmarks\": [";
+// Results as the runner writes them: FC and CNN cases on two backends; on
+// `world` ranks, each step `slower` times as long and with `more` counters.
+std::string ResultsJson(int world = 1, double slower = 1,
+                        const std::string& more = "") {
+  std::string out = "{\"context\": {\"paradnn_world_size\": \"" +
+                    std::to_string(world) + "\"}, \"benchmarks\": [";
   bool first = true;
   auto add = [&](const std::string& name, double ms, double params,
                  double flops, double intensity,
@@ -43,11 +46,11 @@ std::string ResultsJson() {
            "/real_time\", \"run_name\": \"" + name +
            "/real_time\", \"run_type\": \"iteration\", \"iterations\": 5, "
            "\"real_time\": " +
-           std::to_string(ms) +
+           std::to_string(ms * slower) +
            ", \"time_unit\": \"ms\", \"params\": " + std::to_string(params) +
            ", \"flop_per_step\": " + std::to_string(flops) +
            ", \"bytes_per_step\": " + std::to_string(flops / intensity) +
-           ", \"intensity\": " + std::to_string(intensity) + extra + "}";
+           ", \"intensity\": " + std::to_string(intensity) + extra + more + "}";
     first = false;
   };
   for (const char* backend : {"onednn", "torch"}) {
@@ -187,6 +190,9 @@ TEST_CASE("the report opens in headless Chromium with every plot",
   o.a_select = "/onednn/";
   o.b_select = "/torch/";
   o.out = (dir / "report").string();
+  std::ofstream(dir / "two.json")
+      << ResultsJson(2, 1.25, ", \"time_allreduce_frac\": 0.2");
+  o.scaling = {(dir / "two.json").string()};
   WriteReport(o);
   const std::string cmd =
       "timeout 120 chromium --headless --no-sandbox --disable-gpu "
@@ -200,15 +206,56 @@ TEST_CASE("the report opens in headless Chromium with every plot",
   const std::string dom = Slurp(dir / "dom.html");
   // The page's own check: every <img> loaded (naturalWidth > 0). FC and CNN
   // on two backends here: roofline, 4 heat maps and 4 regressions (one per
-  // family and backend), the profile, 2 speedup plots.
+  // family and backend), the profile, 2 speedup plots, 2 scaling plots.
   const std::string page = Slurp(dir / "report/index.html");
   size_t images = 0;
   for (size_t at = page.find("<img"); at != std::string::npos;
        at = page.find("<img", at + 1)) {
     ++images;
   }
-  CHECK(images == 12);
-  CHECK_THAT(dom, Contains("plots: 12 loaded: 12 failed: 0"));
+  CHECK(images == 14);
+  CHECK_THAT(dom, Contains("plots: 14 loaded: 14 failed: 0"));
+}
+
+TEST_CASE("scaling: the same cases on 1 and 2 ranks", "[report]") {
+  const fs::path dir = Dir("scaling");
+  std::ofstream(dir / "one.json") << ResultsJson();
+  // Each step 1.25 times as long on 2 ranks, each rank its own batch: 1.6
+  // times the examples per second, an efficiency of 1.6 / 2 = 0.8.
+  std::ofstream(dir / "two.json")
+      << ResultsJson(2, 1.25, ", \"time_allreduce_frac\": 0.2");
+  ReportOptions o;
+  o.results = (dir / "two.json").string();
+  o.scaling = {(dir / "one.json").string()};
+  o.out = (dir / "report").string();
+  WriteReport(o);
+  const std::string csv = Slurp(dir / "report/scaling.csv");
+  const std::string fc =
+      "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/onednn/fp32/"
+      "train";
+  CHECK_THAT(csv, Contains("," + fc + ",1,"));
+  CHECK_THAT(csv, Contains("," + fc + ",2,"));
+  int rows = 0, checked = 0;
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    ++rows;
+    std::vector<std::string> f;
+    std::stringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) f.push_back(cell);
+    REQUIRE(f.size() == 7);
+    if (f[2] == "2") {
+      CHECK(std::stod(f[5]) == Approx(0.2));
+      CHECK(std::stod(f[6]) == Approx(0.8));
+      ++checked;
+    }
+  }
+  CHECK(rows == 2 * 24);  // every case of the results, at both sizes
+  CHECK(checked == 24);
+  CHECK(fs::file_size(dir / "report/scaling_throughput.svg") > 0);
+  CHECK(fs::file_size(dir / "report/scaling_allreduce.svg") > 0);
 }
 
 TEST_CASE("bad input: a clear message, and what can be reported still is",
