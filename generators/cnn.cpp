@@ -1,5 +1,6 @@
 // ResNet v1 as in TensorFlow's official model, with residual or bottleneck
-// blocks: stem, four groups of `blocks` blocks, global pool, Dense(output).
+// blocks: stem, four groups of `blocks` blocks (or one count per group:
+// blocks:3-4-6-3 is ResNet-50's), global pool, Dense(output).
 #include "generators/spec.h"
 
 namespace paradnn {
@@ -36,8 +37,9 @@ Graph BuildCnn(const ModelSpec& s) {
   x = g.ReLU(ConvBn(g, x, filters, 7, 2));
   x = g.MaxPool(x, 3, 2, 1);
   const int64_t strides[4] = {1, 2, 2, 2};
+  const std::vector<int64_t> blocks = s.Ints("blocks");
   for (int group = 0; group < 4; ++group) {
-    for (int64_t b = 0; b < s.Int("blocks"); ++b) {
+    for (int64_t b = 0; b < blocks[group]; ++b) {
       x = Block(g, x, bottleneck, filters << group, b == 0 ? strides[group] : 1,
                 b == 0);
     }
@@ -52,7 +54,7 @@ Graph BuildCnn(const ModelSpec& s) {
 FamilyDef CnnFamily() {
   return {"CNN",
           {{"block", {"residual", "bottleneck"}},
-           {"blocks", {}},
+           {"blocks", {}, 4},
            {"filters", {}},
            {"image", {}},
            {"output", {}},

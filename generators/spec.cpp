@@ -1,5 +1,6 @@
 #include "generators/spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -54,14 +55,34 @@ std::string CanonicalValue(const ParamDef& def, std::string_view value) {
     throw SpecError("'" + std::string(value) + "' is not a valid " + def.key +
                     ": expected one of " + Join(def.choices, ", "));
   }
-  int64_t v = 0;
-  auto [end, ec] =
-      std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size() || v <= 0) {
-    throw SpecError("'" + std::string(value) + "' is not a valid " + def.key +
-                    ": expected a positive integer");
+  const std::string expected =
+      def.groups > 0 ? "a positive integer, or " + std::to_string(def.groups) +
+                           " of them joined by '-', one per group"
+                     : "a positive integer";
+  auto bad = [&] {
+    return SpecError("'" + std::string(value) + "' is not a valid " + def.key +
+                     ": expected " + expected);
+  };
+  std::vector<std::string> parts = {std::string(value)};
+  if (def.groups > 0 && value.find('-') != std::string_view::npos) {
+    parts = Split(std::string(value), '-');
+    if (static_cast<int>(parts.size()) != def.groups) throw bad();
   }
-  return std::to_string(v);
+  std::vector<std::string> canonical;
+  for (const std::string& part : parts) {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || end != part.data() + part.size() || v <= 0) {
+      throw bad();
+    }
+    canonical.push_back(std::to_string(v));
+  }
+  // Equal groups are written as one value: one name per model.
+  if (std::all_of(canonical.begin(), canonical.end(),
+                  [&](const std::string& v) { return v == canonical[0]; })) {
+    return canonical[0];
+  }
+  return Join(canonical, "-");
 }
 
 DType ParseDType(std::string_view s) {
@@ -115,7 +136,19 @@ const std::string& ModelSpec::Str(std::string_view key) const {
 }
 
 int64_t ModelSpec::Int(std::string_view key) const {
+  PARADNN_CHECK(Str(key).find('-') == std::string::npos,
+                "a value per group read as one");
   return std::stoll(Str(key));
+}
+
+std::vector<int64_t> ModelSpec::Ints(std::string_view key) const {
+  const ParamDef& d = def().params.at(ParamIndex(def(), key));
+  PARADNN_CHECK(d.groups > 0, "parameter has no groups");
+  std::vector<int64_t> out;
+  for (const std::string& v : Split(Str(key), '-'))
+    out.push_back(std::stoll(v));
+  if (out.size() == 1) out.resize(d.groups, out[0]);
+  return out;
 }
 
 std::string ModelSpec::Name() const {

@@ -14,10 +14,13 @@ namespace paradnn {
 
 struct ModelSpec;
 
-// One parameter of a family: a positive integer, or one of `choices`.
+// One parameter of a family: a positive integer, or one of `choices`; with
+// `groups` > 0 also one positive integer per group, joined by '-' (CNN
+// blocks:3-4-6-3), written as one integer when they are all equal.
 struct ParamDef {
   std::string key;
   std::vector<std::string> choices;
+  int groups = 0;
 };
 
 struct FamilyDef {
@@ -51,6 +54,8 @@ struct ModelSpec {
 
   const FamilyDef& def() const;
   int64_t Int(std::string_view key) const;
+  // A parameter with groups: one value per group.
+  std::vector<int64_t> Ints(std::string_view key) const;
   const std::string& Str(std::string_view key) const;
   Graph BuildGraph() const { return def().build(*this); }
   // "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256"

@@ -160,6 +160,20 @@ void ReadSystem(MlperfBenchmark& b) {
       }
     }
     b.system_name = j["system_name"];
+    // Counts are strings in most descriptions, numbers in some.
+    auto count = [&](const char* field) {
+      if (!j.contains(field)) return 0;
+      const json& v = j[field];
+      if (v.is_number_integer()) return v.get<int>();
+      if (!v.is_string()) return 0;
+      try {
+        return std::stoi(v.get<std::string>());
+      } catch (const std::exception&) {
+        return 0;
+      }
+    };
+    b.accelerators = count("number_of_nodes") * count("accelerators_per_node");
+    b.accelerator = j.value("accelerator_model_name", "");
   } catch (const json::exception& e) {
     b.system_problem = file.string() + ": not JSON: " + e.what();
   }

@@ -37,6 +37,10 @@ struct MlperfBenchmark {
   // From <org>/systems/<system>.json beside <org>/results/<system>/.
   std::string system_name;
   std::string system_problem;  // names the file and field when unusable
+  // number_of_nodes x accelerators_per_node, and their model (0 and "" where
+  // the description does not say).
+  int accelerators = 0;
+  std::string accelerator;
   std::vector<MlperfRun> runs;  // in file name order
   double scaling_factor = 1;    // scaling.json, else 1
   std::optional<double> score_min;

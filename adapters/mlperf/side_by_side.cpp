@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "generators/cost.h"
 #include "generators/spec.h"
 
 namespace paradnn {
@@ -17,14 +18,67 @@ const std::vector<ReferenceModel>& ReferenceModels() {
   // Training FLOPs per sample = 3 x forward (forward, input and weight
   // gradients), as paradnn's cost model counts them.
   static const std::vector<ReferenceModel> models = {
-      {"resnet", "ResNet-50 v1.5, 224x224", 25.557e6, 3 * 8.18e9,
-       "torchvision resnet50 parameter count; 4.09 GMACs forward"},
+      {"resnet", "ResNet-50 v1.5, 224x224", 25557032, 3 * 2 * 4.089184256e9,
+       "torchvision resnet50: 25,557,032 parameters, 4.089 GMACs forward "
+       "(fvcore)",
+       "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/output:1000",
+       "none in the layers (ResNet-50 v1.5: stride in the 3x3 convolution); "
+       "the first convolution computes no input gradient",
+       0.01},
       {"bert", "BERT-large, sequence 512", 335.1e6, 6 * 335.1e6 * 512,
-       "6 x params x tokens (attention products not included)"},
+       "BERT-large encoder and embeddings (Devlin et al. 2019: 340M with "
+       "its heads); FLOPs 6 x params x tokens, attention products not "
+       "included",
+       "TRANSFORMER/layers:24/d_model:1024/heads:16/ffn:4096/length:512/"
+       "vocab:30522/causal:false",
+       "the output layer is not tied to the token embedding (+31.3M "
+       "params); no token-type embeddings, pooler or MLM transform; the "
+       "loss covers every position, where MLPerf's covers the masked ones; "
+       "the twin's FLOPs count the attention products",
+       0.10},
+      {"gpt3", "GPT-3 175B, sequence 2048", 175e9, 6 * 175e9 * 2048,
+       "Brown et al. 2020; FLOPs 6 x params x tokens",
+       "TRANSFORMER/layers:96/d_model:12288/heads:96/ffn:49152/length:2048/"
+       "vocab:50257/causal:true",
+       "dense attention in every layer (GPT-3 alternates dense and banded "
+       "sparse layers); learned positions; the output layer untied",
+       0.10},
+      {"llama2_70b_lora", "Llama 2 70B with LoRA, sequence 8192", 68.98e9,
+       std::nullopt,
+       "Touvron et al. 2023 (70B; 68.98e9 counted); LoRA's training FLOPs "
+       "are not published with it",
+       "TRANSFORMER/layers:80/d_model:8192/heads:64/ffn:35840/length:8192/"
+       "vocab:32000/causal:true",
+       "full multi-head attention where Llama 2 shares keys and values "
+       "between 8 groups; a GELU feed-forward of two matrices, sized to "
+       "match the three of SwiGLU in params; layer norm for RMSNorm; the "
+       "twin trains every weight, where LoRA trains small adapters only "
+       "(weight gradients of the frozen weights are not computed there)",
+       0.10},
       {"ssd", "RetinaNet, ResNeXt50-32x4d, 800x800", 37.74e6, std::nullopt,
-       "MLPerf Training v3.x reference model; FLOPs not stated there"},
+       "MLPerf Training v3.x reference model; FLOPs not stated there", "",
+       "no family has grouped convolutions, a feature pyramid or detection "
+       "heads: no twin",
+       0},
+      {"dlrm_dcnv2", "DLRM-DCNv2 on Criteo 1TB", 0, std::nullopt,
+       "MLPerf Training v3.x reference", "",
+       "almost all of its parameters are embedding tables, and its MLPs "
+       "narrow layer by layer (1024-1024-512-256): the FC family has "
+       "neither tables nor varying widths: no twin",
+       0},
+      {"stable_diffusion", "Stable Diffusion v2, 512x512", 865e6, std::nullopt,
+       "its U-Net (Rombach et al. 2022)", "",
+       "no family has a U-Net's down- and up-sampling paths with "
+       "cross-attention: no twin",
+       0},
   };
   return models;
+}
+
+ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
+  return ParseCaseName(m.twin + "/batch:" + std::to_string(batch) +
+                       "/any/fp32/train")
+      .model;
 }
 
 namespace {
@@ -35,6 +89,79 @@ const ReferenceModel* FindReference(const std::string& benchmark) {
     if (r.benchmark == benchmark) return &r;
   }
   return nullptr;
+}
+
+// The twin of a benchmark's model at the submission's batch per
+// accelerator: its sizes against the published ones, and this machine's
+// samples/s on it (from the results) against one accelerator's.
+void Twin(const MlperfBenchmark& b, const ReferenceModel& m,
+          const std::vector<CaseResult>& synthetic, std::ostringstream& md,
+          std::ostringstream& csv) {
+  std::vector<double> rates;
+  std::optional<int64_t> global_batch;
+  for (const MlperfRun& r : b.runs) {
+    if (!r.passed()) continue;
+    if (r.samples_per_second) rates.push_back(*r.samples_per_second);
+    if (!global_batch) global_batch = r.global_batch_size;
+  }
+  const int devices = b.accelerators;
+  const int64_t batch = global_batch && devices > 0
+                            ? std::max<int64_t>(1, *global_batch / devices)
+                            : 1;
+  const ModelSpec twin = TwinModel(m, batch);
+  const Cost cost = ComputeCost(twin.BuildGraph(), Mode::kTrain, DType::kFp32);
+  const double per_sample = static_cast<double>(cost.flops) / batch;
+  md << "Twin: `" << twin.Name() << "`";
+  if (global_batch && devices > 0) {
+    md << " (global batch " << *global_batch << " over " << devices << " "
+       << (b.accelerator.empty() ? "accelerators" : b.accelerator) << ")";
+  } else {
+    md << " (batch 1: the submission's batch per accelerator is not known)";
+  }
+  md << ".\n\n| | published " << m.model << " | twin | twin / published |\n"
+     << "|---|---|---|---|\n| params | " << Num(m.params) << " | "
+     << Num(cost.params) << " | " << Num(cost.params / m.params, 3) << " |\n";
+  if (m.train_flop_per_sample) {
+    md << "| training FLOPs per sample | " << Num(*m.train_flop_per_sample)
+       << " | " << Num(per_sample) << " | "
+       << Num(per_sample / *m.train_flop_per_sample, 3) << " |\n";
+  }
+  md << "\nSizes within " << Num(100 * m.tolerance, 2)
+     << "% of the published ones. Differences: " << m.differences << ".\n\n";
+  const double accelerator_rate =
+      rates.empty() || devices <= 0 ? 0 : Median(rates) / devices;
+  // The twin's cases in the results: its model at any batch, training.
+  const std::string prefix = m.twin + "/batch:";
+  bool found = false;
+  for (const CaseResult& s : synthetic) {
+    if (s.c.mode != Mode::kTrain || s.c.model.Name().rfind(prefix, 0) != 0) {
+      continue;
+    }
+    if (!found) {
+      md << "| here | batch | samples/s | ms per sample | one "
+         << (b.accelerator.empty() ? "accelerator" : b.accelerator)
+         << ", samples/s | here / accelerator |\n|---|---|---|---|---|---|\n";
+      found = true;
+    }
+    const std::string ratio =
+        accelerator_rate > 0 ? Num(s.samples_per_second / accelerator_rate, 3)
+                             : "";
+    md << "| `" << s.name << "` | " << s.c.model.Str("batch") << " | "
+       << Num(s.samples_per_second, 4) << " | "
+       << Num(1e3 / s.samples_per_second, 4) << " | "
+       << (accelerator_rate > 0 ? Num(accelerator_rate, 4) : "") << " | "
+       << ratio << " |\n";
+    csv << "twin," << b.system_name << "," << s.name << "," << s.params << ","
+        << s.flop_per_sample << "," << s.samples_per_second << ",," << s.step_ms
+        << "\n";
+  }
+  if (!found) {
+    md << "The twin is not in the results. To measure it here:\n"
+       << "`build/paradnn --paradnn_case=" << twin.Name()
+       << "/onednn/fp32/train --benchmark_format=json` (the cost model "
+          "estimates "
+       << Num(cost.memory / 1073741824.0, 3) << " GiB for it).\n";
+  }
 }
 
 // Distance in log10 space over the dimensions both sides have.
@@ -83,9 +210,12 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     csv << "paradnn,," << s.name << "," << s.params << "," << s.flop_per_sample
         << "," << s.samples_per_second << ",," << s.step_ms << "\n";
   }
-  md << "\n## Synthetic training cases nearest to each MLPerf model\n\n"
-     << "Distance in log10 of params and training FLOPs per sample (params "
-        "only where the model's FLOPs are not known).\n";
+  md << "\n## Each MLPerf model's synthetic twin\n\n"
+     << "The twin is the paradnn model built from the model's published "
+        "architecture figures, at the submission's batch per accelerator; "
+        "its sizes are the cost model's. Where no family can express the "
+        "model, the synthetic training cases nearest in size are listed "
+        "(distance in log10 of params and training FLOPs per sample).\n";
   for (const MlperfBenchmark& b : real) {
     const ReferenceModel* m = FindReference(b.benchmark);
     md << "\n### " << b.benchmark << " on " << b.system_name << "\n\n";
@@ -93,6 +223,12 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
       md << "No published size for this benchmark in paradnn's table.\n";
       continue;
     }
+    if (!m->twin.empty()) {
+      Twin(b, *m, synthetic, md, csv);
+      continue;
+    }
+    md << m->model << ": " << m->differences << ".\n\n";
+    if (m->params <= 0) continue;
     // One line per distinct size: cases differing only in batch, backend
     // or data type have the same params and FLOPs per sample.
     std::map<std::pair<double, double>, std::vector<const CaseResult*>>

@@ -8,18 +8,32 @@
 
 #include "adapters/mlperf/reader.h"
 #include "analysis/results.h"
+#include "generators/spec.h"
 
 namespace paradnn {
 
-// Published sizes of MLPerf training models, for benchmark folder names.
+// Published sizes of MLPerf training models, for benchmark folder names,
+// and each one's synthetic twin: the paradnn model built from the same
+// published architecture figures, as far as a family can express it.
 struct ReferenceModel {
   std::string benchmark;  // as in submission_benchmark
   std::string model;
   double params = 0;
   std::optional<double> train_flop_per_sample;  // forward + backward
   std::string source;
+  // The twin's canonical model name without its batch ("" : no family
+  // expresses the model; `differences` says why), and what it leaves out
+  // or does differently.
+  std::string twin;
+  std::string differences;
+  // The twin's params and training FLOPs per sample, by the cost model,
+  // are within this fraction of the published ones.
+  double tolerance = 0;
 };
 const std::vector<ReferenceModel>& ReferenceModels();
+
+// The twin at a batch, e.g. the submission's per accelerator.
+ModelSpec TwinModel(const ReferenceModel& m, int64_t batch);
 
 struct SideBySide {
   std::string markdown, csv;

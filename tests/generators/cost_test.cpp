@@ -63,6 +63,44 @@ TEST_CASE("CNN bottleneck: hand-counted ResNet", "[cost]") {
   CHECK(CostOf("CNN", v, Mode::kInfer).params == 34286);
 }
 
+TEST_CASE("CNN with a block count per group: ResNet-50 v1.5", "[cost]") {
+  // blocks:3-4-6-3 is ResNet-50 (stride in the 3x3 conv: v1.5).
+  // torchvision's resnet50 has 25,557,032 parameters (its documentation).
+  Cost infer = CostOf(
+      "CNN", {"bottleneck", "3-4-6-3", "64", "224", "1000", "1"}, Mode::kInfer);
+  CHECK(infer.params == 25557032);
+  // Multiply-adds counted conv by conv: k^2 x in x out x output pixels.
+  int64_t macs = 7 * 7 * 3 * 64 * 112 * 112;  // stem, to 112x112
+  int64_t in = 64, side = 56;                 // after the max-pool
+  const int blocks[4] = {3, 4, 6, 3};
+  for (int g = 0; g < 4; ++g) {
+    const int64_t f = 64 << g, out_side = g == 0 ? side : side / 2;
+    for (int b = 0; b < blocks[g]; ++b) {
+      const int64_t s = b == 0 ? out_side : side;       // side after this block
+      macs += in * f * (b == 0 ? side * side : s * s);  // 1x1, before stride
+      macs += 9 * f * f * s * s;                        // 3x3, strided
+      macs += f * 4 * f * s * s;                        // 1x1 out
+      if (b == 0) macs += in * 4 * f * s * s;           // projection
+      in = 4 * f;
+      side = s;
+    }
+  }
+  macs += 2048 * 1000;
+  CHECK(macs == 4089184256);  // fvcore's count for torchvision's resnet50
+  CHECK(infer.flops == 2 * macs);
+  // The same as writing one count for all four groups where they agree.
+  CHECK(ModelSpec::Make("CNN", {"bottleneck", "2-2-2-2", "16", "64", "10", "1"})
+            .Name() ==
+        ModelSpec::Make("CNN", {"bottleneck", "2", "16", "64", "10", "1"})
+            .Name());
+  CHECK_THROWS_WITH(
+      ModelSpec::Make("CNN", {"bottleneck", "3-4-6", "64", "224", "1000", "1"}),
+      "'3-4-6' is not a valid blocks: expected a positive integer, or 4 of "
+      "them joined by '-', one per group");
+  CHECK_THROWS_WITH(ModelSpec::Make("FC", {"4-4", "64", "100", "10", "1"}),
+                    "'4-4' is not a valid layers: expected a positive integer");
+}
+
 TEST_CASE("RNN: cells, embedding and per-step dense", "[cost]") {
   // vocab 32, embed 16, 2 layers, length 5, batch 4 -> 20 rows
   Cost lstm = CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kInfer);
