@@ -325,19 +325,22 @@ TEST_CASE("results JSON that is not paradnn's says so", "[mlperf]") {
       Contains("no paradnn cases"));
 }
 
-TEST_CASE("side by side: real rows, synthetic rows, nearest sizes",
+TEST_CASE("side by side: real rows, twins, nearest sizes without a twin",
           "[mlperf]") {
-  MlperfBenchmark resnet;
-  resnet.benchmark = "resnet";
-  resnet.system_name = "box1";
-  resnet.score_min = 20.5;
   MlperfRun run;
   run.status = "success";
   run.time_to_train_min = 20.5;
   run.samples_per_second = 36000;
+  run.global_batch_size = 3200;
+  MlperfBenchmark resnet;
+  resnet.benchmark = "resnet";
+  resnet.system_name = "box1";
+  resnet.score_min = 20.5;
+  resnet.accelerators = 8;
+  resnet.accelerator = "X100";
   resnet.runs = {run};
-  // 25.6M params and 24.5 GFLOP/sample: the CNN is at log distance
-  // sqrt(log10(25.557/20)^2 + log10(24.54/10)^2), the FC far away.
+  MlperfBenchmark ssd = resnet;
+  ssd.benchmark = "ssd";
   auto result = [](const std::string& name, double params, double flops,
                    double rate, double ms) {
     CaseResult r;
@@ -349,30 +352,52 @@ TEST_CASE("side by side: real rows, synthetic rows, nearest sizes",
     r.step_ms = ms;
     return r;
   };
+  const std::string twin =
+      "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/output:1000/"
+      "batch:64/onednn/fp32/train";
   std::string infer_name = kCnn;
   infer_name.replace(infer_name.size() - 5, 5, "infer");
   CaseResult cnn = result(kCnn, 2e7, 1e10, 128, 500);
   CaseResult fc = result(kFc, 90, 176, 1333, 3);
-  CaseResult infer = result(infer_name, 2.55e7, 2.45e10, 1, 1);
-  SideBySide out = MakeSideBySide({resnet}, {fc, cnn, infer}, 2);
+  CaseResult infer = result(infer_name, 3.7e7, 2.45e10, 1, 1);
+  CaseResult resnet50 = result(twin, 25557032, 2.43e10, 100, 640);
+  SideBySide out = MakeSideBySide({resnet, ssd}, {fc, cnn, infer, resnet50}, 3);
   CHECK_THAT(out.markdown,
              Contains("| box1 | MLPerf resnet (ResNet-50 v1.5, 224x224) | "
                       "2.556e+07 | 2.454e+10 | 36000 | 20.5 (score) |"));
-  const size_t first = out.markdown.find("fastest `" + std::string(kCnn));
-  const size_t second = out.markdown.find("fastest `" + std::string(kFc));
-  REQUIRE(first != std::string::npos);
-  REQUIRE(second != std::string::npos);
-  CHECK(first < second);  // nearest first; inference cases are not matched
-  const double d = std::sqrt(std::pow(std::log10(25.557e6 / 2e7), 2) +
-                             std::pow(std::log10(6 * 4.089184256e9 / 1e10), 2));
+  // ResNet-50's twin at 3200 / 8 = 400 per accelerator; the results have
+  // it at batch 64: 100 samples/s against 36000 / 8 on one X100.
+  CHECK_THAT(out.markdown,
+             Contains("Twin: `CNN/block:bottleneck/blocks:3-4-6-3/filters:64/"
+                      "image:224/output:1000/batch:400` (global batch 3200 "
+                      "over 8 X100)"));
+  CHECK_THAT(out.markdown, Contains("| params | 2.556e+07 | 2.556e+07 | 1 |"));
+  CHECK_THAT(out.markdown, Contains("| `" + twin +
+                                    "` | 64 | 100 | 10 | 4500 | "
+                                    "0.0222 |"));
+  // RetinaNet has no twin: the nearest training cases by params (its
+  // FLOPs are not published), ResNet-50's first, then the CNN, then the
+  // FC; inference cases are not matched.
+  CHECK_THAT(out.markdown, Contains("no family has grouped convolutions"));
+  const size_t ssd_at = out.markdown.find("### ssd");
+  const size_t first = out.markdown.find("fastest `" + twin, ssd_at);
+  const size_t second =
+      out.markdown.find("fastest `" + std::string(kCnn), ssd_at);
+  const size_t third =
+      out.markdown.find("fastest `" + std::string(kFc), ssd_at);
+  REQUIRE(third != std::string::npos);
+  CHECK(first < second);
+  CHECK(second < third);
+  CHECK(out.markdown.find("fastest `" + infer_name) == std::string::npos);
   std::ostringstream distance;
   distance.precision(3);
-  distance << "(distance " << d << ")";
+  distance << "(distance " << std::log10(37.74e6 / 2e7) << ")";
   CHECK_THAT(out.markdown, Contains(distance.str()));
-  // CSV: header, one MLPerf row, three synthetic rows.
-  CHECK(std::count(out.csv.begin(), out.csv.end(), '\n') == 5);
+  // CSV: header, two MLPerf rows, four synthetic rows, the twin's row.
+  CHECK(std::count(out.csv.begin(), out.csv.end(), '\n') == 8);
   CHECK_THAT(out.csv,
              Contains("mlperf,box1,resnet,2.556e+07,2.454e+10,36000,20.5,"));
+  CHECK_THAT(out.csv, Contains("twin,box1," + twin + ","));
 }
 
 TEST_CASE("MLPerf twins: the published sizes within the stated tolerance",
