@@ -49,6 +49,17 @@ int CpuQuota(const std::string& quota_file, const std::string& period_file) {
   return cpus > 0 ? static_cast<int>(std::ceil(cpus - 1e-9)) : 0;
 }
 
+int64_t AvailableMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
 int UsableCpus() {
   int cpus = static_cast<int>(std::thread::hardware_concurrency());
   cpu_set_t set;

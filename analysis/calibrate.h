@@ -50,6 +50,9 @@ std::string CpuName();
 // container's or a Slurm step's limit). The default thread count.
 int UsableCpus();
 
+// Bytes of memory available to a new process (MemAvailable), 0 if unknown.
+int64_t AvailableMemory();
+
 // The CPUs a cgroup quota file allows, rounded up: cgroup v2's cpu.max
 // ("150000 100000" gives 2, "max 100000" none) or, given the period file
 // too, cgroup v1's cpu.cfs_quota_us (-1: none). 0 when there is no limit.

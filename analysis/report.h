@@ -10,6 +10,8 @@ namespace paradnn {
 
 struct ReportOptions {
   std::string results;   // A: Google Benchmark JSON
+  // More results whose cases join A's (mlperf-report's twins).
+  std::vector<std::string> extra_results;
   std::string vs;        // B: another results file ("" : none, or A itself
                          // with selectors)
   std::string a_select;  // e.g. "/onednn/": A's cases containing it
@@ -17,6 +19,8 @@ struct ReportOptions {
   std::string platform;  // peaks and bandwidth (paradnn calibrate)
   std::string color = "batch";  // parameter colouring speedup vs params
   std::string bricks;  // --paradnn_bricks_out's file: estimates vs measured
+  // A folder of real MLPerf training results, set beside their twins.
+  std::string mlperf;
   // Results of the same cases at other world sizes (data-parallel runs).
   std::vector<std::string> scaling;
   std::string out;

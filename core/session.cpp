@@ -26,17 +26,6 @@
 namespace paradnn {
 namespace {
 
-int64_t AvailableMemory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return 0;
-}
-
 bool IsBackend(const std::string& name) {
   const std::vector<std::string> names = BackendNames();
   return std::find(names.begin(), names.end(), name) != names.end();

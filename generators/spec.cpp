@@ -136,9 +136,12 @@ const std::string& ModelSpec::Str(std::string_view key) const {
 }
 
 int64_t ModelSpec::Int(std::string_view key) const {
-  PARADNN_CHECK(Str(key).find('-') == std::string::npos,
-                "a value per group read as one");
-  return std::stoll(Str(key));
+  if (Str(key).find('-') == std::string::npos) return std::stoll(Str(key));
+  const std::vector<int64_t> groups = Ints(key);
+  int64_t total = 0;
+  for (int64_t v : groups) total += v;
+  const int64_t n = static_cast<int64_t>(groups.size());
+  return (total + n / 2) / n;
 }
 
 std::vector<int64_t> ModelSpec::Ints(std::string_view key) const {

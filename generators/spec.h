@@ -53,6 +53,8 @@ struct ModelSpec {
                         std::vector<std::string> values);
 
   const FamilyDef& def() const;
+  // A value per group reads as their mean, rounded (blocks:3-4-6-3: 4
+  // blocks per group), so that analysis can place it on an axis.
   int64_t Int(std::string_view key) const;
   // A parameter with groups: one value per group.
   std::vector<int64_t> Ints(std::string_view key) const;

@@ -14,7 +14,9 @@
 #include "analysis/calibrate.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
+#include "analysis/results.h"
 #include "core/flags.h"
+#include "generators/cost.h"
 #include "paradnn/paradnn.h"
 
 namespace {
@@ -71,12 +73,69 @@ int MlperfSummary(const Command& self, int argc, char** argv) {
   return 0;
 }
 
+// Runs the twins the results lack, in one run of this binary: each at the
+// submission's batch per accelerator or, where the cost model says that
+// needs more than 80% of the available memory, at the largest halving of
+// it that fits. Returns the results file (OUT/twins.json), or "" when
+// nothing was run.
+std::string RunTwins(const std::vector<paradnn::TwinComparison>& twins,
+                     const std::string& backend, int steps,
+                     const std::string& out) {
+  std::string cases;
+  for (const paradnn::TwinComparison& t : twins) {
+    if (!t.here.empty()) continue;
+    int64_t batch = t.twin.Int("batch");
+    auto memory = [&](int64_t b) {
+      return paradnn::ComputeCost(paradnn::TwinModel(*t.model, b).BuildGraph(),
+                                  paradnn::Mode::kTrain, paradnn::DType::kFp32)
+          .memory;
+    };
+    const double limit = 0.8 * paradnn::AvailableMemory();
+    while (batch > 1 && memory(batch) > limit) batch /= 2;
+    if (memory(batch) > limit) {
+      std::cerr << "mlperf-report: the " << t.real->benchmark
+                << " twin needs about " << memory(batch) / 1073741824.0
+                << " GiB at batch 1: not run\n";
+      continue;
+    }
+    if (batch < t.twin.Int("batch")) {
+      std::cerr << "mlperf-report: the " << t.real->benchmark
+                << " twin runs at batch " << batch << ", not "
+                << t.twin.Str("batch") << ": memory\n";
+    }
+    cases += " --paradnn_case=" + paradnn::TwinModel(*t.model, batch).Name() +
+             "/" + backend + "/fp32/train";
+  }
+  if (cases.empty()) return "";
+  const std::string file = out + "/twins.json";
+  const std::string cmd =
+      std::filesystem::read_symlink("/proc/self/exe").string() + cases +
+      " --paradnn_steps=" + std::to_string(steps) +
+      " --benchmark_format=json --benchmark_out=" + file +
+      " --benchmark_out_format=json > /dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    std::cerr << "mlperf-report: a twin failed (its error is above)\n";
+  }
+  return file;
+}
+
 int MlperfReport(const Command& self, int argc, char** argv) {
-  std::string mlperf, results, out;
+  std::string mlperf, results, out, backend = "onednn";
+  bool run = false;
+  int steps = 3;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--run") {
+      run = true;
+      continue;
+    }
+    if (flag == "--steps" && i + 1 < argc) {
+      steps = std::atoi(argv[++i]);
+      continue;
+    }
     std::string* target = flag == "--mlperf"    ? &mlperf
                           : flag == "--results" ? &results
+                          : flag == "--backend" ? &backend
                           : flag == "-o"        ? &out
                                                 : nullptr;
     if (target == nullptr || i + 1 == argc) {
@@ -86,7 +145,7 @@ int MlperfReport(const Command& self, int argc, char** argv) {
     }
     *target = argv[++i];
   }
-  if (mlperf.empty() || results.empty() || out.empty()) {
+  if (mlperf.empty() || results.empty() || out.empty() || steps <= 0) {
     return UsageError(self);
   }
   if (!std::filesystem::is_directory(mlperf)) {
@@ -95,14 +154,34 @@ int MlperfReport(const Command& self, int argc, char** argv) {
   }
   try {
     const auto real = paradnn::SummarizeMlperf(mlperf);
-    const auto synthetic = paradnn::ReadResults(results).cases;
-    const auto report = paradnn::MakeSideBySide(real, synthetic);
+    auto synthetic = paradnn::ReadResults(results).cases;
     std::filesystem::create_directories(out);
+    std::vector<std::string> more;
+    if (run) {
+      const std::string twins =
+          RunTwins(paradnn::CompareTwins(real, synthetic), backend, steps, out);
+      if (!twins.empty()) {
+        for (const auto& c : paradnn::ReadResults(twins).cases) {
+          synthetic.push_back(c);
+        }
+        more.push_back(twins);
+      }
+    }
+    const auto report = paradnn::MakeSideBySide(real, synthetic);
     std::ofstream(out + "/side_by_side.md") << report.markdown;
     std::ofstream(out + "/side_by_side.csv") << report.csv;
-    std::cout << "wrote " << out << "/side_by_side.md and side_by_side.csv ("
-              << real.size() << " MLPerf benchmarks, " << synthetic.size()
-              << " synthetic cases)\n";
+    // The page: the results' report with the MLPerf section.
+    paradnn::ReportOptions page;
+    page.results = results;
+    page.extra_results = more;
+    page.mlperf = mlperf;
+    page.out = out;
+    for (const std::string& note : paradnn::WriteReport(page)) {
+      std::cerr << "mlperf-report: " << note << "\n";
+    }
+    std::cout << "wrote " << out << "/side_by_side.md, side_by_side.csv and "
+              << "index.html (" << real.size() << " MLPerf benchmarks, "
+              << synthetic.size() << " synthetic cases)\n";
   } catch (const std::exception& e) {
     std::cerr << "paradnn mlperf-report: " << e.what() << "\n";
     return 2;
@@ -148,6 +227,7 @@ int ReportCommand(const Command& self, int argc, char** argv) {
                           : arg == "--platform" ? &o.platform
                           : arg == "--color"    ? &o.color
                           : arg == "--bricks"   ? &o.bricks
+                          : arg == "--mlperf"   ? &o.mlperf
                           : arg == "-o"         ? &o.out
                                                 : nullptr;
     if (target != nullptr && i + 1 < argc) {
@@ -242,6 +322,8 @@ const Command kCommands[] = {
      "                 (default: batch)\n"
      "  --bricks FILE  a --paradnn_bricks_out file: constructed against\n"
      "                 measured model times, errors per family and group\n"
+     "  --mlperf DIR   real MLPerf training results: each beside its\n"
+     "                 model's twin, drawn on the synthetic plots\n"
      "  --scaling FILE results of the same cases at another world size\n"
      "                 (data-parallel runs; repeatable): throughput,\n"
      "                 all-reduce share and efficiency against ranks\n"
@@ -263,10 +345,20 @@ const Command kCommands[] = {
      "the score by MLPerf's rule.\n",
      MlperfSummary},
     {"mlperf-report", "put MLPerf results beside synthetic results",
-     "mlperf-report --mlperf DIR --results RESULTS.json -o OUT\n\n"
-     "Writes OUT/side_by_side.md and .csv: each MLPerf benchmark under DIR\n"
-     "beside the synthetic cases of RESULTS.json nearest to it in params\n"
-     "and FLOPs.\n",
+     "mlperf-report --mlperf DIR --results RESULTS.json -o OUT\n"
+     "               [--run [--backend NAME] [--steps N]]\n\n"
+     "Writes OUT/side_by_side.md and .csv: each MLPerf result under DIR\n"
+     "beside its model's synthetic twin (sizes against the published ones,\n"
+     "the twin's samples/s in RESULTS.json against one accelerator's), or\n"
+     "where no family expresses the model, the cases nearest in size; and\n"
+     "OUT/index.html, RESULTS.json's report with the MLPerf models drawn\n"
+     "on its plots.\n\n"
+     "  --run          run the twins RESULTS.json lacks here first (at the\n"
+     "                 submission's batch per accelerator, halved until the\n"
+     "                 cost model's memory estimate fits), into "
+     "OUT/twins.json\n"
+     "  --backend NAME the twins' backend (default: onednn)\n"
+     "  --steps N      timed steps per twin (default: 3)\n",
      MlperfReport},
     {"help", "this text, or a command's: paradnn help COMMAND",
      "help [COMMAND]\n", HelpCommand},

@@ -91,12 +91,11 @@ const ReferenceModel* FindReference(const std::string& benchmark) {
   return nullptr;
 }
 
-// The twin of a benchmark's model at the submission's batch per
-// accelerator: its sizes against the published ones, and this machine's
-// samples/s on it (from the results) against one accelerator's.
-void Twin(const MlperfBenchmark& b, const ReferenceModel& m,
-          const std::vector<CaseResult>& synthetic, std::ostringstream& md,
-          std::ostringstream& csv) {
+TwinComparison Compare(const MlperfBenchmark& b, const ReferenceModel& m,
+                       const std::vector<CaseResult>& synthetic) {
+  TwinComparison t;
+  t.real = &b;
+  t.model = &m;
   std::vector<double> rates;
   std::optional<int64_t> global_batch;
   for (const MlperfRun& r : b.runs) {
@@ -105,62 +104,71 @@ void Twin(const MlperfBenchmark& b, const ReferenceModel& m,
     if (!global_batch) global_batch = r.global_batch_size;
   }
   const int devices = b.accelerators;
-  const int64_t batch = global_batch && devices > 0
-                            ? std::max<int64_t>(1, *global_batch / devices)
-                            : 1;
-  const ModelSpec twin = TwinModel(m, batch);
-  const Cost cost = ComputeCost(twin.BuildGraph(), Mode::kTrain, DType::kFp32);
-  const double per_sample = static_cast<double>(cost.flops) / batch;
-  md << "Twin: `" << twin.Name() << "`";
-  if (global_batch && devices > 0) {
-    md << " (global batch " << *global_batch << " over " << devices << " "
-       << (b.accelerator.empty() ? "accelerators" : b.accelerator) << ")";
+  t.global_batch = global_batch.value_or(0);
+  t.batch_known = global_batch && devices > 0;
+  t.twin = TwinModel(
+      m, t.batch_known ? std::max<int64_t>(1, *global_batch / devices) : 1);
+  t.cost = ComputeCost(t.twin.BuildGraph(), Mode::kTrain, DType::kFp32);
+  t.flop_per_sample = static_cast<double>(t.cost.flops) / t.twin.Int("batch");
+  if (!rates.empty() && devices > 0)
+    t.accelerator_rate = Median(rates) / devices;
+  // The twin's training cases: its model at any batch.
+  const std::string prefix = m.twin + "/batch:";
+  for (const CaseResult& s : synthetic) {
+    if (s.c.mode == Mode::kTrain && s.c.model.Name().rfind(prefix, 0) == 0) {
+      t.here.push_back(&s);
+    }
+  }
+  return t;
+}
+
+// The twin's section of the Markdown: sizes against the published ones,
+// and this machine's samples/s against one accelerator's.
+void Twin(const TwinComparison& t, std::ostringstream& md,
+          std::ostringstream& csv) {
+  const MlperfBenchmark& b = *t.real;
+  const ReferenceModel& m = *t.model;
+  const std::string accelerator =
+      b.accelerator.empty() ? "accelerator" : b.accelerator;
+  md << "Twin: `" << t.twin.Name() << "`";
+  if (t.batch_known) {
+    md << " (global batch " << t.global_batch << " over " << b.accelerators
+       << " " << (b.accelerator.empty() ? "accelerators" : b.accelerator)
+       << ")";
   } else {
     md << " (batch 1: the submission's batch per accelerator is not known)";
   }
   md << ".\n\n| | published " << m.model << " | twin | twin / published |\n"
      << "|---|---|---|---|\n| params | " << Num(m.params) << " | "
-     << Num(cost.params) << " | " << Num(cost.params / m.params, 3) << " |\n";
+     << Num(t.cost.params) << " | " << Num(t.cost.params / m.params, 3)
+     << " |\n";
   if (m.train_flop_per_sample) {
     md << "| training FLOPs per sample | " << Num(*m.train_flop_per_sample)
-       << " | " << Num(per_sample) << " | "
-       << Num(per_sample / *m.train_flop_per_sample, 3) << " |\n";
+       << " | " << Num(t.flop_per_sample) << " | "
+       << Num(t.flop_per_sample / *m.train_flop_per_sample, 3) << " |\n";
   }
   md << "\nSizes within " << Num(100 * m.tolerance, 2)
      << "% of the published ones. Differences: " << m.differences << ".\n\n";
-  const double accelerator_rate =
-      rates.empty() || devices <= 0 ? 0 : Median(rates) / devices;
-  // The twin's cases in the results: its model at any batch, training.
-  const std::string prefix = m.twin + "/batch:";
-  bool found = false;
-  for (const CaseResult& s : synthetic) {
-    if (s.c.mode != Mode::kTrain || s.c.model.Name().rfind(prefix, 0) != 0) {
-      continue;
-    }
-    if (!found) {
-      md << "| here | batch | samples/s | ms per sample | one "
-         << (b.accelerator.empty() ? "accelerator" : b.accelerator)
-         << ", samples/s | here / accelerator |\n|---|---|---|---|---|---|\n";
-      found = true;
-    }
-    const std::string ratio =
-        accelerator_rate > 0 ? Num(s.samples_per_second / accelerator_rate, 3)
-                             : "";
-    md << "| `" << s.name << "` | " << s.c.model.Str("batch") << " | "
-       << Num(s.samples_per_second, 4) << " | "
-       << Num(1e3 / s.samples_per_second, 4) << " | "
-       << (accelerator_rate > 0 ? Num(accelerator_rate, 4) : "") << " | "
-       << ratio << " |\n";
-    csv << "twin," << b.system_name << "," << s.name << "," << s.params << ","
-        << s.flop_per_sample << "," << s.samples_per_second << ",," << s.step_ms
-        << "\n";
-  }
-  if (!found) {
+  if (t.here.empty()) {
     md << "The twin is not in the results. To measure it here:\n"
-       << "`build/paradnn --paradnn_case=" << twin.Name()
+       << "`build/paradnn --paradnn_case=" << t.twin.Name()
        << "/onednn/fp32/train --benchmark_format=json` (the cost model "
           "estimates "
-       << Num(cost.memory / 1073741824.0, 3) << " GiB for it).\n";
+       << Num(t.cost.memory / 1073741824.0, 3) << " GiB for it).\n";
+    return;
+  }
+  md << "| here | batch | samples/s | ms per sample | one " << accelerator
+     << ", samples/s | here / accelerator |\n|---|---|---|---|---|---|\n";
+  for (const CaseResult* s : t.here) {
+    const double rate = t.accelerator_rate;
+    md << "| `" << s->name << "` | " << s->c.model.Str("batch") << " | "
+       << Num(s->samples_per_second, 4) << " | "
+       << Num(1e3 / s->samples_per_second, 4) << " | "
+       << (rate > 0 ? Num(rate, 4) : "") << " | "
+       << (rate > 0 ? Num(s->samples_per_second / rate, 3) : "") << " |\n";
+    csv << "twin," << b.system_name << "," << s->name << "," << s->params << ","
+        << s->flop_per_sample << "," << s->samples_per_second << ",,"
+        << s->step_ms << "\n";
   }
 }
 
@@ -176,6 +184,19 @@ double Distance(const ReferenceModel& m, const CaseResult& s) {
 }
 
 }  // namespace
+
+std::vector<TwinComparison> CompareTwins(
+    const std::vector<MlperfBenchmark>& real,
+    const std::vector<CaseResult>& synthetic) {
+  std::vector<TwinComparison> out;
+  for (const MlperfBenchmark& b : real) {
+    const ReferenceModel* m = FindReference(b.benchmark);
+    if (m != nullptr && !m->twin.empty()) {
+      out.push_back(Compare(b, *m, synthetic));
+    }
+  }
+  return out;
+}
 
 SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
                           const std::vector<CaseResult>& synthetic,
@@ -224,7 +245,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
       continue;
     }
     if (!m->twin.empty()) {
-      Twin(b, *m, synthetic, md, csv);
+      Twin(Compare(b, *m, synthetic), md, csv);
       continue;
     }
     md << m->model << ": " << m->differences << ".\n\n";

@@ -8,6 +8,7 @@
 
 #include "adapters/mlperf/reader.h"
 #include "analysis/results.h"
+#include "generators/cost.h"
 #include "generators/spec.h"
 
 namespace paradnn {
@@ -34,6 +35,24 @@ const std::vector<ReferenceModel>& ReferenceModels();
 
 // The twin at a batch, e.g. the submission's per accelerator.
 ModelSpec TwinModel(const ReferenceModel& m, int64_t batch);
+
+// An MLPerf result beside its model's twin at the submission's batch per
+// accelerator, and the twin's training cases in paradnn's results.
+struct TwinComparison {
+  const MlperfBenchmark* real = nullptr;
+  const ReferenceModel* model = nullptr;
+  int64_t global_batch = 0;  // of the first passing run; 0: not logged
+  bool batch_known = false;  // global batch and accelerators given
+  ModelSpec twin;            // at the batch per accelerator, else 1
+  Cost cost;                 // the twin's, by the cost model
+  double flop_per_sample = 0;
+  double accelerator_rate = 0;  // median samples/s over accelerators; 0
+  std::vector<const CaseResult*> here;
+};
+// One per result whose benchmark has a twin, in the order of `real`.
+std::vector<TwinComparison> CompareTwins(
+    const std::vector<MlperfBenchmark>& real,
+    const std::vector<CaseResult>& synthetic);
 
 struct SideBySide {
   std::string markdown, csv;
