@@ -32,17 +32,7 @@ std::unique_ptr<Runner> Prepare(const Backend& b, Case c, const Graph& g) {
   return b.Prepare({g, c.dtype, c.mode}, opt);
 }
 
-// Largest |a - b| relative to the largest |b|, so that the bound reads as a
-// fraction of the values' scale.
-double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 1e-12;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
+using test::RelativeError;
 
 // fp32: the backends sum in different orders, nothing more. Updates carry
 // the rounding of a whole backward pass, amplified by batch norm over few

@@ -1,6 +1,8 @@
 // Checks on the values a backend computed.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -16,6 +18,19 @@ inline bool AllBf16(const std::vector<float>& values) {
     if ((bits & 0xffff) != 0) return false;
   }
   return !values.empty();
+}
+
+// Largest |a - b| relative to the largest |b|, so that a bound reads as a
+// fraction of the values' scale. Sizes must agree.
+inline double RelativeError(const std::vector<float>& a,
+                            const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / scale;
 }
 
 }  // namespace paradnn::test

@@ -19,6 +19,7 @@
 #include "distributed/world.h"
 #include "generators/init.h"
 #include "generators/sweep.h"
+#include "tests/backends/values.h"
 #include "tests/scratch.h"
 
 extern char** environ;
@@ -80,15 +81,7 @@ std::vector<float> Train(const Case& c, Communicator* comm,
   return Updates(c, *runner);
 }
 
-double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(b[i])));
-  }
-  return diff / scale;
-}
+using test::RelativeError;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
