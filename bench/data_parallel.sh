@@ -3,15 +3,17 @@
 # on this machine's 2 cores: how much of a step the gradients' all-reduce
 # takes, and the scaling efficiency (examples per second on 2 ranks over
 # twice those of one), for small, mid and large FC models and an LSTM, on
-# both backends. Batch is per rank (weak scaling). Prints a table; the
-# report with its scaling plots goes to a temporary folder, kept with -k.
+# both backends. Batch is per rank (weak scaling). Prints a table, then
+# PyTorch's own all-reduce of the same gradient sizes over the same Gloo
+# (bench/gloo_allreduce.py, no compute around it) for reference; the report
+# with its scaling plots goes to a temporary folder, kept with -k.
 #   bench/data_parallel.sh [-k] [steps]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 keep=false
 if [[ "${1:-}" == "-k" ]]; then keep=true; shift; fi
 steps=${1:-10}
-"$root/scripts/setup.sh" >/dev/null
+"$root/scripts/setup.sh" --bench >/dev/null
 "$root/scripts/build.sh" >/dev/null
 out=$(mktemp -d)
 $keep || trap 'rm -rf "$out"' EXIT
@@ -42,4 +44,21 @@ awk -F, 'NR == 1 { printf "%-72s %9s %9s %9s %10s\n", "case", "1 rank ms", \
          $3 == 1 { one = $4 }
          $3 == 2 { printf "%-72s %9.3f %9.3f %9.2f %10.3f\n", $2, one, $4, $6, $7 }' \
   "$out/report/scaling.csv"
+echo
+echo "paradnn's all-reduce per step (2 ranks; waiting for the other rank included):"
+sizes=$(/usr/bin/python3 - "$out/two.json" <<'PY'
+import json, sys
+sizes = []
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    print(f"{b['name'].split('/real_time')[0][:72]:<72} "
+          f"{b['allreduce_seconds_per_step'] * 1e3:9.3f} ms "
+          f"{b['allreduce_bytes_per_step'] / 1e6:8.2f} MB", file=sys.stderr)
+    if "/torch/" in b["name"]:
+        sizes.append(str(int(b["allreduce_bytes_per_step"] / 4)))
+print(" ".join(sizes))
+PY
+)
+echo
+echo "PyTorch's all_reduce over Gloo of the same sizes, alone:"
+/usr/bin/python3 "$root/bench/gloo_allreduce.py" $sizes
 $keep && echo "report: $out/report/index.html"

@@ -159,20 +159,28 @@ class C10dCommunicator : public Communicator {
     for (int r = 0; r < world_.size; ++r) {
       keys.push_back(prefix + std::to_string(r));
     }
+    const std::string hint =
+        ": were all ranks started, with the same world size?";
     try {
       store_->wait(keys, timeout_);
-    } catch (const std::exception&) {
+    } catch (const std::exception& ex) {
       std::string missing;
-      for (int r = 0; r < world_.size; ++r) {
-        if (!store_->check({keys[r]})) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      try {
+        for (int r = 0; r < world_.size; ++r) {
+          if (!store_->check({keys[r]})) {
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+          }
         }
+      } catch (const std::exception&) {
+        throw std::runtime_error("rendezvous at " + where_ +
+                                 ": rank 0's store went away while this "
+                                 "rank waited for the others (" +
+                                 FirstLine(ex.what()) + ")" + hint);
       }
       throw std::runtime_error(
           "rendezvous at " + where_ + ": rank(s) " + missing + " of " + mine +
           " did not join within " + std::to_string(timeout_.count() / 1000) +
-          " s (--paradnn_dist_timeout): were all ranks started, with the "
-          "same world size?");
+          " s (--paradnn_dist_timeout)" + hint);
     }
     for (int r = 0; r < world_.size; ++r) {
       const std::vector<uint8_t> v = store_->get(keys[r]);

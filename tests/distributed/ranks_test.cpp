@@ -30,16 +30,17 @@ std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Starts one runner per entry of `args` as ranks 0, 1, ... of a world of
-// `world` ranks on this host, and waits for all of them.
-std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
+// Starts one runner per entry of `args` as ranks 0, 1, ... on this host,
+// rank r told that the world has worlds[r] ranks, and waits for all.
+std::vector<Rank> RunRanks(const std::vector<std::string>& args,
+                           const std::vector<int>& worlds) {
   static int next = 0;
   const int port = 23000 + (getpid() % 1000) * 8 + next++ % 8;
   std::string script;
   for (size_t r = 0; r < args.size(); ++r) {
     const std::string base = Scratch("rank" + std::to_string(r));
     script += "(RANK=" + std::to_string(r) +
-              " WORLD_SIZE=" + std::to_string(world) +
+              " WORLD_SIZE=" + std::to_string(worlds[r]) +
               " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
               " " + PARADNN_RUNNER + " " + args[r] + " >" + base + ".out 2>" +
               base + ".err; echo $? >" + base + ".status) & ";
@@ -54,6 +55,10 @@ std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
     ranks[r].err = Slurp(base + ".err");
   }
   return ranks;
+}
+
+std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
+  return RunRanks(args, std::vector<int>(args.size(), world));
 }
 
 TEST_CASE("ranks train a case together and rank 0 reports for all",
@@ -157,6 +162,22 @@ TEST_CASE("a rank that never comes ends the rendezvous with a clear error",
                2);
   CHECK(ranks[0].status == 1);
   CHECK_THAT(ranks[0].err, Contains("rank(s) 1 of 2 did not join within 2 s"));
+}
+
+TEST_CASE("ranks started with different world sizes are told so",
+          "[distributed]") {
+  const std::string args = std::string("--paradnn_case=") + kFc +
+                           "torch/fp32/train --paradnn_dist_timeout=3 "
+                           "--paradnn_steps=2";
+  const std::vector<Rank> ranks = RunRanks({args, args}, {2, 3});
+  CHECK(ranks[0].status == 1);
+  CHECK(ranks[1].status == 1);
+  // Rank 0 sees rank 1's count; rank 1 waits for a rank 2 that never comes
+  // (or for rank 0's store, gone when rank 0 gave up).
+  CHECK_THAT(ranks[0].err, Contains("rank 1 was started with a world size "
+                                    "of 3, this rank (0) with 2"));
+  CHECK_THAT(ranks[1].err,
+             Contains("were all ranks started, with the same world size?"));
 }
 
 TEST_CASE("flags that cannot work across ranks are refused", "[distributed]") {
