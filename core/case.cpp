@@ -163,9 +163,7 @@ core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
                                 run.connect_error);
   }
   const int64_t id = static_cast<int64_t>(
-      std::hash<std::string>()(e.name + "@" +
-                               std::to_string(run.flags.steps)) >>
-      2);
+      StableHash(e.name + "@" + std::to_string(run.flags.steps)) >> 2);
   // Which rank cannot run it, and whether that is a failure (odd).
   const int64_t mine = local.ok() ? 0
                                   : 2 * (run.world.rank + 1) +

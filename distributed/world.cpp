@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <functional>
 #include <stdexcept>
 
 #include "backends/backend.h"
@@ -41,10 +40,19 @@ int EnvInt(const char* name, int min, int fallback) {
 // every rank of a job (a function of its id), and different between jobs
 // that share a node.
 int PortOf(const std::string& job) {
-  return 20000 + static_cast<int>(std::hash<std::string>()(job) % 20000);
+  return 20000 + static_cast<int>(StableHash(job) % 20000);
 }
 
 }  // namespace
+
+uint64_t StableHash(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
 
 std::string FirstSlurmHost(const std::string& nodelist) {
   const size_t bracket = nodelist.find('[');

@@ -28,6 +28,10 @@ struct World {
 // value and what was expected.
 World WorldFromEnvironment();
 
+// FNV-1a: a hash of text that every rank computes alike, whatever machine
+// or standard library it runs on (std::hash promises neither).
+uint64_t StableHash(const std::string& text);
+
 // The first host of a Slurm host list: "node[03-05,9],gpu1" -> "node03".
 std::string FirstSlurmHost(const std::string& nodelist);
 

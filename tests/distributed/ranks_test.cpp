@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -63,17 +64,25 @@ std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
 
 TEST_CASE("ranks train a case together and rank 0 reports for all",
           "[distributed][runner]") {
+  const std::string out = Scratch("results.json");
   const std::string args = std::string("--paradnn_case=") + kFc +
                            "torch/fp32/train --paradnn_case=" + kFc +
                            "onednn/fp32/train --paradnn_threads=1 "
-                           "--paradnn_steps=3 --benchmark_format=json";
+                           "--paradnn_steps=3 --benchmark_format=json "
+                           "--benchmark_out_format=json --benchmark_out=" +
+                           out;
   const std::vector<Rank> ranks = RunRanks({args, args}, 2);
   INFO(ranks[0].err << ranks[1].err);
   REQUIRE(ranks[0].status == 0);
   REQUIRE(ranks[1].status == 0);
-  // Silent unless --paradnn_all_ranks: no results, no context.
+  // Silent unless --paradnn_all_ranks: no results, no context, and the
+  // file both were asked to write is rank 0's alone.
   CHECK(ranks[1].out.empty());
   CHECK(ranks[1].err.find("paradnn_world_size") == std::string::npos);
+  const json file = json::parse(Slurp(out));
+  CHECK(file["context"]["paradnn_rank"] == "0");
+  CHECK(file["benchmarks"].size() == 2);
+  CHECK(!std::filesystem::exists(out + ".rank1"));
   const json j = json::parse(ranks[0].out);
   CHECK(j["context"]["paradnn_world_size"] == "2");
   CHECK(j["context"]["paradnn_rank"] == "0");
