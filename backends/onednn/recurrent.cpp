@@ -117,7 +117,7 @@ void OnednnRunner::BuildRecurrent(int i, const Layer& l) {
   bias.cell = l.cell;
   bias.hidden = H;
   bias.combined = Make(bias_md);
-  if (train_) bias.grad = Make(db_md);
+  if (train_) bias.grad = MakeGrad(db_md);
   biases_.push_back(bias);
   RecurrentBias& b = biases_.back();
 

@@ -12,6 +12,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
       stream_(engine_),
       seed_(opt.seed),
       first_example_(opt.first_example),
+      comm_(job.mode == Mode::kTrain ? opt.comm : nullptr),
       needs_grad_(job.graph.NeedsGrad()),
       out_(job.graph.size()),
       diff_(job.graph.size()),
@@ -44,22 +45,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     b.Combine();
   }
   labels_ = InitLabels(graph_, opt.seed, first_example_);
-  if (train_ && opt.comm != nullptr) {
-    comm_ = opt.comm;
-    // Every gradient as its memory holds it (a blocked format's padding
-    // included): the same primitives on every rank lay them out alike.
-    auto add = [&](const memory& grad) {
-      const memory::desc d = grad.get_desc();
-      const bool bf16 = d.data_type() == Dt::bf16;
-      grads_.push_back({grad.get_data_handle(),
-                        static_cast<int64_t>(d.get_size() / (bf16 ? 2 : 4)),
-                        bf16 ? DType::kBf16 : DType::kFp32});
-    };
-    for (const Weight& p : params_) {
-      if (p.value) add(p.grad);
-    }
-    for (const RecurrentBias& b : biases_) add(b.grad);
-  }
+  if (comm_ != nullptr) PlaceGradients();
   threads_ = opt.threads;
   softmax_scratch_.resize(
       threads_ *
@@ -279,7 +265,49 @@ void OnednnRunner::AddParam(int layer, const std::string& role,
   Weight& p = ParamOf(layer, role);
   p.value = Make(md);
   p.user = user;
-  if (train_) p.grad = Make(grad_md);
+  if (train_) p.grad = MakeGrad(grad_md);
+}
+
+memory OnednnRunner::MakeGrad(const memory::desc& md) {
+  // Data-parallel, PlaceGradients gives it its place once all are made.
+  return comm_ != nullptr ? memory(md, engine_, DNNL_MEMORY_NONE) : Make(md);
+}
+
+// Data-parallel: every gradient in one buffer per data type, as its memory
+// holds it (a blocked format's padding included: the same primitives on
+// every rank lay them out alike), each at a 64-byte boundary, the gaps
+// zero. The ranks then average each buffer with one all-reduce in place,
+// with no copies into buckets and out again.
+void OnednnRunner::PlaceGradients() {
+  std::vector<memory*> grads;
+  for (Weight& p : params_) {
+    if (p.value) grads.push_back(&p.grad);
+  }
+  for (RecurrentBias& b : biases_) grads.push_back(&b.grad);
+  constexpr size_t kAlign = 64;
+  auto aligned = [&](size_t bytes) {
+    return (bytes + kAlign - 1) / kAlign * kAlign;
+  };
+  for (const Dt dt : {Dt::f32, Dt::bf16}) {
+    size_t bytes = 0;
+    for (const memory* g : grads) {
+      if (g->get_desc().data_type() == dt)
+        bytes += aligned(g->get_desc().get_size());
+    }
+    if (bytes == 0) continue;
+    grad_arenas_.emplace_back(
+        static_cast<char*>(std::aligned_alloc(kAlign, bytes)), &std::free);
+    char* at = grad_arenas_.back().get();
+    std::memset(at, 0, bytes);
+    const bool bf16 = dt == Dt::bf16;
+    grads_.push_back({at, static_cast<int64_t>(bytes / (bf16 ? 2 : 4)),
+                      bf16 ? DType::kBf16 : DType::kFp32});
+    for (memory* g : grads) {
+      if (g->get_desc().data_type() != dt) continue;
+      g->set_data_handle(at);
+      at += aligned(g->get_desc().get_size());
+    }
+  }
 }
 
 void OnednnRunner::WriteParam(Weight& p, const std::vector<float>& values) {

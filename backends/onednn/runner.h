@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 #include <unordered_map>
@@ -180,6 +182,10 @@ class OnednnRunner : public Runner {
             std::function<void()> run);
 
   memory Make(const memory::desc& md) { return memory(md, engine_); }
+  // A parameter's gradient memory: its own buffer, or (data-parallel) one
+  // PlaceGradients puts in a shared buffer.
+  memory MakeGrad(const memory::desc& md);
+  void PlaceGradients();
 
   static Tag PlainTag(size_t rank);
 
@@ -289,9 +295,10 @@ class OnednnRunner : public Runner {
   dnnl::stream stream_;
   const uint64_t seed_;
   const int64_t first_example_;
-  // Data-parallel training: the communicator and the gradients it
-  // averages after backward, before the update.
-  Communicator* comm_ = nullptr;
+  // Data-parallel training: the communicator, and the buffers holding the
+  // gradients it averages after backward, before the update.
+  Communicator* const comm_;
+  std::vector<std::unique_ptr<char, decltype(&std::free)>> grad_arenas_;
   std::vector<GradBuffer> grads_;
   const std::vector<bool> needs_grad_;
   std::vector<memory> out_, diff_;
