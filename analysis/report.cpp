@@ -464,17 +464,14 @@ class Report {
       html_ << "<tr><td>" << Html(b.benchmark) << "</td><td>"
             << Html(b.system_name) << "</td>";
       if (t == nullptr) {
-        const ReferenceModel* m = nullptr;
-        for (const ReferenceModel& r : ReferenceModels()) {
-          if (r.benchmark == b.benchmark) m = &r;
-        }
+        const ReferenceModel* m = FindReference(b.benchmark);
         html_ << "<td></td><td colspan='4' style='text-align:left'>"
               << Html(m ? m->differences : "not in paradnn's table of models")
               << "</td></tr>\n";
         continue;
       }
       const ReferenceModel& m = *t->model;
-      html_ << "<td>" << (t->batch_known ? t->twin.Str("batch") : "?") << ", "
+      html_ << "<td>" << (t->batch_known() ? t->twin.Str("batch") : "?") << ", "
             << (t->accelerator_rate > 0 ? Num(t->accelerator_rate, 4) : "?")
             << "</td><td style='text-align:left'><code>" << Html(t->twin.Name())
             << "</code></td><td>" << Num(t->cost.params / m.params, 3) << ", "

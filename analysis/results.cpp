@@ -100,8 +100,13 @@ Results ReadResults(const std::string& path) {
   Results results;
   results.path = path;
   if (j.contains("context") && j["context"].contains("paradnn_world_size")) {
-    results.world_size =
-        std::stoi(j["context"]["paradnn_world_size"].get<std::string>());
+    const json& v = j["context"]["paradnn_world_size"];
+    try {
+      results.world_size = std::stoi(v.get<std::string>());
+    } catch (const std::exception&) {
+      throw std::runtime_error(path + ": context paradnn_world_size is " +
+                               v.dump() + ": expected a rank count");
+    }
   }
   std::map<std::string, std::vector<json>> runs;
   std::map<std::string, json> medians;

@@ -95,7 +95,7 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
     // Each rank its own examples; the warm-up steps (collectives) follow
     // once every rank has prepared.
     options.first_example = run.world.rank * e.batch;
-    options.comm = e.mode == Mode::kTrain ? run.comm.get() : nullptr;
+    options.comm = run.comm.get();  // used by training steps only
     options.warmup = 0;
   }
   try {

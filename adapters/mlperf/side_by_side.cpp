@@ -75,6 +75,13 @@ const std::vector<ReferenceModel>& ReferenceModels() {
   return models;
 }
 
+const ReferenceModel* FindReference(const std::string& benchmark) {
+  for (const ReferenceModel& r : ReferenceModels()) {
+    if (r.benchmark == benchmark) return &r;
+  }
+  return nullptr;
+}
+
 ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
   return ParseCaseName(m.twin + "/batch:" + std::to_string(batch) +
                        "/any/fp32/train")
@@ -82,14 +89,6 @@ ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
 }
 
 namespace {
-
-// The published size of a benchmark's model, or nullptr.
-const ReferenceModel* FindReference(const std::string& benchmark) {
-  for (const ReferenceModel& r : ReferenceModels()) {
-    if (r.benchmark == benchmark) return &r;
-  }
-  return nullptr;
-}
 
 TwinComparison Compare(const MlperfBenchmark& b, const ReferenceModel& m,
                        const std::vector<CaseResult>& synthetic) {
@@ -105,9 +104,8 @@ TwinComparison Compare(const MlperfBenchmark& b, const ReferenceModel& m,
   }
   const int devices = b.accelerators;
   t.global_batch = global_batch.value_or(0);
-  t.batch_known = global_batch && devices > 0;
   t.twin = TwinModel(
-      m, t.batch_known ? std::max<int64_t>(1, *global_batch / devices) : 1);
+      m, t.batch_known() ? std::max<int64_t>(1, t.global_batch / devices) : 1);
   t.cost = ComputeCost(t.twin.BuildGraph(), Mode::kTrain, DType::kFp32);
   t.flop_per_sample = static_cast<double>(t.cost.flops) / t.twin.Int("batch");
   if (!rates.empty() && devices > 0)
@@ -131,7 +129,7 @@ void Twin(const TwinComparison& t, std::ostringstream& md,
   const std::string accelerator =
       b.accelerator.empty() ? "accelerator" : b.accelerator;
   md << "Twin: `" << t.twin.Name() << "`";
-  if (t.batch_known) {
+  if (t.batch_known()) {
     md << " (global batch " << t.global_batch << " over " << b.accelerators
        << " " << (b.accelerator.empty() ? "accelerators" : b.accelerator)
        << ")";

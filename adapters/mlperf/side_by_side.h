@@ -32,6 +32,8 @@ struct ReferenceModel {
   double tolerance = 0;
 };
 const std::vector<ReferenceModel>& ReferenceModels();
+// The model of a benchmark (submission_benchmark), or nullptr.
+const ReferenceModel* FindReference(const std::string& benchmark);
 
 // The twin at a batch, e.g. the submission's per accelerator.
 ModelSpec TwinModel(const ReferenceModel& m, int64_t batch);
@@ -42,12 +44,17 @@ struct TwinComparison {
   const MlperfBenchmark* real = nullptr;
   const ReferenceModel* model = nullptr;
   int64_t global_batch = 0;  // of the first passing run; 0: not logged
-  bool batch_known = false;  // global batch and accelerators given
   ModelSpec twin;            // at the batch per accelerator, else 1
   Cost cost;                 // the twin's, by the cost model
   double flop_per_sample = 0;
   double accelerator_rate = 0;  // median samples/s over accelerators; 0
   std::vector<const CaseResult*> here;
+
+  // Whether the twin's batch is the submission's per accelerator (global
+  // batch and accelerators known), not 1.
+  bool batch_known() const {
+    return global_batch > 0 && real->accelerators > 0;
+  }
 };
 // One per result whose benchmark has a twin, in the order of `real`.
 std::vector<TwinComparison> CompareTwins(

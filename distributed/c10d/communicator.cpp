@@ -23,9 +23,9 @@ using Clock = std::chrono::steady_clock;
 // all-reduce per bucket rather than per tensor, and copies no larger.
 constexpr int64_t kBucketBytes = 25 << 20;
 
-int64_t Bytes(const GradBuffer& b) {
-  return b.elements * (b.dtype == DType::kBf16 ? 2 : 4);
-}
+int64_t Width(DType d) { return d == DType::kBf16 ? 2 : 4; }
+
+int64_t Bytes(const GradBuffer& b) { return b.elements * Width(b.dtype); }
 
 at::ScalarType TypeOf(DType d) {
   return d == DType::kBf16 ? at::kBFloat16 : at::kFloat;
@@ -95,29 +95,26 @@ class C10dCommunicator : public Communicator {
           at::TensorOptions()
               .dtype(TypeOf(buffers[i].dtype))
               .device(buffers[i].cuda ? at::Device(at::kCUDA, 0) : at::kCPU);
-      if (end == i + 1) {
-        at::Tensor t =
-            at::from_blob(buffers[i].data, {buffers[i].elements}, options);
-        AllReduce(t, c10d::ReduceOp::SUM, "gradient all-reduce");
-        t.div_(world_.size);
-      } else {
-        if (bucket_.size() < static_cast<size_t>(bytes)) bucket_.resize(bytes);
+      // A bucket of one is reduced where it is; more are packed first.
+      const bool packed = end > i + 1;
+      if (packed && bucket_.size() < static_cast<size_t>(bytes)) {
+        bucket_.resize(bytes);
+      }
+      auto copy = [&](bool in) {
         char* at = bucket_.data();
         for (size_t k = i; k < end; ++k) {
-          std::memcpy(at, buffers[k].data, Bytes(buffers[k]));
+          std::memcpy(in ? at : buffers[k].data, in ? buffers[k].data : at,
+                      Bytes(buffers[k]));
           at += Bytes(buffers[k]);
         }
-        at::Tensor t = at::from_blob(
-            bucket_.data(),
-            {bytes / (buffers[i].dtype == DType::kBf16 ? 2 : 4)}, options);
-        AllReduce(t, c10d::ReduceOp::SUM, "gradient all-reduce");
-        t.div_(world_.size);
-        at = bucket_.data();
-        for (size_t k = i; k < end; ++k) {
-          std::memcpy(buffers[k].data, at, Bytes(buffers[k]));
-          at += Bytes(buffers[k]);
-        }
-      }
+      };
+      if (packed) copy(true);
+      at::Tensor t =
+          at::from_blob(packed ? bucket_.data() : buffers[i].data,
+                        {bytes / Width(buffers[i].dtype)}, options);
+      AllReduce(t, c10d::ReduceOp::SUM, "gradient all-reduce");
+      t.div_(world_.size);
+      if (packed) copy(false);
       gradient_bytes_ += bytes;
       i = end;
     }

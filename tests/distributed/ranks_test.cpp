@@ -21,6 +21,11 @@ using test::Scratch;
 
 const char kFc[] = "FC/layers:2/nodes:32/input:64/output:10/batch:8/";
 
+// --paradnn_case= of the small FC model on a backend, data type and mode.
+std::string FcCase(const std::string& rest) {
+  return std::string("--paradnn_case=") + kFc + rest;
+}
+
 struct Rank {
   int status = -1;
   std::string out, err;
@@ -65,9 +70,9 @@ std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
 TEST_CASE("ranks train a case together and rank 0 reports for all",
           "[distributed][runner]") {
   const std::string out = Scratch("results.json");
-  const std::string args = std::string("--paradnn_case=") + kFc +
-                           "torch/fp32/train --paradnn_case=" + kFc +
-                           "onednn/fp32/train --paradnn_threads=1 "
+  const std::string args = FcCase("torch/fp32/train") + " " +
+                           FcCase("onednn/fp32/train") +
+                           " --paradnn_threads=1 "
                            "--paradnn_steps=3 --benchmark_format=json "
                            "--benchmark_out_format=json --benchmark_out=" +
                            out;
@@ -108,8 +113,8 @@ TEST_CASE("ranks train a case together and rank 0 reports for all",
 }
 
 TEST_CASE("with --paradnn_all_ranks every rank reports", "[distributed]") {
-  const std::string args = std::string("--paradnn_case=") + kFc +
-                           "torch/fp32/train --paradnn_threads=1 "
+  const std::string args = FcCase("torch/fp32/train") +
+                           " --paradnn_threads=1 "
                            "--paradnn_steps=2 --paradnn_all_ranks "
                            "--benchmark_format=json";
   const std::vector<Rank> ranks = RunRanks({args, args}, 2);
@@ -120,14 +125,12 @@ TEST_CASE("with --paradnn_all_ranks every rank reports", "[distributed]") {
 
 TEST_CASE("ranks at different cases fail them on every rank, then go on",
           "[distributed]") {
-  // Rank 1 leaves out the first case: the ranks disagree on it; then rank
-  // 1 runs the second alone with rank 0 and both pass it.
+  // The ranks run the same two cases in opposite orders: they disagree at
+  // each, and each rank fails both, without waiting for a timeout.
   const std::string common =
       " --paradnn_threads=1 --paradnn_steps=2 --paradnn_dist_timeout=20";
-  const std::string a =
-      std::string("--paradnn_case=") + kFc + "torch/fp32/train";
-  const std::string b =
-      std::string("--paradnn_case=") + kFc + "torch/fp32/infer";
+  const std::string a = FcCase("torch/fp32/train");
+  const std::string b = FcCase("torch/fp32/infer");
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Rank> ranks =
       RunRanks({a + " " + b + common, b + " " + a + common}, 2);
@@ -149,10 +152,8 @@ TEST_CASE("a rank that dies fails the case on the others within the timeout",
   // peer gone.
   const std::string common =
       " --paradnn_threads=1 --paradnn_steps=2 --paradnn_dist_timeout=10";
-  const std::string a =
-      std::string("--paradnn_case=") + kFc + "torch/fp32/train";
-  const std::string b =
-      std::string("--paradnn_case=") + kFc + "onednn/fp32/train";
+  const std::string a = FcCase("torch/fp32/train");
+  const std::string b = FcCase("onednn/fp32/train");
   const std::vector<Rank> ranks =
       RunRanks({a + " " + b + common, a + common}, 2);
   INFO(ranks[0].err << ranks[1].err);
@@ -166,8 +167,8 @@ TEST_CASE("a rank that dies fails the case on the others within the timeout",
 TEST_CASE("a rank that never comes ends the rendezvous with a clear error",
           "[distributed]") {
   const std::vector<Rank> ranks =
-      RunRanks({std::string("--paradnn_case=") + kFc +
-                "torch/fp32/train --paradnn_dist_timeout=2 --paradnn_steps=2"},
+      RunRanks({FcCase("torch/fp32/train") +
+                " --paradnn_dist_timeout=2 --paradnn_steps=2"},
                2);
   CHECK(ranks[0].status == 1);
   CHECK_THAT(ranks[0].err, Contains("rank(s) 1 of 2 did not join within 2 s"));
@@ -175,8 +176,8 @@ TEST_CASE("a rank that never comes ends the rendezvous with a clear error",
 
 TEST_CASE("ranks started with different world sizes are told so",
           "[distributed]") {
-  const std::string args = std::string("--paradnn_case=") + kFc +
-                           "torch/fp32/train --paradnn_dist_timeout=3 "
+  const std::string args = FcCase("torch/fp32/train") +
+                           " --paradnn_dist_timeout=3 "
                            "--paradnn_steps=2";
   const std::vector<Rank> ranks = RunRanks({args, args}, {2, 3});
   CHECK(ranks[0].status == 1);
@@ -191,9 +192,7 @@ TEST_CASE("ranks started with different world sizes are told so",
 
 TEST_CASE("flags that cannot work across ranks are refused", "[distributed]") {
   const std::vector<Rank> ranks =
-      RunRanks({std::string("--paradnn_case=") + kFc +
-                "torch/fp32/train --paradnn_isolate"},
-               2);
+      RunRanks({FcCase("torch/fp32/train") + " --paradnn_isolate"}, 2);
   CHECK(ranks[0].status != 0);
   CHECK_THAT(ranks[0].err,
              Contains("--paradnn_isolate runs cases in child "
