@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "backends/torch/step_allocator.h"
 #include "distributed/world.h"
 #include "generators/check.h"
 #include "generators/init.h"
@@ -509,6 +510,8 @@ class TorchRunner : public Runner {
     comm_->AverageGradients(grads_);
   }
 
+  // First: every tensor below is allocated while it is installed.
+  StepAllocatorScope allocator_;
   const Graph graph_;
   const bool train_;
   const torch::Device device_;
