@@ -31,7 +31,8 @@ const json& Context(Run& run, const std::string& backend) {
   return run.brick_context[backend] = {{"cpu", CpuName()},
                                        {"threads", run.options.threads},
                                        {"library", library},
-                                       {"paradnn_version", PARADNN_VERSION}};
+                                       {"paradnn_version", PARADNN_VERSION},
+                                       {"brick_steps", "warm and cold"}};
 }
 
 std::string Now() {
@@ -73,6 +74,8 @@ void UseBricksDb(Run& run) {
       continue;
     }
     e.known_step_ms = record["step_ms"].get<double>();
+    if (record.contains("cold_step_ms") && record["cold_step_ms"].is_number())
+      e.known_cold_step_ms = record["cold_step_ms"].get<double>();
     run.infos[it->second].registered = false;
   }
   if (other_context > 0) {
@@ -89,11 +92,13 @@ void SaveBricksDb(Run& run) {
   const std::string now = Now();
   for (const Entry& e : run.entries) {
     if (!e.brick || e.status != CaseStatus::kPassed) continue;
-    measured[e.name] = {{"name", e.name},
-                        {"step_ms", e.MedianStepMs()},
-                        {"steps", e.all_step_times_ms.size()},
-                        {"measured_at", now},
-                        {"context", Context(run, e.backend)}};
+    measured[e.name] = {
+        {"name", e.name},
+        {"step_ms", e.MedianStepMs()},
+        {"cold_step_ms", e.MedianStepMs(true)},
+        {"steps", e.all_step_times_ms.size() + e.all_cold_step_times_ms.size()},
+        {"measured_at", now},
+        {"context", Context(run, e.backend)}};
   }
   for (const json& record : run.bricks_db) {
     const auto it = measured.find(record["name"].get<std::string>());

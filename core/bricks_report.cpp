@@ -42,7 +42,11 @@ bool HasStepTime(const Entry& brick) {
 
 }  // namespace
 
-double Entry::MedianStepMs() const {
+double Entry::MedianStepMs(bool cold) const {
+  if (cold && known_cold_step_ms) return *known_cold_step_ms;
+  if (cold && !all_cold_step_times_ms.empty()) {
+    return Median(all_cold_step_times_ms);
+  }
   if (known_step_ms) return *known_step_ms;
   return all_step_times_ms.empty() ? step_ms : Median(all_step_times_ms);
 }
@@ -59,8 +63,7 @@ void ReportBricks(const Run& run) {
       bricks_s += e.benchmark_s;
     } else {
       total_bricks += static_cast<int64_t>(e.layer_bricks.size());
-      for (int b : e.layer_bricks)
-        total_layers += run.entries[b].brick->layers();
+      total_layers += e.layers;
       models_s += e.benchmark_s;
       models_ran = models_ran || e.status != CaseStatus::kNotRun;
     }
@@ -71,20 +74,25 @@ void ReportBricks(const Run& run) {
   ordered_json models = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
+    // A model whose data (the cost model's estimate of what it holds) are
+    // more than the L2 caches of the threads it runs on: its layers take
+    // their bricks' times with evicted caches.
+    const bool cold = e.cost.memory > run.options.threads * L2Bytes();
     double estimate = 0;
     bool complete = true;
     ordered_json layers = ordered_json::array();
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
       complete = complete && HasStepTime(brick);
-      estimate += brick.MedianStepMs();
+      estimate += brick.MedianStepMs(cold);
       layers.push_back(brick.name);
     }
     const bool measured = e.status == CaseStatus::kPassed;
     ordered_json m = {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
-        {"measured_ms", measured ? ordered_json(e.MedianStepMs()) : nullptr}};
+        {"measured_ms", measured ? ordered_json(e.MedianStepMs()) : nullptr},
+        {"caches", cold ? "cold" : "warm"}};
     m["layers"] = layers;
     if (complete && measured) {
       const double ratio = estimate / e.MedianStepMs();
@@ -103,6 +111,8 @@ void ReportBricks(const Run& run) {
     bricks.push_back(
         {{"name", e.name},
          {"step_ms", HasStepTime(e) ? ordered_json(e.MedianStepMs()) : nullptr},
+         {"cold_step_ms",
+          HasStepTime(e) ? ordered_json(e.MedianStepMs(true)) : nullptr},
          {"from_db", e.known_step_ms.has_value()}});
   }
   auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {

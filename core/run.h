@@ -33,7 +33,10 @@ struct Entry {
   Mode mode = Mode::kTrain;
   std::optional<Case> model;
   std::optional<Brick> brick;
-  std::vector<int> layer_bricks;  // a model's layers, as brick entries
+  // A model's layers, as brick entries, and its gradient sums after them
+  // (GradientSumsOf): the bricks its step time is constructed from.
+  std::vector<int> layer_bricks;
+  int64_t layers = 0;  // of the model, as many as its layer bricks cover
   Cost cost;
   int64_t batch = 0;
   CaseStatus status = CaseStatus::kNotRun;
@@ -44,15 +47,21 @@ struct Entry {
   std::vector<std::pair<int64_t, int64_t>> timed_ms;
   double step_ms = 0;                 // per step, in the last timed loop
   std::vector<double> step_times_ms;  // each step of the last timed loop
+  // A brick's steps alternate between caches as it left them and caches
+  // evicted (EvictCaches): which of the last loop's steps was evicted.
+  std::vector<bool> step_cold;
   // Each step of every call that timed some (probes and repetitions
   // pooled): with repetitions interleaved across cases, a median over all
   // of them sees the machine as every other case saw it.
   std::vector<double> all_step_times_ms;
+  std::vector<double> all_cold_step_times_ms;  // a brick's evicted steps
   // A brick's median step from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
-  std::optional<double> known_step_ms;
+  std::optional<double> known_step_ms, known_cold_step_ms;
 
-  double MedianStepMs() const;
+  // With `cold`, a brick's median over its steps that started with evicted
+  // caches, the time it takes inside a model whose data do not fit them.
+  double MedianStepMs(bool cold = false) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
@@ -64,6 +73,9 @@ struct Entry {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
   }
 };
+
+// The L2 cache of one core, in bytes (1 MiB where the system does not say).
+int64_t L2Bytes();
 
 struct Run {
   std::optional<core::Loaded> loaded;  // the first Load's result

@@ -179,9 +179,12 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         run.unique_layers.insert(
             BrickCase{b, c.backend, c.dtype, c.mode}.Name());
       }
-      for (Brick& b : o.bricks_granularity == 1
-                          ? std::move(single)
-                          : BricksOf(g, c.mode, o.bricks_granularity)) {
+      std::vector<Brick> bricks =
+          o.bricks_granularity == 1 ? std::move(single)
+                                    : BricksOf(g, c.mode, o.bricks_granularity);
+      for (const Brick& b : bricks) e.layers += b.layers();
+      for (Brick& b : GradientSumsOf(g, c.mode)) bricks.push_back(std::move(b));
+      for (Brick& b : bricks) {
         Entry brick;
         brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();
         brick.backend = c.backend;

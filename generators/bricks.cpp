@@ -305,4 +305,24 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity) {
   return bricks;
 }
 
+std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode) {
+  std::vector<Brick> sums;
+  if (mode != Mode::kTrain) return sums;
+  const std::vector<bool> needs_grad = g.NeedsGrad();
+  std::vector<int> readers(g.size(), 0);
+  for (int i = 0; i < g.size(); ++i) {
+    for (int in : g.layer(i).inputs) ++readers[in];
+  }
+  for (int x = 0; x < g.size(); ++x) {
+    if (!needs_grad[x]) continue;
+    for (int k = 1; k < readers[x]; ++k) {
+      Brick sum;
+      sum.op = Op::kAdd;
+      sum.inputs = {g.layer(x).shape, g.layer(x).shape};
+      sums.push_back(std::move(sum));
+    }
+  }
+  return sums;
+}
+
 }  // namespace paradnn

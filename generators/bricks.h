@@ -55,4 +55,13 @@ BrickCase ParseBrickName(std::string_view name);
 // other layer reads (DLBricks' benchmark granularity).
 std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1);
 
+// Work of a training step that belongs to no layer: where k layers read one
+// tensor, backward adds their k gradients of it, which no layer's brick
+// does. Each of the k - 1 sums is timed as the brick of an add of two
+// tensors of that shape whose inputs take no gradient
+// ("add/in:8x16x50x50,8x16x50x50/grad:0"): its training step is the
+// forward add alone, the same reads and write as the sum. None in
+// inference.
+std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode);
+
 }  // namespace paradnn

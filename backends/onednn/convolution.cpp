@@ -12,7 +12,7 @@ namespace paradnn::onednn {
 memory::desc OnednnRunner::ConvolutionOutput(const Dims& dims) {
   const memory::desc any(dims, dt_, Tag::any);
   dnnl::convolution_forward::primitive_desc pd(
-      {dnnl::prop_kind::forward_inference,
+      {Forward(),
        dnnl::algorithm::convolution_direct,
        any,
        memory::desc({dims[1], dims[1], 3, 3}, dt_, Tag::any),

@@ -421,8 +421,9 @@ void OnednnRunner::Build(int i) {
       break;
     case Op::kMeanLoss:
       mean_loss_ = true;
-      if (train_) {
-        // d mean / d x = 1/n everywhere, the same every step.
+      // d mean / d x = 1/n everywhere, the same every step; nothing where
+      // nothing takes a gradient (the brick of a gradient sum).
+      if (Grad(l.inputs[0])) {
         const int x = l.inputs[0];
         const memory::desc md = out_[x].get_desc();
         const Dims dims = md.dims();

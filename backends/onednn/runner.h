@@ -236,7 +236,8 @@ class OnednnRunner : public Runner {
 
   void Build(int i);
 
-  // The format a convolution producing `dims` would write: images fed to
+  // The format a convolution producing `dims` in this runner's mode would
+  // write (training and inference pick different ones): images fed to
   // the graph (a layer's input when it runs on its own) arrive as they
   // would from the convolution before it, not in plain NCHW, where batch
   // norm, pooling and eltwise primitives run several times slower.

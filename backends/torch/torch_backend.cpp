@@ -456,7 +456,9 @@ class TorchRunner : public Runner {
         if (!mean_grad_.defined()) {
           mean_grad_ = torch::full_like(logits_, 1.0 / logits_.numel());
         }
-        logits_.backward(mean_grad_);
+        // Nothing to do where nothing takes a gradient: the brick of a
+        // gradient sum (an add of inputs that take none) is its forward.
+        if (logits_.requires_grad()) logits_.backward(mean_grad_);
         loss_ = torch::Tensor();
       }
       if (comm_ != nullptr) AverageGradients();

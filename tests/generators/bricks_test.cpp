@@ -187,5 +187,39 @@ TEST_CASE("a brick's graph does the layer's own work", "[bricks]") {
   }
 }
 
+TEST_CASE("backward's gradient sums, where two layers read a tensor",
+          "[bricks]") {
+  const Case c = ParseCaseName(
+      "CNN/block:residual/blocks:2/filters:8/image:32/output:10/batch:2/"
+      "torch/fp32/train");
+  const Graph g = c.model.BuildGraph();
+  // Every block's input is read by its first convolution and by its
+  // shortcut (a projection or the add): one sum per block, of its input.
+  // Stem: 32 -> 16 (conv) -> 8 (pool), 8 channels; each group after the
+  // first halves the image and doubles the channels in its first block.
+  std::multiset<std::string> keys;
+  for (const Brick& b : GradientSumsOf(g, Mode::kTrain)) keys.insert(b.Key());
+  const auto sum = [](const std::string& s) {
+    return "add/in:" + s + "," + s + "/grad:0";
+  };
+  CHECK(keys == std::multiset<std::string>{sum("2x8x8x8"), sum("2x8x8x8"),
+                                           sum("2x8x8x8"), sum("2x16x4x4"),
+                                           sum("2x16x4x4"), sum("2x32x2x2"),
+                                           sum("2x32x2x2"), sum("2x64x1x1")});
+  // Its brick adds in the forward pass and has nothing to send back: no
+  // weights, no layer takes a gradient.
+  const Graph sum_graph =
+      GradientSumsOf(g, Mode::kTrain)[0].BuildGraph(Mode::kTrain);
+  CHECK(sum_graph.Params().empty());
+  for (bool grad : sum_graph.NeedsGrad()) CHECK_FALSE(grad);
+  CHECK(GradientSumsOf(g, Mode::kInfer).empty());
+  // An FC model reads every tensor once.
+  CHECK(GradientSumsOf(ParseCaseName("FC/layers:4/nodes:32/input:64/output:10/"
+                                     "batch:8/torch/fp32/train")
+                           .model.BuildGraph(),
+                       Mode::kTrain)
+            .empty());
+}
+
 }  // namespace
 }  // namespace paradnn

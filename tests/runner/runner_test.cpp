@@ -571,7 +571,11 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   // repetitions of 5 steps each (the cv of a ReLU's zero FLOP/s is NaN).
   json results = ParseBenchmarkJson(r.out);
   std::map<std::string, double> brick_ms;
-  for (const json& b : j["bricks"]) brick_ms[b["name"]] = b["step_ms"];
+  for (const json& b : j["bricks"]) {
+    brick_ms[b["name"]] = b["step_ms"];
+    // Every other step started with evicted caches: timed apart.
+    CHECK(b["cold_step_ms"].get<double>() > 0);
+  }
   for (const std::string& brick : {in, hidden, relu, output, loss})
     CHECK(brick_ms.count(brick + suffix) == 1);
   std::map<std::string, std::vector<double>> repetition_ms;
@@ -604,6 +608,8 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
       sum += brick_ms.at(layer + suffix);
     }
     CHECK(m["layers"].get<std::vector<std::string>>() == names);
+    // Models of a few KB, inside one core's L2: the warm steps' times.
+    CHECK(m["caches"] == "warm");
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     CHECK(m["estimate_over_measured"].get<double>() ==
           Approx(sum / m["measured_ms"].get<double>()));
