@@ -196,15 +196,6 @@ core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
 // in such models). Before every other timed step of a brick, each of the
 // run's threads writes a buffer of its own twice its L2's size (untimed),
 // so that a brick has a time for both kinds of model (MedianStepMs(cold)).
-}  // namespace
-
-int64_t L2Bytes() {
-  static const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return l2 > 0 ? l2 : 1 << 20;
-}
-
-namespace {
-
 void EvictCaches(int threads) {
   static std::vector<std::vector<char>> buffers;
   const size_t bytes = 2 * static_cast<size_t>(L2Bytes());
@@ -262,6 +253,11 @@ void AddCounters(const Run& run, const Entry& e,
 
 }  // namespace
 
+int64_t L2Bytes() {
+  static const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? l2 : 1 << 20;
+}
+
 namespace core {
 
 Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
@@ -317,11 +313,9 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
 bool Step() {
   Run& run = TheRun();
   Entry& e = run.entries[run.prepared];
-  const bool cold =
-      e.brick && (e.all_step_times_ms.size() + e.all_cold_step_times_ms.size() +
-                  e.step_times_ms.size()) %
-                         2 ==
-                     1;
+  const size_t timed = e.all_step_times_ms.size() +
+                       e.all_cold_step_times_ms.size() + e.step_times_ms.size();
+  const bool cold = e.brick && timed % 2 == 1;
   if (cold) EvictCaches(run.options.threads);
   const auto start = Clock::now();
   try {

@@ -125,6 +125,15 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
   }
 }
 
+// How many layers read each layer's output.
+std::vector<int> Readers(const Graph& g) {
+  std::vector<int> readers(g.size(), 0);
+  for (int i = 0; i < g.size(); ++i) {
+    for (int in : g.layer(i).inputs) ++readers[in];
+  }
+  return readers;
+}
+
 // Adds b's layer to g on inputs `in`; its output, or -1 for a loss.
 int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
   switch (b.op) {
@@ -268,10 +277,7 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity) {
   PARADNN_CHECK(granularity >= 1, "granularity must be at least 1");
   const bool train = mode == Mode::kTrain;
   const std::vector<bool> needs_grad = g.NeedsGrad();
-  std::vector<int> readers(g.size(), 0);
-  for (int i = 0; i < g.size(); ++i) {
-    for (int in : g.layer(i).inputs) ++readers[in];
-  }
+  const std::vector<int> readers = Readers(g);
   std::vector<Brick> bricks;
   int previous = -1;  // the last layer added, when it may continue a chain
   for (int i = 0; i < g.size(); ++i) {
@@ -309,10 +315,7 @@ std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode) {
   std::vector<Brick> sums;
   if (mode != Mode::kTrain) return sums;
   const std::vector<bool> needs_grad = g.NeedsGrad();
-  std::vector<int> readers(g.size(), 0);
-  for (int i = 0; i < g.size(); ++i) {
-    for (int in : g.layer(i).inputs) ++readers[in];
-  }
+  const std::vector<int> readers = Readers(g);
   for (int x = 0; x < g.size(); ++x) {
     if (!needs_grad[x]) continue;
     for (int k = 1; k < readers[x]; ++k) {

@@ -419,12 +419,12 @@ void OnednnRunner::Build(int i) {
       break;
     case Op::kSoftmaxCrossEntropy:
       break;
-    case Op::kMeanLoss:
+    case Op::kMeanLoss: {
       mean_loss_ = true;
       // d mean / d x = 1/n everywhere, the same every step; nothing where
       // nothing takes a gradient (the brick of a gradient sum).
-      if (Grad(l.inputs[0])) {
-        const int x = l.inputs[0];
+      const int x = l.inputs[0];
+      if (Grad(x)) {
         const memory::desc md = out_[x].get_desc();
         const Dims dims = md.dims();
         memory user = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
@@ -433,6 +433,7 @@ void OnednnRunner::Build(int i) {
         RunNow(user, diff_[x]);
       }
       break;
+    }
   }
 }
 

@@ -647,9 +647,20 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
     if (!isolate.empty()) names.resize(3);
     std::string args;
     for (const std::string& n : names) args += " --paradnn_case=" + n;
-    Result r = RunRunner(args + kFast + isolate + " --benchmark_format=json");
+    const std::string out = Scratch("isolated_bricks.json");
+    Result r =
+        RunRunner(args + kFast + isolate +
+                  " --benchmark_format=json --paradnn_bricks_out=" + out);
     INFO(isolate << "\n" << r.err);
     REQUIRE(r.status == 0);
+    // Warm and cold steps pooled apart, also from an isolated process: two
+    // medians of different steps.
+    const json bricks = json::parse(Slurp(out))["bricks"];
+    REQUIRE(bricks.size() == names.size());
+    for (const json& b : bricks) {
+      INFO(b.dump());
+      CHECK(b["cold_step_ms"].get<double>() != b["step_ms"].get<double>());
+    }
     CHECK_THAT(r.err, Contains("paradnn: " + std::to_string(names.size()) +
                                " passed, 0 skipped, 0 failed"));
     json j = json::parse(r.out);
