@@ -50,6 +50,13 @@ class Runner {
   virtual std::vector<float> Param(int index) = 0;
   // Runs `steps` steps under the backend's own profiler.
   virtual StepProfile Profile(int steps) = 0;
+  // Between steps: drops the model's data from every cache level, then
+  // reads its inputs back in, the state a layer finds inside a model larger
+  // than the caches, its input just written by the layer before it (a
+  // brick's flushed steps, docs/bricks.md). Which data a layer there finds
+  // in memory follows the backend's memory management. Nothing where no
+  // CPU cache holds them (a device's memory).
+  virtual void Cool() {}
 };
 
 class Backend {

@@ -32,7 +32,7 @@ const json& Context(Run& run, const std::string& backend) {
                                        {"threads", run.options.threads},
                                        {"library", library},
                                        {"paradnn_version", PARADNN_VERSION},
-                                       {"brick_steps", "warm and cold"}};
+                                       {"brick_steps", "warm and flushed"}};
 }
 
 std::string Now() {

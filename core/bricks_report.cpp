@@ -15,6 +15,10 @@ namespace {
 
 using nlohmann::ordered_json;
 
+// Models of up to this many times their threads' L2 caches keep their data
+// in L2 and L3 from step to step: their bricks' warm times fit them best.
+constexpr int64_t kColdAboveL2s = 8;
+
 // Estimate over measured per model: their geometric mean and range, and
 // the error of the estimates, |ratio - 1|, mean and worst.
 ordered_json Spread(const std::vector<double>& ratios) {
@@ -75,9 +79,10 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
     // A model whose data (the cost model's estimate of what it holds) are
-    // more than the L2 caches of the threads it runs on: its layers take
-    // their bricks' times with evicted caches.
-    const bool cold = e.cost.memory > run.options.threads * L2Bytes();
+    // more than 8 times the L2 caches of the threads it runs on: its layers
+    // take their bricks' cold times (docs/bricks.md says why 8).
+    const bool cold =
+        e.cost.memory > kColdAboveL2s * run.options.threads * L2Bytes();
     double estimate = 0;
     bool complete = true;
     ordered_json layers = ordered_json::array();

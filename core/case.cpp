@@ -1,7 +1,6 @@
 // One case from its benchmark function: progress, the checks before it
 // runs, its model prepared once and settled, its steps timed, its profile
 // and counters.
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -189,25 +188,6 @@ core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
   return all[2] % 2 ? core::Status::Failed(why) : core::Status::Skipped(why);
 }
 
-// Inside a model whose data do not fit the caches, a layer finds them full
-// of the other layers' data: its weights and the tensors it saved for
-// backward come from L3 or memory. A brick stepped alone finds all of its
-// own still in L2 (small memory-bound layers ran 2-5x faster as bricks than
-// in such models). Before every other timed step of a brick, each of the
-// run's threads writes a buffer of its own twice its L2's size (untimed),
-// so that a brick has a time for both kinds of model (MedianStepMs(cold)).
-void EvictCaches(int threads) {
-  static std::vector<std::vector<char>> buffers;
-  const size_t bytes = 2 * static_cast<size_t>(L2Bytes());
-  if (buffers.size() < static_cast<size_t>(threads)) buffers.resize(threads);
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<char>& b = buffers[omp_get_thread_num()];
-    if (b.size() != bytes) b.assign(bytes, 0);
-    for (size_t i = 0; i < b.size(); i += 64) ++b[i];
-  }
-}
-
 void AddCounters(const Run& run, const Entry& e,
                  std::vector<core::Counter>* counters) {
   const double flops = static_cast<double>(e.cost.flops);
@@ -315,10 +295,13 @@ bool Step() {
   Entry& e = run.entries[run.prepared];
   const size_t timed = e.all_step_times_ms.size() +
                        e.all_cold_step_times_ms.size() + e.step_times_ms.size();
+  // Every other step of a brick starts with its data out of the caches but
+  // its input (docs/bricks.md, "Warm and cold caches"), untimed.
   const bool cold = e.brick && timed % 2 == 1;
-  if (cold) EvictCaches(run.options.threads);
-  const auto start = Clock::now();
+  Clock::time_point start;
   try {
+    if (cold) run.runner->Cool();
+    start = Clock::now();
     run.runner->Step();
   } catch (const std::exception& ex) {
     run.step_error = std::string("step failed: ") + ex.what();

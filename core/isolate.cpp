@@ -64,7 +64,7 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
                                                           : "failed";
   out["message"] = status.message;
   out["steps_ms"] = e.step_times_ms;
-  out["steps_cold"] = e.step_cold;  // a brick's evicted steps
+  out["steps_cold"] = e.step_cold;  // a brick's cold steps
   for (const core::Counter& c : ProfileCounters(e)) {
     out["counters"][c.name] = c.value;
   }
@@ -121,7 +121,7 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
   for (const auto& ms : result["steps_ms"]) {
     e.isolated_steps_s.push_back(ms.get<double>() / 1e3);
   }
-  // Which of them started with evicted caches, as the child chose: EndCase
+  // Which of them started cold, as the child chose: EndCase
   // pools them apart.
   e.step_cold = result.value("steps_cold", std::vector<bool>());
   if (static_cast<int64_t>(e.isolated_steps_s.size()) != steps) {

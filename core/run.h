@@ -47,20 +47,21 @@ struct Entry {
   std::vector<std::pair<int64_t, int64_t>> timed_ms;
   double step_ms = 0;                 // per step, in the last timed loop
   std::vector<double> step_times_ms;  // each step of the last timed loop
-  // A brick's steps alternate between caches as it left them and caches
-  // evicted (EvictCaches): which of the last loop's steps was evicted.
+  // A brick's steps alternate between caches as it left them and its data
+  // flushed from them but its input (Runner::Cool): which of the last
+  // loop's steps started cold.
   std::vector<bool> step_cold;
   // Each step of every call that timed some (probes and repetitions
   // pooled): with repetitions interleaved across cases, a median over all
   // of them sees the machine as every other case saw it.
   std::vector<double> all_step_times_ms;
-  std::vector<double> all_cold_step_times_ms;  // a brick's evicted steps
+  std::vector<double> all_cold_step_times_ms;  // a brick's cold steps
   // A brick's median step from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
   std::optional<double> known_step_ms, known_cold_step_ms;
 
-  // With `cold`, a brick's median over its steps that started with evicted
-  // caches, the time it takes inside a model whose data do not fit them.
+  // With `cold`, a brick's median over its steps that started cold, the
+  // time it takes inside a model whose data do not fit the caches.
   double MedianStepMs(bool cold = false) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.

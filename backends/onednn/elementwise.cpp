@@ -63,7 +63,7 @@ void OnednnRunner::BuildPositional(int i, const Layer& l) {
   // (oneDNN's reduction over the middle dimension is reference code).
   const memory::desc ones_md({1, 1, dims[1]}, dt_, Tag::abc);
   memory ones = Make(ones_md);
-  memory user_ones = Make(memory::desc({1, 1, dims[1]}, Dt::f32, Tag::abc));
+  memory user_ones = Staging(memory::desc({1, 1, dims[1]}, Dt::f32, Tag::abc));
   std::fill_n(static_cast<float*>(user_ones.get_data_handle()), dims[1], 1.f);
   RunNow(user_ones, ones);
   dnnl::matmul::primitive_desc rpd({ones_md, md, table.grad.get_desc()},

@@ -2,6 +2,8 @@
 // loss.
 #include "backends/onednn/runner.h"
 
+#include "backends/caches.h"
+
 namespace paradnn::onednn {
 
 OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
@@ -74,7 +76,7 @@ double OnednnRunner::Loss() {
 std::vector<float> OnednnRunner::Output() {
   const memory& logits = out_[graph_.logits()];
   const Dims dims = logits.get_desc().dims();
-  memory plain = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+  memory plain = Staging(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
   RunNow(logits, plain);
   const float* p = static_cast<const float*>(plain.get_data_handle());
   return std::vector<float>(p, p + plain.get_desc().get_size() / sizeof(float));
@@ -136,6 +138,26 @@ void OnednnRunner::RunStep(StepProfile* profile) {
     RunActions(update_, profile);
   }
   stream_.wait();
+}
+
+void OnednnRunner::Cool() {
+  for (const memory& m : held_) {
+    FlushFromCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
+  }
+  // What the layers before would have just written: the data, and the
+  // gradient a mean loss hands back (the next layer's, inside a model).
+  auto read = [&](const memory& m) {
+    ReadIntoCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
+  };
+  for (int i = 0; i < graph_.size(); ++i) {
+    const Layer& l = graph_.layer(i);
+    if (l.op == Op::kInput) read(out_[i]);
+    if (l.op == Op::kTokens) {
+      ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
+                     threads_);
+    }
+    if (l.op == Op::kMeanLoss && Grad(l.inputs[0])) read(diff_[l.inputs[0]]);
+  }
 }
 
 // The list being built: forward, a layer's backward, or the update.
@@ -311,7 +333,7 @@ void OnednnRunner::PlaceGradients() {
 }
 
 void OnednnRunner::WriteParam(Weight& p, const std::vector<float>& values) {
-  memory user = Make(p.user);
+  memory user = Staging(p.user);
   float* u = static_cast<float*>(user.get_data_handle());
   if (p.gru) {
     PermuteGates(values.data(), u, p.gate_rows, values.size());
@@ -328,7 +350,7 @@ void OnednnRunner::RunNow(memory from, memory to) {
 }
 
 std::vector<float> OnednnRunner::ReadParam(Weight& p) {
-  memory user = Make(p.user);
+  memory user = Staging(p.user);
   RunNow(p.value, user);
   const int64_t n = p.user.get_size() / sizeof(float);
   const float* u = static_cast<const float*>(user.get_data_handle());
@@ -364,7 +386,7 @@ void OnednnRunner::Build(int i) {
       const Tag tag = PlainTag(l.shape.size());
       SetOut(i, l.shape.size() == 4 ? ConvolutionOutput(l.shape)
                                     : memory::desc(l.shape, dt_, tag));
-      memory user = Make(memory::desc(l.shape, Dt::f32, tag));
+      memory user = Staging(memory::desc(l.shape, Dt::f32, tag));
       const std::vector<float> data =
           InitInput(graph_, seed_, i, first_example_);
       std::copy(data.begin(), data.end(),
@@ -427,7 +449,8 @@ void OnednnRunner::Build(int i) {
       if (Grad(x)) {
         const memory::desc md = out_[x].get_desc();
         const Dims dims = md.dims();
-        memory user = Make(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+        memory user =
+            Staging(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
         const int64_t n = Elements(graph_.layer(x).shape);
         std::fill_n(static_cast<float*>(user.get_data_handle()), n, 1.f / n);
         RunNow(user, diff_[x]);

@@ -93,6 +93,8 @@ class OnednnRunner : public Runner {
 
   StepProfile Profile(int steps) override;
 
+  void Cool() override;
+
   double Loss() override;
 
   std::vector<float> Output() override;
@@ -181,7 +183,13 @@ class OnednnRunner : public Runner {
   void Push(Actions& list, OpClass cls, const std::string& what,
             std::function<void()> run);
 
-  memory Make(const memory::desc& md) { return memory(md, engine_); }
+  // A buffer the step uses (Cool() flushes it).
+  memory Make(const memory::desc& md) {
+    held_.push_back(memory(md, engine_));
+    return held_.back();
+  }
+  // A buffer used outside the step only: values on their way in or out.
+  memory Staging(const memory::desc& md) { return memory(md, engine_); }
   // A parameter's gradient memory: its own buffer, or (data-parallel) one
   // PlaceGradients puts in a shared buffer.
   memory MakeGrad(const memory::desc& md);
@@ -314,6 +322,7 @@ class OnednnRunner : public Runner {
   double loss_ = std::nan("");
   int building_ = 0;            // the layer whose steps are being built
   std::vector<memory> owners_;  // buffers behind reshaped views
+  std::vector<memory> held_;    // every buffer the runner made
   bool mean_loss_ = false;
   int threads_ = 1;
   std::vector<float> softmax_scratch_;  // a row of logits per thread

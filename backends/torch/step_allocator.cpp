@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/caches.h"
+
 namespace paradnn {
 namespace {
 
@@ -39,6 +41,14 @@ class StepAllocator final : public c10::Allocator {
   void Activate() {
     std::lock_guard<std::mutex> lock(mutex_);
     active_ = true;
+  }
+
+  // The blocks in use out of every cache level (see the header).
+  void FlushInUse(int threads) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [block, size] : in_use_) {
+      FlushFromCaches(block, size, threads);
+    }
   }
 
   // Returns the cached blocks to the system and forgets those in use: they
@@ -97,6 +107,10 @@ constexpr uint8_t kPriority = std::numeric_limits<uint8_t>::max();
 StepAllocatorScope::StepAllocatorScope() : replaced_(c10::GetCPUAllocator()) {
   StepAllocator::Instance().Activate();
   c10::SetCPUAllocator(&StepAllocator::Instance(), kPriority);
+}
+
+void StepAllocatorScope::FlushInUse(int threads) const {
+  StepAllocator::Instance().FlushInUse(threads);
 }
 
 StepAllocatorScope::~StepAllocatorScope() {

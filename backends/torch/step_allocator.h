@@ -21,6 +21,14 @@ class StepAllocatorScope {
   StepAllocatorScope(const StepAllocatorScope&) = delete;
   StepAllocatorScope& operator=(const StepAllocatorScope&) = delete;
 
+  // Drops the blocks in use from every cache level: between steps, the
+  // tensors that live across them (weights, gradients, inputs, the last
+  // output), which a layer inside a model larger than the caches finds in
+  // memory. Not the cached free blocks: LibTorch frees each activation once
+  // read, and the next allocation of its size takes its block at once,
+  // still in the caches, inside a model as in a brick.
+  void FlushInUse(int threads) const;
+
  private:
   c10::Allocator* replaced_;
 };

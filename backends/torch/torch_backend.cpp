@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "backends/caches.h"
 #include "backends/torch/step_allocator.h"
 #include "distributed/world.h"
 #include "generators/check.h"
@@ -366,7 +367,10 @@ void AddSelfTimes(
 class TorchRunner : public Runner {
  public:
   TorchRunner(const Job& job, const RunOptions& opt, torch::Device device)
-      : graph_(job.graph), train_(job.mode == Mode::kTrain), device_(device) {
+      : graph_(job.graph),
+        train_(job.mode == Mode::kTrain),
+        device_(device),
+        threads_(opt.threads) {
     torch::set_num_threads(opt.threads);
     model_ = std::make_shared<TorchModel>(graph_);
     params_ = model_->OrderedParams();
@@ -475,6 +479,18 @@ class TorchRunner : public Runner {
     return Translated([this] { return ComputeLoss(); });
   }
 
+  // Every tensor came from the step allocator; a device's memory is no
+  // CPU cache's.
+  void Cool() override {
+    if (device_.is_cuda()) return;
+    allocator_.FlushInUse(threads_);
+    auto read = [&](const torch::Tensor& t) {
+      if (t.defined()) ReadIntoCaches(t.data_ptr(), t.nbytes(), threads_);
+    };
+    for (const torch::Tensor& in : inputs_) read(in);
+    read(mean_grad_);
+  }
+
   std::vector<float> Output() override {
     return Translated([this] { return ToVector(logits_); });
   }
@@ -517,6 +533,7 @@ class TorchRunner : public Runner {
   const Graph graph_;
   const bool train_;
   const torch::Device device_;
+  const int threads_;
   Communicator* comm_ = nullptr;
   std::vector<GradBuffer> grads_;
   std::shared_ptr<TorchModel> model_;
