@@ -2,13 +2,12 @@
 // sum of its layers' times, against its measured time.
 #include "core/bricks_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "analysis/results.h"
 
 namespace paradnn {
 namespace {
@@ -46,13 +45,16 @@ bool HasStepTime(const Entry& brick) {
 
 }  // namespace
 
-double Entry::MedianStepMs(bool cold) const {
+double Entry::LeastStepMs(bool cold) const {
   if (cold && known_cold_step_ms) return *known_cold_step_ms;
+  auto least = [](const std::vector<double>& v) {
+    return *std::min_element(v.begin(), v.end());
+  };
   if (cold && !all_cold_step_times_ms.empty()) {
-    return Median(all_cold_step_times_ms);
+    return least(all_cold_step_times_ms);
   }
   if (known_step_ms) return *known_step_ms;
-  return all_step_times_ms.empty() ? step_ms : Median(all_step_times_ms);
+  return all_step_times_ms.empty() ? step_ms : least(all_step_times_ms);
 }
 
 void ReportBricks(const Run& run) {
@@ -89,18 +91,19 @@ void ReportBricks(const Run& run) {
     for (int b : e.layer_bricks) {
       const Entry& brick = run.entries[b];
       complete = complete && HasStepTime(brick);
-      estimate += brick.MedianStepMs(cold);
+      estimate += brick.LeastStepMs(cold);
       layers.push_back(brick.name);
     }
     const bool measured = e.status == CaseStatus::kPassed;
     ordered_json m = {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
-        {"measured_ms", measured ? ordered_json(e.MedianStepMs()) : nullptr},
-        {"caches", cold ? "cold" : "warm"}};
+        {"measured_ms", measured ? ordered_json(e.LeastStepMs()) : nullptr},
+        {"caches", cold ? "cold" : "warm"},
+        {"step_times_ms", e.all_step_times_ms}};
     m["layers"] = layers;
     if (complete && measured) {
-      const double ratio = estimate / e.MedianStepMs();
+      const double ratio = estimate / e.LeastStepMs();
       m["estimate_over_measured"] = ratio;
       all.push_back(ratio);
       by_family[e.model->model.family].push_back(ratio);
@@ -115,10 +118,12 @@ void ReportBricks(const Run& run) {
     if (!e.brick) continue;
     bricks.push_back(
         {{"name", e.name},
-         {"step_ms", HasStepTime(e) ? ordered_json(e.MedianStepMs()) : nullptr},
+         {"step_ms", HasStepTime(e) ? ordered_json(e.LeastStepMs()) : nullptr},
          {"cold_step_ms",
-          HasStepTime(e) ? ordered_json(e.MedianStepMs(true)) : nullptr},
-         {"from_db", e.known_step_ms.has_value()}});
+          HasStepTime(e) ? ordered_json(e.LeastStepMs(true)) : nullptr},
+         {"from_db", e.known_step_ms.has_value()},
+         {"step_times_ms", e.all_step_times_ms},
+         {"cold_step_times_ms", e.all_cold_step_times_ms}});
   }
   auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {
     ordered_json out = ordered_json::object();

@@ -52,17 +52,18 @@ struct Entry {
   // loop's steps started cold.
   std::vector<bool> step_cold;
   // Each step of every call that timed some (probes and repetitions
-  // pooled): with repetitions interleaved across cases, a median over all
-  // of them sees the machine as every other case saw it.
+  // pooled): with repetitions interleaved across cases, the least of them
+  // was taken in the quietest moment this case saw.
   std::vector<double> all_step_times_ms;
   std::vector<double> all_cold_step_times_ms;  // a brick's cold steps
-  // A brick's median step from the bricks database (--paradnn_bricks_db),
+  // A brick's least step from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
   std::optional<double> known_step_ms, known_cold_step_ms;
 
-  // With `cold`, a brick's median over its steps that started cold, the
+  // The least of all timed steps (docs/bricks.md, "Timing", says why not
+  // the median); with `cold`, of a brick's steps that started cold, the
   // time it takes inside a model whose data do not fit the caches.
-  double MedianStepMs(bool cold = false) const;
+  double LeastStepMs(bool cold = false) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
