@@ -33,7 +33,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"threads", run.options.threads},
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
-             {"brick_steps", "warm and flushed, least"}};
+             {"brick_steps",
+              "least step; cold: flushed, oneDNN's caches refilled"}};
 }
 
 std::string Now() {
