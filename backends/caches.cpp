@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -44,24 +43,24 @@ void FlushLine(const char* p) {
 #endif
 }
 
-// The size of the largest cache level of CPU 0, as the kernel describes it
-// (glibc's sysconf reports 320 MB of L3 on a 32 MB AMD EPYC here: all the
-// package's L3s together); 32 MB where neither says.
-size_t LastLevelCacheBytes() {
-  size_t largest = 0;
+}  // namespace
+
+size_t CacheBytes(int level) {
   for (int index = 0;; ++index) {
-    std::ifstream size("/sys/devices/system/cpu/cpu0/cache/index" +
-                       std::to_string(index) + "/size");
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    int found = 0;
     size_t kb = 0;
     char unit = 0;
-    if (!(size >> kb >> unit)) break;
-    largest = std::max(largest, kb << (unit == 'M' ? 20 : 10));
+    if (!(std::ifstream(dir + "/level") >> found)) break;
+    if (found == level && std::ifstream(dir + "/size") >> kb >> unit) {
+      return kb << (unit == 'M' ? 20 : 10);
+    }
   }
-  if (largest == 0) largest = std::max(0L, sysconf(_SC_LEVEL3_CACHE_SIZE));
-  return largest > 0 ? largest : size_t{32} << 20;
+  const long bytes =
+      sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+  return bytes > 0 ? bytes : 0;
 }
-
-}  // namespace
 
 void FlushFromCaches(const void* data, size_t bytes, int threads) {
   const auto* first = static_cast<const char*>(data);
@@ -82,7 +81,8 @@ void FlushFromCaches(const void* data, size_t bytes, int threads) {
 void FillCachesWithOtherData(int threads) {
   // Kept for the process: a bricks run cools its oneDNN bricks thousands
   // of times.
-  static std::vector<char> other(LastLevelCacheBytes());
+  static const size_t l3 = CacheBytes(3);
+  static std::vector<char> other(l3 > 0 ? l3 : size_t{32} << 20);
   volatile char* p = other.data();
   const int64_t lines = static_cast<int64_t>(other.size()) / kLine;
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -1,7 +1,6 @@
 // One case from its benchmark function: progress, the checks before it
 // runs, its model prepared once and settled, its steps timed, its profile
 // and counters.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +8,7 @@
 #include <cstdio>
 
 #include "backends/backend.h"
+#include "backends/caches.h"
 #include "core/run.h"
 
 namespace paradnn {
@@ -234,7 +234,7 @@ void AddCounters(const Run& run, const Entry& e,
 }  // namespace
 
 int64_t L2Bytes() {
-  static const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  static const int64_t l2 = CacheBytes(2);
   return l2 > 0 ? l2 : 1 << 20;
 }
 
