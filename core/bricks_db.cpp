@@ -34,7 +34,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
-              "least step; cold: flushed, oneDNN's caches refilled"}};
+              "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
+              "caches refilled"}};
 }
 
 std::string Now() {

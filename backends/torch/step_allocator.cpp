@@ -43,11 +43,14 @@ class StepAllocator final : public c10::Allocator {
     active_ = true;
   }
 
-  // The blocks in use out of every cache level (see the header).
-  void FlushInUse(int threads) const {
+  // Every block out of every cache level (see the header).
+  void FlushAll(int threads) const {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [block, size] : in_use_) {
       FlushFromCaches(block, size, threads);
+    }
+    for (const auto& [size, blocks] : free_) {
+      for (void* block : blocks) FlushFromCaches(block, size, threads);
     }
   }
 
@@ -109,8 +112,8 @@ StepAllocatorScope::StepAllocatorScope() : replaced_(c10::GetCPUAllocator()) {
   c10::SetCPUAllocator(&StepAllocator::Instance(), kPriority);
 }
 
-void StepAllocatorScope::FlushInUse(int threads) const {
-  StepAllocator::Instance().FlushInUse(threads);
+void StepAllocatorScope::FlushAll(int threads) const {
+  StepAllocator::Instance().FlushAll(threads);
 }
 
 StepAllocatorScope::~StepAllocatorScope() {

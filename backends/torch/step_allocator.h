@@ -21,13 +21,15 @@ class StepAllocatorScope {
   StepAllocatorScope(const StepAllocatorScope&) = delete;
   StepAllocatorScope& operator=(const StepAllocatorScope&) = delete;
 
-  // Drops the blocks in use from every cache level: between steps, the
-  // tensors that live across them (weights, gradients, inputs, the last
-  // output), which a layer inside a model larger than the caches finds in
-  // memory. Not the cached free blocks: LibTorch frees each activation once
-  // read, and the next allocation of its size takes its block at once,
-  // still in the caches, inside a model as in a brick.
-  void FlushInUse(int threads) const;
+  // Drops every block, in use or cached free, from every cache level. A
+  // layer inside a model larger than the caches finds in memory not only
+  // the tensors that live across steps (weights, gradients, inputs, the
+  // last output) but also the blocks its step allocates: LibTorch's oneDNN
+  // calls reorder weights and outputs into temporaries of sizes that layer
+  // alone uses, reused once per step. Inside a model those reorders ran up
+  // to 3 times longer than in a brick that found its temporaries cached
+  // from its previous step (docs/bricks.md, "Warm and cold caches").
+  void FlushAll(int threads) const;
 
  private:
   c10::Allocator* replaced_;

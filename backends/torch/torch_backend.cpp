@@ -483,7 +483,7 @@ class TorchRunner : public Runner {
   // CPU cache's.
   void Cool() override {
     if (device_.is_cuda()) return;
-    allocator_.FlushInUse(threads_);
+    allocator_.FlushAll(threads_);
     auto read = [&](const torch::Tensor& t) {
       if (t.defined()) ReadIntoCaches(t.data_ptr(), t.nbytes(), threads_);
     };
