@@ -35,7 +35,7 @@ const json& Context(Run& run, const std::string& backend) {
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
               "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
-              "caches refilled"}};
+              "caches refilled, an add's shortcut left in memory"}};
 }
 
 std::string Now() {

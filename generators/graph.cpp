@@ -339,4 +339,18 @@ std::vector<bool> Graph::NeedsGrad() const {
   return needs;
 }
 
+std::vector<bool> Graph::InputsJustWritten() const {
+  std::vector<bool> written(size(), false);
+  for (int i = 0; i < size(); ++i) {
+    const Op op = layers_[i].op;
+    written[i] = op == Op::kInput || op == Op::kTokens;
+  }
+  for (const Layer& l : layers_) {
+    if (l.op == Op::kAdd && l.inputs[1] != l.inputs[0]) {
+      written[l.inputs[1]] = false;
+    }
+  }
+  return written;
+}
+
 }  // namespace paradnn

@@ -89,6 +89,8 @@ class Graph {
   int BatchNorm(int x);
   int ReLU(int x);
   int MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad);
+  // a is the tensor just written (the main path), b one from further back
+  // (a residual's shortcut): a brick of the add finds only a in the caches.
   int Add(int a, int b);
   int GlobalAvgPool(int x);
   int Embedding(int tokens, int64_t units);
@@ -114,6 +116,11 @@ class Graph {
   // True when the layer's output depends on a trainable tensor, so backward
   // must produce its gradient.
   std::vector<bool> NeedsGrad() const;
+  // True for the data inputs that the layers reading them would find in the
+  // caches inside a model, as the layer before them just wrote them: every
+  // one but an add's second (see Add). A brick's cold steps read these back
+  // in after flushing everything.
+  std::vector<bool> InputsJustWritten() const;
 
  private:
   int Append(Layer l);

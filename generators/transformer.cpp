@@ -17,9 +17,9 @@ Graph BuildTransformer(const ModelSpec& s) {
   for (int64_t i = 0; i < s.Int("layers"); ++i) {
     const int a = g.Attention(g.Dense(x, d), g.Dense(x, d), g.Dense(x, d),
                               s.Int("heads"), causal);
-    x = g.LayerNorm(g.Add(x, g.Dense(a, d)));
+    x = g.LayerNorm(g.Add(g.Dense(a, d), x));
     const int f = g.Dense(g.Gelu(g.Dense(x, s.Int("ffn"))), d);
-    x = g.LayerNorm(g.Add(x, f));
+    x = g.LayerNorm(g.Add(f, x));
   }
   g.SoftmaxCrossEntropy(g.Dense(x, vocab));
   return g;

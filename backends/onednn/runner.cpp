@@ -149,14 +149,16 @@ void OnednnRunner::Cool() {
   // write them back (its ReLUs, adds and pools ran 2-4x longer in the model
   // than after a flush that left the caches clean).
   FillCachesWithOtherData(threads_);
-  // What the layers before would have just written: the data, and the
-  // gradient a mean loss hands back (the next layer's, inside a model).
+  // What the layers before would have just written: the data (not a
+  // shortcut an add reads), and the gradient a mean loss hands back (the
+  // next layer's, inside a model).
   auto read = [&](const memory& m) {
     ReadIntoCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
   };
+  const std::vector<bool> written = graph_.InputsJustWritten();
   for (int i = 0; i < graph_.size(); ++i) {
     const Layer& l = graph_.layer(i);
-    if (l.op == Op::kInput) read(out_[i]);
+    if (l.op == Op::kInput && written[i]) read(out_[i]);
     if (l.op == Op::kTokens) {
       ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
                      threads_);

@@ -487,7 +487,10 @@ class TorchRunner : public Runner {
     auto read = [&](const torch::Tensor& t) {
       if (t.defined()) ReadIntoCaches(t.data_ptr(), t.nbytes(), threads_);
     };
-    for (const torch::Tensor& in : inputs_) read(in);
+    const std::vector<bool> written = graph_.InputsJustWritten();
+    for (int i = 0; i < graph_.size(); ++i) {
+      if (written[i]) read(inputs_[i]);
+    }
     read(mean_grad_);
   }
 

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "generators/cost.h"
 
@@ -219,6 +221,50 @@ TEST_CASE("backward's gradient sums, where two layers read a tensor",
                            .model.BuildGraph(),
                        Mode::kTrain)
             .empty());
+}
+
+TEST_CASE("a brick's cold steps find only what the layer before just wrote",
+          "[bricks]") {
+  // Every add of every family takes the tensor the layer before it wrote
+  // first, and its shortcut second (Graph::Add).
+  // Four groups of two blocks, or two layers of two residuals each.
+  const std::pair<const char*, int> models[] = {
+      {"CNN/block:residual/blocks:2/filters:8/image:32/output:10/batch:2/"
+       "torch/fp32/train",
+       8},
+      {"CNN/block:bottleneck/blocks:2/filters:8/image:32/output:10/batch:2/"
+       "torch/fp32/train",
+       8},
+      {"TRANSFORMER/layers:2/d_model:16/heads:2/ffn:32/length:6/vocab:32/"
+       "causal:true/batch:3/torch/fp32/train",
+       4}};
+  for (const auto& [name, expected_adds] : models) {
+    INFO(name);
+    const Graph g = ParseCaseName(name).model.BuildGraph();
+    int adds = 0;
+    for (int i = 0; i < g.size(); ++i) {
+      if (g.layer(i).op != Op::kAdd) continue;
+      ++adds;
+      CHECK(g.layer(i).inputs[0] == i - 1);
+      CHECK(g.layer(i).inputs[1] < i - 1);
+    }
+    CHECK(adds == expected_adds);
+  }
+  // So an add's brick reads its first input back in, not its second; a
+  // layer of one input reads it.
+  const Graph add =
+      ParseBrickName("BRICK/add/in:2x8x4x4,2x8x4x4/grad:1/torch/fp32/train")
+          .brick.BuildGraph(Mode::kTrain);
+  std::vector<bool> inputs;
+  for (int i = 0; i < add.size(); ++i) {
+    if (add.layer(i).op == Op::kInput)
+      inputs.push_back(add.InputsJustWritten()[i]);
+  }
+  CHECK(inputs == std::vector<bool>{true, false});
+  const Graph relu =
+      ParseBrickName("BRICK/relu/in:2x8x4x4/grad:1/torch/fp32/train")
+          .brick.BuildGraph(Mode::kTrain);
+  CHECK(relu.InputsJustWritten() == std::vector<bool>{true, false, false});
 }
 
 }  // namespace
