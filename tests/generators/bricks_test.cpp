@@ -226,8 +226,8 @@ TEST_CASE("backward's gradient sums, where two layers read a tensor",
 TEST_CASE("a brick's cold steps find only what the layer before just wrote",
           "[bricks]") {
   // Every add of every family takes the tensor the layer before it wrote
-  // first, and its shortcut second (Graph::Add).
-  // Four groups of two blocks, or two layers of two residuals each.
+  // first, and its shortcut second (Graph::Add): four groups of two blocks,
+  // or two layers of two residuals each.
   const std::pair<const char*, int> models[] = {
       {"CNN/block:residual/blocks:2/filters:8/image:32/output:10/batch:2/"
        "torch/fp32/train",
@@ -255,10 +255,10 @@ TEST_CASE("a brick's cold steps find only what the layer before just wrote",
   const Graph add =
       ParseBrickName("BRICK/add/in:2x8x4x4,2x8x4x4/grad:1/torch/fp32/train")
           .brick.BuildGraph(Mode::kTrain);
+  const std::vector<bool> written = add.InputsJustWritten();
   std::vector<bool> inputs;
   for (int i = 0; i < add.size(); ++i) {
-    if (add.layer(i).op == Op::kInput)
-      inputs.push_back(add.InputsJustWritten()[i]);
+    if (add.layer(i).op == Op::kInput) inputs.push_back(written[i]);
   }
   CHECK(inputs == std::vector<bool>{true, false});
   const Graph relu =
