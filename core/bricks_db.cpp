@@ -35,7 +35,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
               "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
-              "caches refilled, an add's shortcut left in memory"}};
+              "caches refilled, an add's shortcut left in memory; cold "
+              "backward: flushed again before backward, its time left out"}};
 }
 
 std::string Now() {
@@ -76,9 +77,12 @@ void UseBricksDb(Run& run) {
       ++other_context;
       continue;
     }
-    e.known_step_ms = record["step_ms"].get<double>();
-    if (record.contains("cold_step_ms") && record["cold_step_ms"].is_number())
-      e.known_cold_step_ms = record["cold_step_ms"].get<double>();
+    for (int k = 0; k < kCachesKinds; ++k) {
+      const std::string field = FieldPrefix(static_cast<Caches>(k)) + "step_ms";
+      if (record.contains(field) && record[field].is_number()) {
+        e.known_step_ms[k] = record[field].get<double>();
+      }
+    }
     run.infos[it->second].registered = false;
   }
   if (other_context > 0) {
@@ -95,13 +99,17 @@ void SaveBricksDb(Run& run) {
   const std::string now = Now();
   for (const Entry& e : run.entries) {
     if (!e.brick || e.status != CaseStatus::kPassed) continue;
-    measured[e.name] = {
-        {"name", e.name},
-        {"step_ms", e.LeastStepMs()},
-        {"cold_step_ms", e.LeastStepMs(true)},
-        {"steps", e.all_step_times_ms.size() + e.all_cold_step_times_ms.size()},
-        {"measured_at", now},
-        {"context", Context(run, e.backend)}};
+    json record = {{"name", e.name}};
+    size_t steps = 0;
+    for (int k = 0; k < kCachesKinds; ++k) {
+      const auto caches = static_cast<Caches>(k);
+      record[FieldPrefix(caches) + "step_ms"] = e.LeastStepMs(caches);
+      steps += e.all_step_times_ms[k].size();
+    }
+    record["steps"] = steps;
+    record["measured_at"] = now;
+    record["context"] = Context(run, e.backend);
+    measured[e.name] = std::move(record);
   }
   for (const json& record : run.bricks_db) {
     const auto it = measured.find(record["name"].get<std::string>());

@@ -17,6 +17,10 @@ using nlohmann::ordered_json;
 // Models of up to this many times their threads' L2 caches keep their data
 // in L2 and L3 from step to step: their bricks' warm times fit them best.
 constexpr int64_t kColdAboveL2s = 8;
+// A layer whose later layers move more than this many times the L3 between
+// its forward and backward passes finds its data in memory in backward
+// (docs/bricks.md says why 2).
+constexpr int64_t kColdBackwardAboveL3s = 2;
 
 // Estimate over measured per model: their geometric mean and range, and
 // the error of the estimates, |ratio - 1|, mean and worst.
@@ -40,21 +44,58 @@ ordered_json Spread(const std::vector<double>& ratios) {
 
 // Whether a brick has a step time: timed in this run, or from the database.
 bool HasStepTime(const Entry& brick) {
-  return brick.status == CaseStatus::kPassed || brick.known_step_ms;
+  return brick.status == CaseStatus::kPassed || brick.known_step_ms[0];
+}
+
+// The caches each of a model's bricks finds inside it. Warm in a model
+// whose data (the cost model's estimate of what it holds) are at most 8
+// times the L2 caches of the threads it runs on; cold beyond (docs/bricks.md
+// says why 8). A layer's backward runs after the forward and backward
+// passes of every layer after it: when their bricks move more than twice
+// the bytes the L3 holds, it finds its own data in memory again.
+std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
+  const std::vector<int>& bricks = model.layer_bricks;
+  const bool cold =
+      model.cost.memory > kColdAboveL2s * run.options.threads * L2Bytes();
+  std::vector<Caches> caches(bricks.size(),
+                             cold ? Caches::kCold : Caches::kWarm);
+  if (!cold || model.mode != Mode::kTrain) return caches;
+  int64_t later = 0;
+  const int layers = static_cast<int>(bricks.size()) - model.gradient_sums;
+  for (int k = layers - 1; k >= 0; --k) {
+    if (later > kColdBackwardAboveL3s * L3Bytes()) {
+      caches[k] = Caches::kColdBackward;
+    }
+    later += run.entries[bricks[k]].cost.bytes;
+  }
+  return caches;
 }
 
 }  // namespace
 
-double Entry::LeastStepMs(bool cold) const {
-  if (cold && known_cold_step_ms) return *known_cold_step_ms;
-  auto least = [](const std::vector<double>& v) {
-    return *std::min_element(v.begin(), v.end());
-  };
-  if (cold && !all_cold_step_times_ms.empty()) {
-    return least(all_cold_step_times_ms);
+const char* ToString(Caches caches) {
+  switch (caches) {
+    case Caches::kWarm:
+      return "warm";
+    case Caches::kCold:
+      return "cold";
+    case Caches::kColdBackward:
+      return "cold_backward";
   }
-  if (known_step_ms) return *known_step_ms;
-  return all_step_times_ms.empty() ? step_ms : least(all_step_times_ms);
+  return "";
+}
+
+std::string FieldPrefix(Caches caches) {
+  return caches == Caches::kWarm ? "" : std::string(ToString(caches)) + "_";
+}
+
+double Entry::LeastStepMs(Caches caches) const {
+  for (int k = static_cast<int>(caches); k >= 0; --k) {
+    if (known_step_ms[k]) return *known_step_ms[k];
+    const std::vector<double>& times = all_step_times_ms[k];
+    if (!times.empty()) return *std::min_element(times.begin(), times.end());
+  }
+  return step_ms;
 }
 
 void ReportBricks(const Run& run) {
@@ -65,7 +106,7 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (e.brick) {
       ++unique;
-      from_db += e.known_step_ms.has_value();
+      from_db += e.known_step_ms[0].has_value();
       bricks_s += e.benchmark_s;
     } else {
       total_bricks += static_cast<int64_t>(e.layer_bricks.size());
@@ -80,28 +121,26 @@ void ReportBricks(const Run& run) {
   ordered_json models = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
-    // A model whose data (the cost model's estimate of what it holds) are
-    // more than 8 times the L2 caches of the threads it runs on: its layers
-    // take their bricks' cold times (docs/bricks.md says why 8).
-    const bool cold =
-        e.cost.memory > kColdAboveL2s * run.options.threads * L2Bytes();
+    const std::vector<Caches> caches = CachesInside(run, e);
     double estimate = 0;
     bool complete = true;
-    ordered_json layers = ordered_json::array();
-    for (int b : e.layer_bricks) {
-      const Entry& brick = run.entries[b];
+    ordered_json layers = ordered_json::array(),
+                 layer_caches = ordered_json::array();
+    for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
+      const Entry& brick = run.entries[e.layer_bricks[k]];
       complete = complete && HasStepTime(brick);
-      estimate += brick.LeastStepMs(cold);
+      estimate += brick.LeastStepMs(caches[k]);
       layers.push_back(brick.name);
+      layer_caches.push_back(ToString(caches[k]));
     }
     const bool measured = e.status == CaseStatus::kPassed;
     ordered_json m = {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
         {"measured_ms", measured ? ordered_json(e.LeastStepMs()) : nullptr},
-        {"caches", cold ? "cold" : "warm"},
-        {"step_times_ms", e.all_step_times_ms}};
+        {"step_times_ms", e.all_step_times_ms[0]}};
     m["layers"] = layers;
+    m["layer_caches"] = layer_caches;
     if (complete && measured) {
       const double ratio = estimate / e.LeastStepMs();
       m["estimate_over_measured"] = ratio;
@@ -116,14 +155,18 @@ void ReportBricks(const Run& run) {
   ordered_json bricks = ordered_json::array();
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
-    bricks.push_back(
-        {{"name", e.name},
-         {"step_ms", HasStepTime(e) ? ordered_json(e.LeastStepMs()) : nullptr},
-         {"cold_step_ms",
-          HasStepTime(e) ? ordered_json(e.LeastStepMs(true)) : nullptr},
-         {"from_db", e.known_step_ms.has_value()},
-         {"step_times_ms", e.all_step_times_ms},
-         {"cold_step_times_ms", e.all_cold_step_times_ms}});
+    ordered_json b = {{"name", e.name},
+                      {"from_db", e.known_step_ms[0].has_value()}};
+    for (int k = 0; k < kCachesKinds; ++k) {
+      const auto caches = static_cast<Caches>(k);
+      b[FieldPrefix(caches) + "step_ms"] =
+          HasStepTime(e) ? ordered_json(e.LeastStepMs(caches)) : nullptr;
+    }
+    for (int k = 0; k < kCachesKinds; ++k) {
+      b[FieldPrefix(static_cast<Caches>(k)) + "step_times_ms"] =
+          e.all_step_times_ms[k];
+    }
+    bricks.push_back(std::move(b));
   }
   auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {
     ordered_json out = ordered_json::object();

@@ -238,6 +238,11 @@ int64_t L2Bytes() {
   return l2 > 0 ? l2 : 1 << 20;
 }
 
+int64_t L3Bytes() {
+  static const int64_t l3 = CacheBytes(3);
+  return l3 > 0 ? l3 : 32 << 20;
+}
+
 namespace core {
 
 Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
@@ -282,7 +287,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   }
   run.step_error.clear();
   e.step_times_ms.clear();
-  e.step_cold.clear();
+  e.step_caches.clear();
   e.step_times_ms.reserve(max_steps);
   e.timed_ms.emplace_back(NowMs(), 0);
   return {};
@@ -293,23 +298,33 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
 bool Step() {
   Run& run = TheRun();
   Entry& e = run.entries[run.prepared];
-  const size_t timed = e.all_step_times_ms.size() +
-                       e.all_cold_step_times_ms.size() + e.step_times_ms.size();
-  // Every other step of a brick starts with its data out of the caches but
-  // its input (docs/bricks.md, "Warm and cold caches"), untimed.
-  const bool cold = e.brick && timed % 2 == 1;
+  size_t timed = e.step_times_ms.size();
+  for (const std::vector<double>& kind : e.all_step_times_ms) {
+    timed += kind.size();
+  }
+  // A brick's steps take turns at the caches they start with
+  // (docs/bricks.md, "Warm and cold caches"), made untimed; only training
+  // has a backward pass to start cold on its own.
+  const int kinds = !e.brick ? 1 : e.mode == Mode::kTrain ? 3 : 2;
+  const auto caches = static_cast<Caches>(timed % kinds);
+  double untimed_s = 0;
   Clock::time_point start;
   try {
-    if (cold) run.runner->Cool();
+    if (caches != Caches::kWarm) run.runner->Cool();
     start = Clock::now();
-    run.runner->Step();
+    if (caches == Caches::kColdBackward) {
+      untimed_s = run.runner->StepColdBackward();
+    } else {
+      run.runner->Step();
+    }
   } catch (const std::exception& ex) {
     run.step_error = std::string("step failed: ") + ex.what();
     return false;
   }
   e.step_times_ms.push_back(
-      std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  e.step_cold.push_back(cold);
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count() -
+      untimed_s * 1e3);
+  e.step_caches.push_back(caches);
   return true;
 }
 
@@ -339,9 +354,9 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   for (double ms : e.step_times_ms) total += ms;
   e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
   for (size_t i = 0; i < e.step_times_ms.size(); ++i) {
-    const bool cold = i < e.step_cold.size() && e.step_cold[i];
-    (cold ? e.all_cold_step_times_ms : e.all_step_times_ms)
-        .push_back(e.step_times_ms[i]);
+    const Caches caches =
+        i < e.step_caches.size() ? e.step_caches[i] : Caches::kWarm;
+    e.all_step_times_ms[static_cast<int>(caches)].push_back(e.step_times_ms[i]);
   }
   if (!run.isolate) {
     double loss = 0;

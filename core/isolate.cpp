@@ -64,7 +64,10 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
                                                           : "failed";
   out["message"] = status.message;
   out["steps_ms"] = e.step_times_ms;
-  out["steps_cold"] = e.step_cold;  // a brick's cold steps
+  // The caches each step started with (a brick's take turns).
+  for (Caches caches : e.step_caches) {
+    out["steps_caches"].push_back(static_cast<int>(caches));
+  }
   for (const core::Counter& c : ProfileCounters(e)) {
     out["counters"][c.name] = c.value;
   }
@@ -123,7 +126,10 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
   }
   // Which of them started cold, as the child chose: EndCase
   // pools them apart.
-  e.step_cold = result.value("steps_cold", std::vector<bool>());
+  e.step_caches.clear();
+  for (int caches : result.value("steps_caches", std::vector<int>())) {
+    e.step_caches.push_back(static_cast<Caches>(caches));
+  }
   if (static_cast<int64_t>(e.isolated_steps_s.size()) != steps) {
     return core::Status::Failed("its isolated process ran " +
                                 std::to_string(e.isolated_steps_s.size()) +

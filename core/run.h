@@ -2,6 +2,7 @@
 // the core's files (session, case, isolate, outputs, reports).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -24,6 +25,17 @@ namespace paradnn {
 
 enum class CaseStatus { kNotRun, kPassed, kSkipped, kFailed };
 
+// Where a brick's step finds its data (docs/bricks.md, "Warm and cold
+// caches"): where its last step left them; flushed but its input
+// (Runner::Cool); and in training, flushed again between its forward and
+// backward passes but the gradient flowing in (Runner::StepColdBackward).
+// A model's steps are all warm.
+enum class Caches { kWarm, kCold, kColdBackward };
+constexpr int kCachesKinds = 3;
+const char* ToString(Caches caches);  // "warm", "cold", "cold_backward"
+// "", "cold_", "cold_backward_": the prefix of their fields in outputs.
+std::string FieldPrefix(Caches caches);
+
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
 // their unique layers on its own.
 struct Entry {
@@ -36,7 +48,8 @@ struct Entry {
   // A model's layers, as brick entries, and its gradient sums after them
   // (GradientSumsOf): the bricks its step time is constructed from.
   std::vector<int> layer_bricks;
-  int64_t layers = 0;  // of the model, as many as its layer bricks cover
+  int gradient_sums = 0;  // how many of layer_bricks, at their end
+  int64_t layers = 0;     // of the model, as many as its layer bricks cover
   Cost cost;
   int64_t batch = 0;
   CaseStatus status = CaseStatus::kNotRun;
@@ -47,23 +60,22 @@ struct Entry {
   std::vector<std::pair<int64_t, int64_t>> timed_ms;
   double step_ms = 0;                 // per step, in the last timed loop
   std::vector<double> step_times_ms;  // each step of the last timed loop
-  // A brick's steps alternate between caches as it left them and its data
-  // flushed from them but its input (Runner::Cool): which of the last
-  // loop's steps started cold.
-  std::vector<bool> step_cold;
+  // Which caches each of the last loop's steps started with: a brick's
+  // take turns (Caches).
+  std::vector<Caches> step_caches;
   // Each step of every call that timed some (probes and repetitions
-  // pooled): with repetitions interleaved across cases, the least of them
-  // was taken in the quietest moment this case saw.
-  std::vector<double> all_step_times_ms;
-  std::vector<double> all_cold_step_times_ms;  // a brick's cold steps
-  // A brick's least step from the bricks database (--paradnn_bricks_db),
+  // pooled), by the caches it started with: with repetitions interleaved
+  // across cases, the least of them was taken in the quietest moment this
+  // case saw.
+  std::array<std::vector<double>, kCachesKinds> all_step_times_ms;
+  // A brick's least steps from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
-  std::optional<double> known_step_ms, known_cold_step_ms;
+  std::array<std::optional<double>, kCachesKinds> known_step_ms;
 
-  // The least of all timed steps (docs/bricks.md, "Timing", says why not
-  // the median); with `cold`, of a brick's steps that started cold, the
-  // time it takes inside a model whose data do not fit the caches.
-  double LeastStepMs(bool cold = false) const;
+  // The least of all timed steps that started with `caches` (docs/bricks.md,
+  // "Timing", says why not the median), or with the nearest kind a brick
+  // has (an inference brick's cold steps stand for cold backward ones).
+  double LeastStepMs(Caches caches = Caches::kWarm) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
@@ -78,6 +90,9 @@ struct Entry {
 
 // The L2 cache of one core, in bytes (1 MiB where the system does not say).
 int64_t L2Bytes();
+// The last-level cache cpu0 shares, in bytes (32 MiB where the system does
+// not say).
+int64_t L3Bytes();
 
 struct Run {
   std::optional<core::Loaded> loaded;  // the first Load's result

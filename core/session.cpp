@@ -183,7 +183,10 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
           o.bricks_granularity == 1 ? std::move(single)
                                     : BricksOf(g, c.mode, o.bricks_granularity);
       for (const Brick& b : bricks) e.layers += b.layers();
-      for (Brick& b : GradientSumsOf(g, c.mode)) bricks.push_back(std::move(b));
+      for (Brick& b : GradientSumsOf(g, c.mode)) {
+        bricks.push_back(std::move(b));
+        ++e.gradient_sums;
+      }
       for (Brick& b : bricks) {
         Entry brick;
         brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();

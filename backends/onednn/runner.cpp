@@ -58,7 +58,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
 StepProfile OnednnRunner::Profile(int steps) {
   StepProfile profile;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) RunStep(&profile);
+  for (int i = 0; i < steps; ++i) RunStep(&profile, false);
   profile.SetWall(Seconds(start), steps);
   return profile;
 }
@@ -110,7 +110,8 @@ void OnednnRunner::RunActions(const Actions& list, StepProfile* profile) {
   }
 }
 
-void OnednnRunner::RunStep(StepProfile* profile) {
+double OnednnRunner::RunStep(StepProfile* profile, bool cold_backward) {
+  double untimed = 0;
   RunActions(forward_, profile);
   if (train_) {
     // A mean loss's gradient is constant, set in Prepare; its value is
@@ -122,6 +123,12 @@ void OnednnRunner::RunStep(StepProfile* profile) {
         profile->Add(OpClass::kElementwise, "softmax cross-entropy",
                      Seconds(start));
       }
+    }
+    if (cold_backward) {
+      const auto start = std::chrono::steady_clock::now();
+      DropData();
+      ReadLossGradient();
+      untimed = Seconds(start);
     }
     // From the loss down to the first layer.
     for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
@@ -138,9 +145,10 @@ void OnednnRunner::RunStep(StepProfile* profile) {
     RunActions(update_, profile);
   }
   stream_.wait();
+  return untimed;
 }
 
-void OnednnRunner::Cool() {
+void OnednnRunner::DropData() {
   for (const memory& m : held_) {
     FlushFromCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
   }
@@ -149,22 +157,39 @@ void OnednnRunner::Cool() {
   // write them back (its ReLUs, adds and pools ran 2-4x longer in the model
   // than after a flush that left the caches clean).
   FillCachesWithOtherData(threads_);
+}
+
+// The next layer's backward just wrote it, inside a model; a mean loss's
+// is constant, the cross-entropy's written by the step.
+void OnednnRunner::ReadLossGradient() {
+  for (int i = 0; i < graph_.size(); ++i) {
+    const Layer& l = graph_.layer(i);
+    const bool loss = l.op == Op::kMeanLoss || l.op == Op::kSoftmaxCrossEntropy;
+    if (loss && Grad(l.inputs[0])) {
+      const memory& m = diff_[l.inputs[0]];
+      ReadIntoCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
+    }
+  }
+}
+
+void OnednnRunner::Cool() {
+  DropData();
   // What the layers before would have just written: the data (not a
   // shortcut an add reads), and the gradient a mean loss hands back (the
-  // next layer's, inside a model).
-  auto read = [&](const memory& m) {
-    ReadIntoCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
-  };
+  // next layer's, inside a model; a cross-entropy's is written later).
   const std::vector<bool> written = graph_.InputsJustWritten();
   for (int i = 0; i < graph_.size(); ++i) {
     const Layer& l = graph_.layer(i);
-    if (l.op == Op::kInput && written[i]) read(out_[i]);
+    if (l.op == Op::kInput && written[i]) {
+      ReadIntoCaches(out_[i].get_data_handle(), out_[i].get_desc().get_size(),
+                     threads_);
+    }
     if (l.op == Op::kTokens) {
       ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
                      threads_);
     }
-    if (l.op == Op::kMeanLoss && Grad(l.inputs[0])) read(diff_[l.inputs[0]]);
   }
+  if (train_ && mean_loss_) ReadLossGradient();
 }
 
 // The list being built: forward, a layer's backward, or the update.

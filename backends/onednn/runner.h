@@ -89,7 +89,8 @@ class OnednnRunner : public Runner {
  public:
   OnednnRunner(const Job& job, const RunOptions& opt);
 
-  void Step() override { RunStep(nullptr); }
+  void Step() override { RunStep(nullptr, false); }
+  double StepColdBackward() override { return RunStep(nullptr, true); }
 
   StepProfile Profile(int steps) override;
 
@@ -173,7 +174,15 @@ class OnednnRunner : public Runner {
   // primitive before returning, so the times are the primitives' own.
   void RunActions(const Actions& list, StepProfile* profile);
 
-  void RunStep(StepProfile* profile);
+  // With `cold_backward`, drops the data between the forward and backward
+  // passes (StepColdBackward) and returns the seconds that took; 0 without.
+  double RunStep(StepProfile* profile, bool cold_backward);
+
+  // Flushes every buffer of the runner from the caches and fills them with
+  // other data, modified: what the layers before leave inside a model.
+  void DropData();
+  // Reads the gradient the loss hands the layer back into the caches.
+  void ReadLossGradient();
 
   // The list being built: forward, a layer's backward, or the update.
   const char* Phase(const Actions& list) const;

@@ -413,11 +413,15 @@ class TorchRunner : public Runner {
           params_, torch::optim::SGDOptions(0.01));
       comm_ = opt.comm;
     }
-    for (int i = 0; i < opt.warmup; ++i) TimedStep();
+    for (int i = 0; i < opt.warmup; ++i) TimedStep(false);
   }
 
   void Step() override {
-    Translated([this] { TimedStep(); });
+    Translated([this] { TimedStep(false); });
+  }
+
+  double StepColdBackward() override {
+    return Translated([this] { return TimedStep(!device_.is_cuda()); });
   }
 
   StepProfile Profile(int steps) override {
@@ -428,7 +432,7 @@ class TorchRunner : public Runner {
       prof::enableProfilerLegacy(ProfilerConfig(
           device_.is_cuda() ? ProfilerState::CUDA : ProfilerState::CPU));
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < steps; ++i) TimedStep();
+      for (int i = 0; i < steps; ++i) TimedStep(false);
       const std::chrono::duration<double> wall =
           std::chrono::steady_clock::now() - start;
       const prof::thread_event_lists lists = prof::disableProfilerLegacy();
@@ -439,7 +443,10 @@ class TorchRunner : public Runner {
     });
   }
 
-  void TimedStep() {
+  // With `cold_backward`, drops the data between the forward and backward
+  // passes (Runner::StepColdBackward) and returns the seconds that took.
+  double TimedStep(bool cold_backward) {
+    double untimed = 0;
     if (train_) {
       // Gradients are released, not filled with zeros (LibTorch 1.13's
       // zero_grad()): backward then writes each one fresh instead of adding
@@ -451,6 +458,14 @@ class TorchRunner : public Runner {
       }
       torch::Tensor loss;
       logits_ = model_->Forward(inputs_, labels_, &loss);
+      if (cold_backward) {
+        const auto start = std::chrono::steady_clock::now();
+        allocator_.FlushAll(threads_);
+        ReadIntoCaches(mean_grad_);
+        untimed = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      }
       if (loss.defined()) {
         loss.backward();
         loss_ = loss.detach();
@@ -473,6 +488,7 @@ class TorchRunner : public Runner {
       logits_ = model_->Forward(inputs_, labels_, nullptr);
     }
     if (device_.is_cuda()) torch::cuda::synchronize();
+    return untimed;
   }
 
   double Loss() override {
@@ -484,14 +500,11 @@ class TorchRunner : public Runner {
   void Cool() override {
     if (device_.is_cuda()) return;
     allocator_.FlushAll(threads_);
-    auto read = [&](const torch::Tensor& t) {
-      if (t.defined()) ReadIntoCaches(t.data_ptr(), t.nbytes(), threads_);
-    };
     const std::vector<bool> written = graph_.InputsJustWritten();
     for (int i = 0; i < graph_.size(); ++i) {
-      if (written[i]) read(inputs_[i]);
+      if (written[i]) ReadIntoCaches(inputs_[i]);
     }
-    read(mean_grad_);
+    ReadIntoCaches(mean_grad_);
   }
 
   std::vector<float> Output() override {
@@ -512,6 +525,11 @@ class TorchRunner : public Runner {
     c10::InferenceMode guard;
     return TorchModel::CrossEntropy(logits_.to(torch::kFloat), labels_)
         .item<double>();
+  }
+
+  void ReadIntoCaches(const torch::Tensor& t) const {
+    if (t.defined())
+      paradnn::ReadIntoCaches(t.data_ptr(), t.nbytes(), threads_);
   }
 
   // Data-parallel: every rank's gradients averaged in place, in the order

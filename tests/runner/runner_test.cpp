@@ -15,6 +15,8 @@
 
 #include "adapters/mlperf/reader.h"
 #include "analysis/results.h"
+#include "backends/caches.h"
+#include "generators/bricks.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
 #include "tests/scratch.h"
@@ -575,16 +577,20 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   for (const json& b : j["bricks"]) {
     INFO(b["name"]);
     brick_ms[b["name"]] = b["step_ms"];
-    // Every other step started with flushed caches: timed apart, 10 in all.
-    const auto warm = b["step_times_ms"].get<std::vector<double>>();
-    const auto cold = b["cold_step_times_ms"].get<std::vector<double>>();
-    REQUIRE(warm.size() == 5);
-    REQUIRE(cold.size() == 5);
-    // The least step of each kind.
-    CHECK(b["step_ms"] == *std::min_element(warm.begin(), warm.end()));
-    CHECK(b["cold_step_ms"] == *std::min_element(cold.begin(), cold.end()));
-    least_ms[b["name"]] =
-        std::min(b["step_ms"].get<double>(), b["cold_step_ms"].get<double>());
+    // Steps take turns at warm, cold and cold backward caches (training),
+    // across repetitions: 10 steps, timed apart, the least of each kind.
+    double least = 1e300;
+    for (const auto& [kind, steps] :
+         {std::pair{"", 4}, {"cold_", 3}, {"cold_backward_", 3}}) {
+      INFO(kind);
+      const auto times =
+          b[std::string(kind) + "step_times_ms"].get<std::vector<double>>();
+      REQUIRE(times.size() == steps);
+      const double min = *std::min_element(times.begin(), times.end());
+      CHECK(b[std::string(kind) + "step_ms"] == min);
+      least = std::min(least, min);
+    }
+    least_ms[b["name"]] = least;
   }
   for (const std::string& brick : {in, hidden, relu, output, loss})
     CHECK(brick_ms.count(brick + suffix) == 1);
@@ -600,8 +606,8 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   REQUIRE(repetition_ms.size() == 5);
   for (const auto& [brick, ms] : repetition_ms) {
     INFO(brick);
-    // Google Benchmark reports each repetition's mean step, warm and cold
-    // together: none is less than the least step of both.
+    // Google Benchmark reports each repetition's mean step, of all kinds
+    // together: none is less than the least step of all.
     REQUIRE(ms.size() == 2);
     CHECK(least_ms.at(brick) > 0);
     CHECK(least_ms.at(brick) <= 1.0001 * std::min(ms[0], ms[1]));
@@ -618,7 +624,8 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     }
     CHECK(m["layers"].get<std::vector<std::string>>() == names);
     // Models of a few KB, inside one core's L2: the warm steps' times.
-    CHECK(m["caches"] == "warm");
+    CHECK(m["layer_caches"] ==
+          std::vector<std::string>(layers[k].size(), "warm"));
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     // Its least step of both repetitions.
     const auto steps = m["step_times_ms"].get<std::vector<double>>();
@@ -641,6 +648,63 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   // each with 2 repetitions and their mean, median, stddev and cv.
   CHECK(results["benchmarks"].size() == 7 * 6);
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
+}
+
+TEST_CASE(
+    "a layer of a model beyond the caches takes its bricks' cold "
+    "times, and cold backward ones where later layers fill the L3",
+    "[runner][bricks]") {
+  // Its hidden layers' weights of 64 MB each: far past 8 times one
+  // thread's L2 (cold), and three hidden layers' bricks moving 400 MB per
+  // step, more than twice any L3 of today's CPUs.
+  const std::string model =
+      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/onednn/fp32/train";
+  const std::string out = Scratch("cold_bricks.json");
+  Result r =
+      RunRunner("--paradnn_case=" + model + " --paradnn_bricks_out=" + out +
+                " --paradnn_steps=3 --paradnn_threads=1 "
+                "--benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(Slurp(out));
+  std::map<std::string, json> bricks;
+  for (const json& b : j["bricks"]) bricks[b["name"]] = b;
+  REQUIRE(j["models"].size() == 1);
+  const json& m = j["models"][0];
+  const auto layers = m["layers"].get<std::vector<std::string>>();
+  const auto caches = m["layer_caches"].get<std::vector<std::string>>();
+  REQUIRE(layers.size() == 10);  // 4 dense, 4 ReLUs, output, loss
+  REQUIRE(caches.size() == layers.size());
+  // From the last layer back: cold while the bricks after a layer move at
+  // most twice the L3 per step (the cost model's bytes), cold backward
+  // beyond.
+  const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
+  REQUIRE(l3 > 0);
+  int64_t later = 0;
+  double estimate = 0;
+  int cold_backward = 0;
+  for (size_t k = layers.size(); k-- > 0;) {
+    INFO(layers[k]);
+    const BrickCase b = ParseBrickName(layers[k]);
+    const bool beyond = later > 2 * l3;
+    CHECK(caches[k] == (beyond ? "cold_backward" : "cold"));
+    cold_backward += beyond;
+    estimate +=
+        bricks.at(layers[k])[beyond ? "cold_backward_step_ms" : "cold_step_ms"]
+            .get<double>();
+    later += ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes;
+  }
+  // At least the first layer's backward is cold.
+  CHECK(cold_backward > 0);
+  CHECK(caches.back() == "cold");
+  CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
+  // Three steps each: one of each kind.
+  for (const auto& [name, b] : bricks) {
+    INFO(name);
+    for (const std::string kind : {"", "cold_", "cold_backward_"}) {
+      CHECK(b[kind + "step_times_ms"].size() == 1);
+    }
+  }
 }
 
 TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
@@ -666,18 +730,22 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
                   " --benchmark_format=json --paradnn_bricks_out=" + out);
     INFO(isolate << "\n" << r.err);
     REQUIRE(r.status == 0);
-    // Warm and cold steps alternate (an isolated call starts warm), pooled
-    // apart, also from an isolated process: each kind's least.
+    // Warm, cold and cold backward steps take turns (an isolated call
+    // starts warm), pooled apart, also from an isolated process: each
+    // kind's least.
     const json bricks = json::parse(Slurp(out))["bricks"];
     REQUIRE(bricks.size() == names.size());
     for (const json& b : bricks) {
       INFO(b.dump());
-      const auto warm = b["step_times_ms"].get<std::vector<double>>();
-      const auto cold = b["cold_step_times_ms"].get<std::vector<double>>();
-      REQUIRE(!cold.empty());
-      CHECK(warm.size() >= cold.size());
-      CHECK(b["step_ms"] == *std::min_element(warm.begin(), warm.end()));
-      CHECK(b["cold_step_ms"] == *std::min_element(cold.begin(), cold.end()));
+      size_t before = SIZE_MAX;
+      for (const std::string kind : {"", "cold_", "cold_backward_"}) {
+        const auto times = b[kind + "step_times_ms"].get<std::vector<double>>();
+        REQUIRE(!times.empty());
+        CHECK(times.size() <= before);
+        before = times.size();
+        CHECK(b[kind + "step_ms"] ==
+              *std::min_element(times.begin(), times.end()));
+      }
     }
     CHECK_THAT(r.err, Contains("paradnn: " + std::to_string(names.size()) +
                                " passed, 0 skipped, 0 failed"));
