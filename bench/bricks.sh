@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Layer bricks against end-to-end runs on an FC, CNN and RNN sub-grid of the
-# paper's (bench/bricks_grid.yaml), every case repeated (10 times, 2 steps each,
+# paper's (bench/bricks_grid.yaml), every case repeated (15 times, 2 steps each,
 # unless PARADNN_BRICKS_REPETITIONS and PARADNN_BRICKS_STEPS say) in random
 # interleaved order so that bricks and models see the same quiet and busy
 # moments of the machine: benchmark time of the unique layers
@@ -18,7 +18,7 @@ out=$(mktemp -d)
 "$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
   --paradnn_backends="$backend" --paradnn_bricks_out="$out/bricks.json" \
   --paradnn_progress=false --paradnn_steps="${PARADNN_BRICKS_STEPS:-2}" \
-  --benchmark_repetitions="${PARADNN_BRICKS_REPETITIONS:-10}" \
+  --benchmark_repetitions="${PARADNN_BRICKS_REPETITIONS:-15}" \
   --benchmark_enable_random_interleaving=true \
   --benchmark_format=json "$@" >"$out/results.json"
 python3 - "$out/bricks.json" <<'PY'
