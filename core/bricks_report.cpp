@@ -90,10 +90,25 @@ std::string FieldPrefix(Caches caches) {
 }
 
 double Entry::LeastStepMs(Caches caches) const {
-  for (int k = static_cast<int>(caches); k >= 0; --k) {
-    if (known_step_ms[k]) return *known_step_ms[k];
+  auto least = [&](int k) -> std::optional<double> {
+    if (known_step_ms[k]) return known_step_ms[k];
     const std::vector<double>& times = all_step_times_ms[k];
-    if (!times.empty()) return *std::min_element(times.begin(), times.end());
+    if (times.empty()) return std::nullopt;
+    return *std::min_element(times.begin(), times.end());
+  };
+  // A step that started colder did a warmer one's work and more (data
+  // from memory): each bounds the warmer kinds' times from above, where
+  // the machine's slow moments left a kind's own least step too long.
+  std::optional<double> bound;
+  for (int k = static_cast<int>(caches); k < kCachesKinds; ++k) {
+    const std::optional<double> t = least(k);
+    if (t && (!bound || *t < *bound)) bound = t;
+  }
+  if (bound) return *bound;
+  // None of that kind or colder (an inference brick's cold backward
+  // steps): the nearest warmer kind's.
+  for (int k = static_cast<int>(caches) - 1; k >= 0; --k) {
+    if (const std::optional<double> t = least(k)) return *t;
   }
   return step_ms;
 }

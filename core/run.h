@@ -72,9 +72,10 @@ struct Entry {
   // when it was measured before in this context and is not run again.
   std::array<std::optional<double>, kCachesKinds> known_step_ms;
 
-  // The least of all timed steps that started with `caches` (docs/bricks.md,
-  // "Timing", says why not the median), or with the nearest kind a brick
-  // has (an inference brick's cold steps stand for cold backward ones).
+  // The least of all timed steps that started with `caches` or colder ones,
+  // which did more work (docs/bricks.md, "Timing", says why not the
+  // median); without any, of the nearest warmer kind (an inference brick's
+  // cold steps stand for cold backward ones).
   double LeastStepMs(Caches caches = Caches::kWarm) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
