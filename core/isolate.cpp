@@ -124,7 +124,7 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
   for (const auto& ms : result["steps_ms"]) {
     e.isolated_steps_s.push_back(ms.get<double>() / 1e3);
   }
-  // Which of them started cold, as the child chose: EndCase
+  // The caches each of them started with, as the child chose: EndCase
   // pools them apart.
   e.step_caches.clear();
   for (int caches : result.value("steps_caches", std::vector<int>())) {

@@ -159,16 +159,17 @@ void OnednnRunner::DropData() {
   FillCachesWithOtherData(threads_);
 }
 
+void OnednnRunner::ReadIn(const memory& m) {
+  ReadIntoCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
+}
+
 // The next layer's backward just wrote it, inside a model; a mean loss's
 // is constant, the cross-entropy's written by the step.
 void OnednnRunner::ReadLossGradient() {
   for (int i = 0; i < graph_.size(); ++i) {
     const Layer& l = graph_.layer(i);
     const bool loss = l.op == Op::kMeanLoss || l.op == Op::kSoftmaxCrossEntropy;
-    if (loss && Grad(l.inputs[0])) {
-      const memory& m = diff_[l.inputs[0]];
-      ReadIntoCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
-    }
+    if (loss && Grad(l.inputs[0])) ReadIn(diff_[l.inputs[0]]);
   }
 }
 
@@ -180,10 +181,7 @@ void OnednnRunner::Cool() {
   const std::vector<bool> written = graph_.InputsJustWritten();
   for (int i = 0; i < graph_.size(); ++i) {
     const Layer& l = graph_.layer(i);
-    if (l.op == Op::kInput && written[i]) {
-      ReadIntoCaches(out_[i].get_data_handle(), out_[i].get_desc().get_size(),
-                     threads_);
-    }
+    if (l.op == Op::kInput && written[i]) ReadIn(out_[i]);
     if (l.op == Op::kTokens) {
       ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
                      threads_);

@@ -183,6 +183,8 @@ class OnednnRunner : public Runner {
   void DropData();
   // Reads the gradient the loss hands the layer back into the caches.
   void ReadLossGradient();
+  // Reads one buffer into the caches.
+  void ReadIn(const memory& m);
 
   // The list being built: forward, a layer's backward, or the update.
   const char* Phase(const Actions& list) const;
