@@ -79,10 +79,13 @@ void FlushFromCaches(const void* data, size_t bytes, int threads) {
 }
 
 void FillCachesWithOtherData(int threads) {
-  // Kept for the process: a bricks run cools its oneDNN bricks thousands
-  // of times.
+  // Twice the L3: writing the L3's size once left some of its older lines
+  // in place (its replacement is not LRU), and oneDNN's CNN bricks then
+  // estimated 0.91-0.93 of their measured step where twice gave 0.98-0.99
+  // (docs/bricks.md). Kept for the process: a bricks run cools its oneDNN
+  // bricks thousands of times.
   static const size_t l3 = CacheBytes(3);
-  static std::vector<char> other(l3 > 0 ? l3 : size_t{32} << 20);
+  static std::vector<char> other(2 * (l3 > 0 ? l3 : size_t{32} << 20));
   volatile char* p = other.data();
   const int64_t lines = static_cast<int64_t>(other.size()) / kLine;
 #pragma omp parallel for num_threads(threads) schedule(static)

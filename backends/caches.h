@@ -16,7 +16,7 @@ size_t CacheBytes(int level);
 // `threads` threads each flushing its share.
 void FlushFromCaches(const void* data, size_t bytes, int threads);
 
-// Writes a buffer the size of the L3 (32 MB where none is known),
+// Writes a buffer of twice the L3 (of 32 MB where none is known),
 // `threads` threads each their share: every level then holds other data,
 // modified, as a model's other layers leave them, and whatever a step writes
 // first evicts one of those lines and writes it back to memory.

@@ -35,8 +35,9 @@ const json& Context(Run& run, const std::string& backend) {
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
               "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
-              "caches refilled, an add's shortcut left in memory; cold "
-              "backward: flushed again before backward, its time left out"}};
+              "caches refilled with twice the L3, an add's shortcut left in "
+              "memory; cold backward: flushed again before backward, its time "
+              "left out"}};
 }
 
 std::string Now() {
