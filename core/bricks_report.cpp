@@ -8,6 +8,9 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+
+#include "backends/backend.h"
 
 namespace paradnn {
 namespace {
@@ -50,16 +53,27 @@ bool HasStepTime(const Entry& brick) {
 // The caches each of a model's bricks finds inside it. Warm in a model
 // whose data (the cost model's estimate of what it holds) are at most 8
 // times the L2 caches of the threads it runs on; cold beyond (docs/bricks.md
-// says why 8). A layer's backward runs after the forward and backward
-// passes of every layer after it: when their bricks move more than twice
-// the bytes the L3 holds, it finds its own data in memory again.
+// says why 8), except, where the backend's step recycles the blocks it
+// frees, a layer whose brick a layer before it ran: it writes into their
+// blocks, still cached, and warm fits it better than cold. A layer's
+// backward runs after the forward and backward passes of every layer after
+// it: when their bricks move more than twice the bytes the L3 holds, it
+// finds its own data in memory again.
 std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
   const bool cold =
       model.cost.memory > kColdAboveL2s * run.options.threads * L2Bytes();
   std::vector<Caches> caches(bricks.size(),
                              cold ? Caches::kCold : Caches::kWarm);
-  if (!cold || model.mode != Mode::kTrain) return caches;
+  if (!cold) return caches;
+  const Backend* backend = FindBackend(model.backend);
+  if (backend != nullptr && backend->RecyclesWithinStep(model.mode)) {
+    std::set<int> ran;
+    for (size_t k = 0; k < bricks.size(); ++k) {
+      if (!ran.insert(bricks[k]).second) caches[k] = Caches::kWarm;
+    }
+  }
+  if (model.mode != Mode::kTrain) return caches;
   int64_t later = 0;
   const int layers = static_cast<int>(bricks.size()) - model.gradient_sums;
   for (int k = layers - 1; k >= 0; --k) {

@@ -619,6 +619,11 @@ class TorchBackend : public Backend {
 
   std::string Device() const override { return cuda_ ? "gpu" : "cpu"; }
 
+  // In training, the activations stay until backward.
+  bool RecyclesWithinStep(Mode mode) const override {
+    return mode == Mode::kInfer;
+  }
+
   // torch::mm, which LibTorch hands to its BLAS on the CPU.
   double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
                    int threads) const override {

@@ -707,6 +707,53 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "inside a LibTorch inference model beyond the caches a repeated layer "
+    "takes its brick's warm time, inside oneDNN's its cold one",
+    "[runner][bricks]") {
+  // 64 MB weights per hidden layer: cold. Its three hidden layers after the
+  // first are one brick, their ReLUs another.
+  const std::string model =
+      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/";
+  const std::string out = Scratch("recycled_bricks.json");
+  Result r = RunRunner("--paradnn_case=" + model +
+                       "torch/fp32/infer --paradnn_case=" + model +
+                       "onednn/fp32/infer --paradnn_bricks_out=" + out +
+                       " --paradnn_steps=2 --paradnn_threads=1 "
+                       "--benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(Slurp(out));
+  std::map<std::string, json> bricks;
+  for (const json& b : j["bricks"]) bricks[b["name"]] = b;
+  REQUIRE(j["models"].size() == 2);
+  for (const json& m : j["models"]) {
+    const std::string name = m["name"];
+    INFO(name);
+    const bool torch = name.find("/torch/") != std::string::npos;
+    const auto layers = m["layers"].get<std::vector<std::string>>();
+    const auto caches = m["layer_caches"].get<std::vector<std::string>>();
+    REQUIRE(layers.size() == 9);  // 4 dense, 4 ReLUs, output
+    REQUIRE(caches.size() == layers.size());
+    std::set<std::string> ran;
+    double estimate = 0;
+    int warm = 0;
+    for (size_t k = 0; k < layers.size(); ++k) {
+      INFO(layers[k]);
+      const bool repeated = !ran.insert(layers[k]).second;
+      const bool expect_warm = torch && repeated;
+      CHECK(caches[k] == (expect_warm ? "warm" : "cold"));
+      warm += expect_warm;
+      estimate += bricks.at(layers[k])[expect_warm ? "step_ms" : "cold_step_ms"]
+                      .get<double>();
+    }
+    // The 4096 x 4096 dense layer twice after its first, the ReLU three
+    // times after its first.
+    CHECK(warm == (torch ? 5 : 0));
+    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
+  }
+}
+
 TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
           "[runner][bricks]") {
   // The names a bricks run of a small CNN prints.
