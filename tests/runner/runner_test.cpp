@@ -650,6 +650,24 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
 }
 
+namespace {
+
+// The --paradnn_bricks_out file of a run of `args` on one thread, and its
+// bricks by name.
+std::pair<json, std::map<std::string, json>> RunBricksOut(
+    const std::string& args, const std::string& file) {
+  const std::string out = Scratch(file);
+  Result r = RunRunner(args + " --paradnn_bricks_out=" + out +
+                       " --paradnn_threads=1 --benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::pair<json, std::map<std::string, json>> o{json::parse(Slurp(out)), {}};
+  for (const json& b : o.first["bricks"]) o.second[b["name"]] = b;
+  return o;
+}
+
+}  // namespace
+
 TEST_CASE(
     "a layer of a model beyond the caches takes its bricks' cold "
     "times, and cold backward ones where later layers fill the L3",
@@ -657,18 +675,10 @@ TEST_CASE(
   // Its hidden layers' weights of 64 MB each: far past 8 times one
   // thread's L2 (cold), and three hidden layers' bricks moving 400 MB per
   // step, more than twice any L3 of today's CPUs.
-  const std::string model =
-      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/onednn/fp32/train";
-  const std::string out = Scratch("cold_bricks.json");
-  Result r =
-      RunRunner("--paradnn_case=" + model + " --paradnn_bricks_out=" + out +
-                " --paradnn_steps=3 --paradnn_threads=1 "
-                "--benchmark_format=json");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const json j = json::parse(Slurp(out));
-  std::map<std::string, json> bricks;
-  for (const json& b : j["bricks"]) bricks[b["name"]] = b;
+  const auto [j, bricks] = RunBricksOut(
+      "--paradnn_case=FC/layers:4/nodes:4096/input:2000/output:10/batch:8/"
+      "onednn/fp32/train --paradnn_steps=3",
+      "cold_bricks.json");
   REQUIRE(j["models"].size() == 1);
   const json& m = j["models"][0];
   const auto layers = m["layers"].get<std::vector<std::string>>();
@@ -715,17 +725,10 @@ TEST_CASE(
   // first are one brick, their ReLUs another.
   const std::string model =
       "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/";
-  const std::string out = Scratch("recycled_bricks.json");
-  Result r = RunRunner("--paradnn_case=" + model +
-                       "torch/fp32/infer --paradnn_case=" + model +
-                       "onednn/fp32/infer --paradnn_bricks_out=" + out +
-                       " --paradnn_steps=2 --paradnn_threads=1 "
-                       "--benchmark_format=json");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const json j = json::parse(Slurp(out));
-  std::map<std::string, json> bricks;
-  for (const json& b : j["bricks"]) bricks[b["name"]] = b;
+  const auto [j, bricks] = RunBricksOut(
+      "--paradnn_case=" + model + "torch/fp32/infer --paradnn_case=" + model +
+          "onednn/fp32/infer --paradnn_steps=2",
+      "recycled_bricks.json");
   REQUIRE(j["models"].size() == 2);
   for (const json& m : j["models"]) {
     const std::string name = m["name"];
