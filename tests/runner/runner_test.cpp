@@ -972,6 +972,45 @@ TEST_CASE(
                                     "step_ms and context"));
 }
 
+TEST_CASE(
+    "a bricks run of N steps, repetitions unsaid, runs N/2 interleaved "
+    "repetitions of 2 steps",
+    "[runner][bricks]") {
+  const std::string model =
+      "--paradnn_case=FC/layers:2/nodes:16/input:32/output:10/batch:8/torch/"
+      "fp32/infer --paradnn_threads=1 --benchmark_format=json";
+  for (const std::string& repetitions : {"", " --benchmark_repetitions=1"}) {
+    const std::string out = Scratch("interleaved_bricks.json");
+    Result r = RunRunner(model + repetitions +
+                         " --paradnn_steps=5 --paradnn_bricks_out=" + out);
+    INFO(repetitions << "\n" << r.err);
+    REQUIRE(r.status == 0);
+    const bool split = repetitions.empty();
+    CHECK((r.err.find("bricks: --paradnn_steps=5 runs as 3 interleaved "
+                      "repetitions of 2 steps") != std::string::npos) == split);
+    int runs = 0;
+    const json results = ParseBenchmarkJson(r.out);
+    for (const json& b : results["benchmarks"]) {
+      if (b["run_type"] != "iteration") continue;
+      ++runs;
+      CHECK(b["iterations"] == (split ? 2 : 5));
+      CHECK(b["repetitions"] == (split ? 3 : 1));
+    }
+    const json j = json::parse(Slurp(out));
+    // The model and its bricks.
+    const size_t cases = 1 + j["bricks"].size();
+    CHECK(runs == static_cast<int>(cases * (split ? 3 : 1)));
+    const size_t steps = split ? 6 : 5;
+    CHECK(j["models"][0]["step_times_ms"].size() == steps);
+    for (const json& b : j["bricks"]) {
+      INFO(b.dump());
+      // Inference bricks: warm and cold steps in turn.
+      CHECK(b["step_times_ms"].size() + b["cold_step_times_ms"].size() ==
+            steps);
+    }
+  }
+}
+
 TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
           "[runner][bricks]") {
   const std::string out = Scratch("bricks2.json");
