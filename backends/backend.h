@@ -91,6 +91,13 @@ class Backend {
   // output and temporaries in the caches, where the layer before it of the
   // same shapes left them (the bricks' estimates, docs/bricks.md).
   virtual bool RecyclesWithinStep(Mode /*mode*/) const { return false; }
+  // Whether a training step keeps, from a layer's forward pass to its
+  // backward, state the cost model's bytes do not count: LibTorch's autograd
+  // records every operation and the tensors it saves, a recurrent layer's at
+  // each of its time steps. Inside a model beyond the caches, every layer
+  // with another after it then finds that state in memory in backward, not
+  // only those whose later layers move twice the L3 (docs/bricks.md).
+  virtual bool KeepsUncountedForBackward() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
   // models run under (paradnn calibrate). 0 when it has none.

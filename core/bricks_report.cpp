@@ -57,8 +57,9 @@ bool HasStepTime(const Entry& brick) {
 // frees, a layer whose brick a layer before it ran: it writes into their
 // blocks, still cached, and warm fits it better than cold. A layer's
 // backward runs after the forward and backward passes of every layer after
-// it: when their bricks move more than twice the bytes the L3 holds, it
-// finds its own data in memory again.
+// it: when their bricks move more than twice the bytes the L3 holds, or at
+// all where the backend keeps more for backward than the cost model
+// counts, it finds its own data in memory again.
 std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
   const bool cold =
@@ -74,10 +75,14 @@ std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
     }
   }
   if (model.mode != Mode::kTrain) return caches;
+  const int64_t limit =
+      backend != nullptr && backend->KeepsUncountedForBackward()
+          ? 0
+          : kColdBackwardAboveL3s * L3Bytes();
   int64_t later = 0;
   const int layers = static_cast<int>(bricks.size()) - model.gradient_sums;
   for (int k = layers - 1; k >= 0; --k) {
-    if (later > kColdBackwardAboveL3s * L3Bytes()) {
+    if (later > limit) {
       caches[k] = Caches::kColdBackward;
     }
     later += run.entries[bricks[k]].cost.bytes;

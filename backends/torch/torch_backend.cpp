@@ -624,6 +624,8 @@ class TorchBackend : public Backend {
     return mode == Mode::kInfer;
   }
 
+  bool KeepsUncountedForBackward() const override { return true; }
+
   // torch::mm, which LibTorch hands to its BLAS on the CPU.
   double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
                    int threads) const override {
