@@ -706,10 +706,10 @@ TEST_CASE(
       const bool beyond = later > (torch ? 0 : 2 * l3);
       CHECK(caches[k] == (beyond ? "cold_backward" : "cold"));
       cold_backward += beyond;
-      estimate += bricks
-                      .at(layers[k])[beyond ? "cold_backward_step_ms"
-                                            : "cold_step_ms"]
-                      .get<double>();
+      estimate +=
+          bricks
+              .at(layers[k])[beyond ? "cold_backward_step_ms" : "cold_step_ms"]
+              .get<double>();
       later += ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes;
     }
     // At least the first layer's backward is cold; in LibTorch all but the
