@@ -666,6 +666,36 @@ std::pair<json, std::map<std::string, json>> RunBricksOut(
   return o;
 }
 
+// A bricks run of one FC model on both backends in `mode`, `steps` steps:
+// its hidden layers' weights of 64 MB each are far past 8 times one
+// thread's L2 (a cold model).
+std::pair<json, std::map<std::string, json>> RunColdFcModels(
+    const std::string& mode, int steps, const std::string& file) {
+  const std::string model =
+      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/";
+  auto o = RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
+                            " --paradnn_case=" + model + "onednn/fp32/" + mode +
+                            " --paradnn_steps=" + std::to_string(steps),
+                        file);
+  REQUIRE(o.first["models"].size() == 2);
+  return o;
+}
+
+// A model's bricks, one per layer, and which time of each it took.
+struct ModelLayers {
+  bool torch;
+  std::vector<std::string> layers, caches;
+};
+
+ModelLayers LayersOf(const json& m, size_t layers) {
+  ModelLayers o{
+      m["name"].get<std::string>().find("/torch/") != std::string::npos,
+      m["layers"], m["layer_caches"]};
+  REQUIRE(o.layers.size() == layers);
+  REQUIRE(o.caches.size() == layers);
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -673,26 +703,15 @@ TEST_CASE(
     "times, and cold backward ones where later layers fill the L3, inside "
     "LibTorch's wherever a layer follows",
     "[runner][bricks]") {
-  // Its hidden layers' weights of 64 MB each: far past 8 times one
-  // thread's L2 (cold), and three hidden layers' bricks moving 400 MB per
-  // step, more than twice any L3 of today's CPUs.
-  const std::string model =
-      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/";
-  const auto [j, bricks] = RunBricksOut(
-      "--paradnn_case=" + model + "onednn/fp32/train --paradnn_case=" + model +
-          "torch/fp32/train --paradnn_steps=3",
-      "cold_bricks.json");
-  REQUIRE(j["models"].size() == 2);
+  // Three hidden layers' bricks moving 400 MB per step, more than twice
+  // any L3 of today's CPUs.
+  const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
   const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
   REQUIRE(l3 > 0);
   for (const json& m : j["models"]) {
-    const std::string name = m["name"];
-    INFO(name);
-    const bool torch = name.find("/torch/") != std::string::npos;
-    const auto layers = m["layers"].get<std::vector<std::string>>();
-    const auto caches = m["layer_caches"].get<std::vector<std::string>>();
-    REQUIRE(layers.size() == 10);  // 4 dense, 4 ReLUs, output, loss
-    REQUIRE(caches.size() == layers.size());
+    INFO(m["name"]);
+    // 4 dense, 4 ReLUs, output, loss.
+    const auto [torch, layers, caches] = LayersOf(m, 10);
     // From the last layer back: cold while the bricks after a layer move at
     // most twice the L3 per step (the cost model's bytes), cold backward
     // beyond; LibTorch's autograd keeps more than those bytes count, and
@@ -732,23 +751,13 @@ TEST_CASE(
     "inside a LibTorch inference model beyond the caches a repeated layer "
     "takes its brick's warm time, inside oneDNN's its cold one",
     "[runner][bricks]") {
-  // 64 MB weights per hidden layer: cold. Its three hidden layers after the
-  // first are one brick, their ReLUs another.
-  const std::string model =
-      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/";
-  const auto [j, bricks] = RunBricksOut(
-      "--paradnn_case=" + model + "torch/fp32/infer --paradnn_case=" + model +
-          "onednn/fp32/infer --paradnn_steps=2",
-      "recycled_bricks.json");
-  REQUIRE(j["models"].size() == 2);
+  // Its three hidden layers after the first are one brick, their ReLUs
+  // another.
+  const auto [j, bricks] = RunColdFcModels("infer", 2, "recycled_bricks.json");
   for (const json& m : j["models"]) {
-    const std::string name = m["name"];
-    INFO(name);
-    const bool torch = name.find("/torch/") != std::string::npos;
-    const auto layers = m["layers"].get<std::vector<std::string>>();
-    const auto caches = m["layer_caches"].get<std::vector<std::string>>();
-    REQUIRE(layers.size() == 9);  // 4 dense, 4 ReLUs, output
-    REQUIRE(caches.size() == layers.size());
+    INFO(m["name"]);
+    // 4 dense, 4 ReLUs, output.
+    const auto [torch, layers, caches] = LayersOf(m, 9);
     std::set<std::string> ran;
     double estimate = 0;
     int warm = 0;
