@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -218,6 +219,13 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
 // times (each step is a collective): --paradnn_steps, else this many.
 constexpr int64_t kDataParallelSteps = 10;
 
+// An argument put into argv, which Google Benchmark reads after LoadRun
+// returns: kept for the process's life (a deque never moves what it holds).
+char* KeptArg(std::string arg) {
+  static std::deque<std::string>* const kept = new std::deque<std::string>;
+  return kept->emplace_back(std::move(arg)).data();
+}
+
 // A data-parallel run: the flags that cannot work there are refused, and
 // ranks other than 0 stay silent unless --paradnn_all_ranks: their stdout
 // goes nowhere and their files (Google Benchmark's --benchmark_out and
@@ -253,16 +261,13 @@ void SetUpRank(Run& run, Options& o, int* argc, char** argv) {
     if (null >= 0) dup2(null, STDOUT_FILENO);
   }
   if (argc == nullptr) return;
-  static std::vector<std::string>* kept = new std::vector<std::string>();
-  kept->reserve(*argc);
   int out = 1;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--benchmark_out", 0) == 0) {
       if (!o.all_ranks) continue;
       if (arg.rfind("--benchmark_out=", 0) == 0) {
-        kept->push_back(arg + suffix);
-        argv[i] = kept->back().data();
+        argv[i] = KeptArg(arg + suffix);
       }
     }
     argv[out++] = argv[i];
@@ -290,11 +295,9 @@ void InterleaveBricks(Options& o, int given, int* argc, char** argv,
     }
   }
   const int repetitions = (o.steps + 1) / 2;
-  static std::string* const flags = new std::string[2]{
-      "--benchmark_repetitions=" + std::to_string(repetitions),
-      "--benchmark_enable_random_interleaving=true"};
-  argv[(*argc)++] = flags[0].data();
-  argv[(*argc)++] = flags[1].data();
+  argv[(*argc)++] =
+      KeptArg("--benchmark_repetitions=" + std::to_string(repetitions));
+  argv[(*argc)++] = KeptArg("--benchmark_enable_random_interleaving=true");
   argv[*argc] = nullptr;
   notes->push_back("bricks: --paradnn_steps=" + std::to_string(o.steps) +
                    " runs as " + std::to_string(repetitions) +
