@@ -303,10 +303,8 @@ bool Step() {
     timed += kind.size();
   }
   // A brick's steps take turns at the caches they start with
-  // (docs/bricks.md, "Warm and cold caches"), made untimed; only training
-  // has a backward pass to start cold on its own.
-  const int kinds = !e.brick ? 1 : e.mode == Mode::kTrain ? 3 : 2;
-  const auto caches = static_cast<Caches>(timed % kinds);
+  // (docs/bricks.md, "Warm and cold caches"), made untimed.
+  const auto caches = static_cast<Caches>(timed % e.StepKinds());
   double untimed_s = 0;
   Clock::time_point start;
   try {

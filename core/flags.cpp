@@ -51,8 +51,9 @@ po::options_description Describe(Options& o, std::string& backends,
       "platform file with peak FLOP/s (paradnn calibrate): adds flops_util")(
       "paradnn_steps", po::value(&o.steps)->value_name("N"),
       "run every case for exactly this many timed steps, so that benchmark "
-      "time follows each case's work (default: Google Benchmark's "
-      "min_time)")(
+      "time follows each case's work (a brick's rounded up to a multiple of "
+      "the kinds of caches its steps take turns at; default: Google "
+      "Benchmark's min_time)")(
       "paradnn_case_timeout", po::value(&o.case_timeout)->value_name("SECONDS"),
       "skip a case whose preparation and warm-up step took longer than "
       "this many seconds, before timing it")(

@@ -87,6 +87,12 @@ struct Entry {
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
   }
+  // How many kinds of Caches its steps take turns at: a model's all warm;
+  // a brick's warm and cold, and in training cold backward too (only
+  // training has a backward pass to start cold on its own).
+  int StepKinds() const {
+    return !brick ? 1 : mode == Mode::kTrain ? kCachesKinds : 2;
+  }
 };
 
 // The L2 cache of one core, in bytes (1 MiB where the system does not say).

@@ -159,7 +159,12 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     core::CaseInfo info;
     info.name = e.name;
     info.batch = e.batch;
-    info.steps = o.steps;
+    // A brick's call times each kind of its steps as often as the others,
+    // so that every kind meets each moment of the machine its models meet
+    // (docs/bricks.md, "Timing"): its steps round up to a multiple of them.
+    // An isolated child times the steps its parent's call asked for.
+    const int kinds = run.isolated_child ? 1 : e.StepKinds();
+    info.steps = (o.steps + kinds - 1) / kinds * kinds;
     info.manual_time = run.isolate;
     run.infos.push_back(std::move(info));
     run.entries.push_back(std::move(e));
@@ -301,7 +306,8 @@ void InterleaveBricks(Options& o, int given, int* argc, char** argv,
   argv[*argc] = nullptr;
   notes->push_back("bricks: --paradnn_steps=" + std::to_string(o.steps) +
                    " runs as " + std::to_string(repetitions) +
-                   " interleaved repetitions of 2 steps, so that bricks and "
+                   " interleaved repetitions of 2 steps (a training "
+                   "brick's: 3, one of each kind), so that bricks and "
                    "models meet the same moments of the machine (set "
                    "--benchmark_repetitions to choose otherwise)");
   o.steps = 2;

@@ -578,17 +578,16 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     INFO(b["name"]);
     brick_ms[b["name"]] = b["step_ms"];
     // Steps take turns at warm, cold and cold backward caches (training),
-    // across repetitions: 10 steps, timed apart. Each kind's time is the
-    // least step of that kind or a colder one, which did more work.
+    // 5 rounded up to 6 per repetition, two of each kind: 12 steps, timed
+    // apart. Each kind's time is the least step of that kind or a colder
+    // one, which did more work.
     double least = 1e300;
-    for (const auto& [kind, steps] :
-         {std::pair{"cold_backward_", 3}, {"cold_", 3}, {"", 4}}) {
+    for (const std::string kind : {"cold_backward_", "cold_", ""}) {
       INFO(kind);
-      const auto times =
-          b[std::string(kind) + "step_times_ms"].get<std::vector<double>>();
-      REQUIRE(times.size() == steps);
+      const auto times = b[kind + "step_times_ms"].get<std::vector<double>>();
+      REQUIRE(times.size() == 4);
       least = std::min(least, *std::min_element(times.begin(), times.end()));
-      CHECK(b[std::string(kind) + "step_ms"] == least);
+      CHECK(b[kind + "step_ms"] == least);
     }
     least_ms[b["name"]] = least;
   }
@@ -599,7 +598,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     const std::string name = b["run_name"];
     if (name.rfind("BRICK/", 0) != 0 || b["run_type"] != "iteration") continue;
     CHECK(b["time_unit"] == "ms");
-    CHECK(b["iterations"] == 5);
+    CHECK(b["iterations"] == 6);
     repetition_ms[name.substr(0, name.find(suffix) + suffix.size())].push_back(
         b["real_time"]);
   }
@@ -994,39 +993,55 @@ TEST_CASE(
 
 TEST_CASE(
     "a bricks run of N steps, repetitions unsaid, runs N/2 interleaved "
-    "repetitions of 2 steps",
+    "repetitions of 2 steps, a brick's rounded up to each kind of step as "
+    "often",
     "[runner][bricks]") {
   const std::string model =
       "--paradnn_case=FC/layers:2/nodes:16/input:32/output:10/batch:8/torch/"
-      "fp32/infer --paradnn_threads=1 --benchmark_format=json";
-  for (const std::string& repetitions : {"", " --benchmark_repetitions=1"}) {
-    const std::string out = Scratch("interleaved_bricks.json");
-    Result r = RunRunner(model + repetitions +
-                         " --paradnn_steps=5 --paradnn_bricks_out=" + out);
-    INFO(repetitions << "\n" << r.err);
-    REQUIRE(r.status == 0);
-    const bool split = repetitions.empty();
-    CHECK((r.err.find("bricks: --paradnn_steps=5 runs as 3 interleaved "
-                      "repetitions of 2 steps") != std::string::npos) == split);
-    int runs = 0;
-    const json results = ParseBenchmarkJson(r.out);
-    for (const json& b : results["benchmarks"]) {
-      if (b["run_type"] != "iteration") continue;
-      ++runs;
-      CHECK(b["iterations"] == (split ? 2 : 5));
-      CHECK(b["repetitions"] == (split ? 3 : 1));
-    }
-    const json j = json::parse(Slurp(out));
-    // The model and its bricks.
-    const size_t cases = 1 + j["bricks"].size();
-    CHECK(runs == static_cast<int>(cases * (split ? 3 : 1)));
-    const size_t steps = split ? 6 : 5;
-    CHECK(j["models"][0]["step_times_ms"].size() == steps);
-    for (const json& b : j["bricks"]) {
-      INFO(b.dump());
-      // Inference bricks: warm and cold steps in turn.
-      CHECK(b["step_times_ms"].size() + b["cold_step_times_ms"].size() ==
-            steps);
+      "fp32/";
+  for (const std::string mode : {"infer", "train"}) {
+    // Inference bricks take turns at warm and cold steps, training ones at
+    // cold backward ones too.
+    const size_t kinds = mode == "train" ? 3 : 2;
+    for (const std::string& repetitions : {"", " --benchmark_repetitions=1"}) {
+      const std::string out = Scratch("interleaved_bricks.json");
+      Result r = RunRunner(model + mode +
+                           " --paradnn_threads=1 --benchmark_format=json" +
+                           repetitions +
+                           " --paradnn_steps=5 --paradnn_bricks_out=" + out);
+      INFO(mode << repetitions << "\n" << r.err);
+      REQUIRE(r.status == 0);
+      const bool split = repetitions.empty();
+      CHECK((r.err.find("bricks: --paradnn_steps=5 runs as 3 interleaved "
+                        "repetitions of 2 steps") != std::string::npos) ==
+            split);
+      const size_t model_steps = split ? 2 : 5;
+      const size_t brick_steps = split ? kinds : 6;
+      const size_t calls = split ? 3 : 1;
+      int runs = 0;
+      const json results = ParseBenchmarkJson(r.out);
+      for (const json& b : results["benchmarks"]) {
+        if (b["run_type"] != "iteration") continue;
+        INFO(b["name"]);
+        ++runs;
+        const bool brick = b["name"].get<std::string>().rfind("BRICK/", 0) == 0;
+        CHECK(b["iterations"] == (brick ? brick_steps : model_steps));
+        CHECK(b["repetitions"] == calls);
+      }
+      const json j = json::parse(Slurp(out));
+      // The model and its bricks.
+      const size_t cases = 1 + j["bricks"].size();
+      CHECK(runs == static_cast<int>(cases * calls));
+      CHECK(j["models"][0]["step_times_ms"].size() == model_steps * calls);
+      for (const json& b : j["bricks"]) {
+        INFO(b.dump());
+        for (const std::string kind : {"", "cold_", "cold_backward_"}) {
+          const size_t each = kind == "cold_backward_" && kinds == 2
+                                  ? 0
+                                  : brick_steps * calls / kinds;
+          CHECK(b[kind + "step_times_ms"].size() == each);
+        }
+      }
     }
   }
 }
