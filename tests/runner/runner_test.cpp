@@ -668,13 +668,32 @@ std::pair<json, std::map<std::string, json>> RunBricksOut(
   return o;
 }
 
+// Nodes of the hidden layers of a four-layer FC model whose last three
+// layers' training bricks move more than twice this machine's L3 per step:
+// 4096 (64 MB of weights each) on CPUs of up to 64 MB of L3, more on those
+// of a larger one.
+int ColdFcNodes() {
+  const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
+  int nodes = 4096;
+  for (;;) {
+    const std::string n = std::to_string(nodes);
+    const BrickCase b = ParseBrickName("BRICK/dense/in:8x" + n + "/units:" +
+                                       n + "/bias:1/grad:1/onednn/fp32/train");
+    if (3 * ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes >
+        2 * l3)
+      return nodes;
+    nodes += nodes / 2;
+  }
+}
+
 // A bricks run of one FC model on both backends in `mode`, `steps` steps:
-// its hidden layers' weights of 64 MB each are far past 8 times one
-// thread's L2 (a cold model).
+// its hidden layers' weights of 64 MB or more each are far past 8 times
+// one thread's L2 (a cold model).
 std::pair<json, std::map<std::string, json>> RunColdFcModels(
     const std::string& mode, int steps, const std::string& file) {
-  const std::string model =
-      "FC/layers:4/nodes:4096/input:2000/output:10/batch:8/";
+  const std::string model = "FC/layers:4/nodes:" +
+                            std::to_string(ColdFcNodes()) +
+                            "/input:2000/output:10/batch:8/";
   auto o = RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
                             " --paradnn_case=" + model + "onednn/fp32/" + mode +
                             " --paradnn_steps=" + std::to_string(steps),
@@ -705,8 +724,7 @@ TEST_CASE(
     "times, and cold backward ones where later layers fill the L3, inside "
     "LibTorch's wherever a layer follows",
     "[runner][bricks]") {
-  // Three hidden layers' bricks moving 400 MB per step, more than twice
-  // any L3 of today's CPUs.
+  // Three hidden layers' bricks moving more than twice the L3 per step.
   const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
   const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
   REQUIRE(l3 > 0);
@@ -772,7 +790,7 @@ TEST_CASE(
       estimate += bricks.at(layers[k])[expect_warm ? "step_ms" : "cold_step_ms"]
                       .get<double>();
     }
-    // The 4096 x 4096 dense layer twice after its first, the ReLU three
+    // The hidden dense layer twice after its first, the ReLU three
     // times after its first.
     CHECK(warm == (torch ? 5 : 0));
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
