@@ -677,8 +677,8 @@ int ColdFcNodes() {
   int nodes = 4096;
   for (;;) {
     const std::string n = std::to_string(nodes);
-    const BrickCase b = ParseBrickName("BRICK/dense/in:8x" + n + "/units:" +
-                                       n + "/bias:1/grad:1/onednn/fp32/train");
+    const BrickCase b = ParseBrickName("BRICK/dense/in:8x" + n + "/units:" + n +
+                                       "/bias:1/grad:1/onednn/fp32/train");
     if (3 * ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes >
         2 * l3)
       return nodes;
@@ -691,9 +691,9 @@ int ColdFcNodes() {
 // one thread's L2 (a cold model).
 std::pair<json, std::map<std::string, json>> RunColdFcModels(
     const std::string& mode, int steps, const std::string& file) {
-  const std::string model = "FC/layers:4/nodes:" +
-                            std::to_string(ColdFcNodes()) +
-                            "/input:2000/output:10/batch:8/";
+  const std::string model =
+      "FC/layers:4/nodes:" + std::to_string(ColdFcNodes()) +
+      "/input:2000/output:10/batch:8/";
   auto o = RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
                             " --paradnn_case=" + model + "onednn/fp32/" + mode +
                             " --paradnn_steps=" + std::to_string(steps),
