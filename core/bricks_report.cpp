@@ -25,6 +25,17 @@ constexpr int64_t kColdAboveL2s = 8;
 // (docs/bricks.md says why 2).
 constexpr int64_t kColdBackwardAboveL3s = 2;
 
+// How much of its brick's extra cold time (the cold or cold backward step
+// over the warm one) a cold model's layer takes: its data come from memory
+// only where the rest of the model's step, D bytes by the cost model, has
+// pushed them out of the L3, and a large L3 keeps part of a model far past
+// the L2s. D / (D + L3 / 2): half at half the L3 (docs/bricks.md, "Models
+// the L3 partly holds").
+double ColdShare(const Entry& model) {
+  const double bytes = static_cast<double>(model.cost.bytes);
+  return bytes / (bytes + static_cast<double>(L3Bytes()) / 2);
+}
+
 // Estimate over measured per model: their geometric mean and range, and
 // the error of the estimates, |ratio - 1|, mean and worst.
 ordered_json Spread(const std::vector<double>& ratios) {
@@ -156,6 +167,7 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
     const std::vector<Caches> caches = CachesInside(run, e);
+    const double share = ColdShare(e);
     double estimate = 0;
     bool complete = true;
     ordered_json layers = ordered_json::array(),
@@ -163,7 +175,10 @@ void ReportBricks(const Run& run) {
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
       complete = complete && HasStepTime(brick);
-      estimate += brick.LeastStepMs(caches[k]);
+      const double warm = brick.LeastStepMs();
+      estimate += warm + (caches[k] == Caches::kWarm
+                              ? 0
+                              : share * (brick.LeastStepMs(caches[k]) - warm));
       layers.push_back(brick.name);
       layer_caches.push_back(ToString(caches[k]));
     }
@@ -175,6 +190,7 @@ void ReportBricks(const Run& run) {
         {"step_times_ms", e.all_step_times_ms[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
+    m["cold_share"] = share;
     if (complete && measured) {
       const double ratio = estimate / e.LeastStepMs();
       m["estimate_over_measured"] = ratio;

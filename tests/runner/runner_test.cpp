@@ -718,6 +718,23 @@ struct ModelLayers {
   std::vector<std::string> layers, caches;
 };
 
+// How much of its brick's extra cold time a cold model's layer takes: the
+// model's bytes per step by the cost model over those and half the L3.
+double ColdShareOf(const json& m) {
+  const Case c = ParseCaseName(m["name"].get<std::string>());
+  const double bytes = static_cast<double>(
+      ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).bytes);
+  return bytes / (bytes + static_cast<double>(CacheBytes(3)) / 2);
+}
+
+// A layer's time inside a model that takes `share` of its brick's extra
+// time at `caches` ("warm", "cold" or "cold_backward").
+double LayerMs(const json& brick, const std::string& caches, double share) {
+  const double warm = brick["step_ms"].get<double>();
+  if (caches == "warm") return warm;
+  return warm + share * (brick[caches + "_step_ms"].get<double>() - warm);
+}
+
 ModelLayers LayersOf(const json& m, size_t layers) {
   ModelLayers o{
       m["name"].get<std::string>().find("/torch/") != std::string::npos,
@@ -732,7 +749,7 @@ ModelLayers LayersOf(const json& m, size_t layers) {
 TEST_CASE(
     "a layer of a model beyond the caches takes its bricks' cold "
     "times, and cold backward ones where later layers fill the L3, inside "
-    "LibTorch's wherever a layer follows",
+    "LibTorch's wherever a layer follows, in the share the L3 misses",
     "[runner][bricks]") {
   // Three hidden layers' bricks moving more than twice the L3 per step.
   const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
@@ -742,6 +759,11 @@ TEST_CASE(
     INFO(m["name"]);
     // 4 dense, 4 ReLUs, output, loss.
     const auto [torch, layers, caches] = LayersOf(m, 10);
+    const double share = ColdShareOf(m);
+    CHECK(m["cold_share"].get<double>() == Approx(share));
+    // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
+    CHECK(share > 0.8);
+    CHECK(share < 1);
     // From the last layer back: cold while the bricks after a layer move at
     // most twice the L3 per step (the cost model's bytes), cold backward
     // beyond; LibTorch's autograd keeps more than those bytes count, and
@@ -755,10 +777,7 @@ TEST_CASE(
       const bool beyond = later > (torch ? 0 : 2 * l3);
       CHECK(caches[k] == (beyond ? "cold_backward" : "cold"));
       cold_backward += beyond;
-      estimate +=
-          bricks
-              .at(layers[k])[beyond ? "cold_backward_step_ms" : "cold_step_ms"]
-              .get<double>();
+      estimate += LayerMs(bricks.at(layers[k]), caches[k], share);
       later += ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes;
     }
     // At least the first layer's backward is cold; in LibTorch all but the
@@ -788,6 +807,7 @@ TEST_CASE(
     INFO(m["name"]);
     // 4 dense, 4 ReLUs, output.
     const auto [torch, layers, caches] = LayersOf(m, 9);
+    const double share = ColdShareOf(m);
     std::set<std::string> ran;
     double estimate = 0;
     int warm = 0;
@@ -797,8 +817,7 @@ TEST_CASE(
       const bool expect_warm = torch && repeated;
       CHECK(caches[k] == (expect_warm ? "warm" : "cold"));
       warm += expect_warm;
-      estimate += bricks.at(layers[k])[expect_warm ? "step_ms" : "cold_step_ms"]
-                      .get<double>();
+      estimate += LayerMs(bricks.at(layers[k]), caches[k], share);
     }
     // The hidden dense layer twice after its first, the ReLU three
     // times after its first.
