@@ -1,5 +1,6 @@
 // oneDNN backend. Convolutions and pooling.
 #include <optional>
+#include <string>
 
 #include "backends/onednn/runner.h"
 
@@ -45,12 +46,24 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
   if (train_) {
     // Its input in the format it picks as well: with few channels the
     // forward pass reads them plain, which has no jit kernel here.
-    wpd.emplace(dnnl::convolution_backward_weights::desc(
-                    dnnl::algorithm::convolution_direct,
-                    memory::desc(src_dims, dt_, Tag::any),
-                    memory::desc(w_dims, Dt::f32, Tag::any), pd.dst_desc(),
-                    strides, pad, pad),
-                engine_, pd);
+    auto backward_weights = [&](const memory::desc& diff_dst) {
+      wpd.emplace(dnnl::convolution_backward_weights::desc(
+                      dnnl::algorithm::convolution_direct,
+                      memory::desc(src_dims, dt_, Tag::any),
+                      memory::desc(w_dims, Dt::f32, Tag::any), diff_dst,
+                      strides, pad, pad),
+                  engine_, pd);
+    };
+    backward_weights(pd.dst_desc());
+    // AVX2's jit kernel takes no image smaller than its kernel's reach
+    // (3x3 over 1x1 or 2x2, deep in a CNN of small images); given the
+    // output gradient in the forward pass's blocked format no other kernel
+    // does, and the reference code runs (10-35 ms a call, against
+    // microseconds). In the format oneDNN picks, its GEMM-based kernel
+    // takes it, after a reorder of that gradient.
+    if (std::string(wpd->impl_info_str()).rfind("ref", 0) == 0) {
+      backward_weights(memory::desc(dst_dims, dt_, Tag::any));
+    }
   }
   AddParam(i, "weight", pd.weights_desc(),
            memory::desc(w_dims, Dt::f32, Tag::oihw),
@@ -63,9 +76,14 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
        {DNNL_ARG_WEIGHTS, w.value},
        {DNNL_ARG_DST, out_[i]}});
   if (!train_) return;
+  memory diff_dst = diff_[i];
+  if (wpd->diff_dst_desc() != diff_dst.get_desc()) {
+    diff_dst = Make(wpd->diff_dst_desc());
+    Reorder(backward_[i], diff_[i], diff_dst, false);
+  }
   Run(backward_[i], dnnl::convolution_backward_weights(*wpd),
       {{DNNL_ARG_SRC, Input(x, wpd->src_desc())},
-       {DNNL_ARG_DIFF_DST, diff_[i]},
+       {DNNL_ARG_DIFF_DST, diff_dst},
        {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
   if (Grad(x)) {
     // Backward data has kernels of its own for its own weight format;

@@ -1,5 +1,6 @@
 // The oneDNN backend against the LibTorch backend: the same graph and the
 // same deterministic weights must give the same numbers.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -50,10 +51,18 @@ void CheckUpdates(Runner& a, Runner& b, const Graph& g) {
                       << g.Params()[p].layer << ")");
     const std::vector<float> start = InitParam(g, 11, p);
     std::vector<float> da = a.Param(p), db = b.Param(p);
+    float weights = 0, updates = 0;
     for (size_t k = 0; k < start.size(); ++k) {
       da[k] -= start[k];
       db[k] -= start[k];
+      weights = std::max(weights, std::abs(start[k]));
+      updates = std::max({updates, std::abs(da[k]), std::abs(db[k])});
     }
+    // A gradient that vanishes leaves both updates at rounding noise, far
+    // under the weights' own rounding: a convolution before batch norm in
+    // a brick, whose mean loss hands every output the same gradient, which
+    // batch norm's backward cancels exactly (1e-11 next to weights of 0.1).
+    if (updates < 1e-6f * weights) continue;
     CHECK(RelativeError(da, db) < kUpdateTolerance);
   }
 }

@@ -122,7 +122,19 @@ TEST_CASE("training steps reuse the memory of the step before",
 }
 
 TEST_CASE("bf16 follows fp32 within bf16's precision", "[torch]") {
-  for (const Case& c : SmokeCases()) {
+  for (Case c : SmokeCases()) {
+    if (c.model.family == "CNN" && c.mode == Mode::kTrain) {
+      // Batch norm in training over the smoke CNNs' last stage (1x1 images,
+      // batch 2) normalizes two values per channel, their small difference
+      // to +-1: bf16's rounding of it moved the loss 7% and the output 57%
+      // where LibTorch's convolutions run without AVX-512. Over 16 values
+      // (2x2 images, batch 4) the loss agrees within 1%.
+      const std::vector<ParamDef>& params = c.model.def().params;
+      for (size_t k = 0; k < params.size(); ++k) {
+        if (params[k].key == "image") c.model.values[k] = "64";
+        if (params[k].key == "batch") c.model.values[k] = "4";
+      }
+    }
     INFO(c.Name());
     Graph g = c.model.BuildGraph();
     Case bf16 = c;
