@@ -6,7 +6,7 @@
 # moments of the machine: benchmark time of the unique layers
 # against the models (every case runs the same number of timed steps, so
 # benchmark time follows work), and constructed over measured step time per
-# family, backend and mode.
+# family, backend and mode, and the model furthest off in each family.
 #   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,5 +38,17 @@ for fam, s in groups.items():
           f"(min {s['min']:.3f}, max {s['max']:.3f}); error mean "
           f"{s['mean_abs_error']:.1%}, worst {s['max_abs_error']:.1%} "
           f"({s['models']} models)")
+# The model furthest off in each family: where to look next.
+worst = {}
+for m in d["models"]:
+    r = m.get("estimate_over_measured")
+    fam = m["name"].split("/")[0]
+    if r is not None and abs(r - 1) > abs(worst.get(fam, (None, 1))[1] - 1):
+        worst[fam] = (m["name"], r)
+for fam, (name, r) in worst.items():
+    print(f"worst {fam}: {name} {r:.3f}")
 PY
+# PARADNN_BRICKS_OUT=FILE keeps the run's bricks JSON (every model's and
+# brick's steps) for a closer look.
+if [[ -n ${PARADNN_BRICKS_OUT:-} ]]; then cp "$out/bricks.json" "$PARADNN_BRICKS_OUT"; fi
 rm -rf "$out"
