@@ -76,14 +76,9 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
        {DNNL_ARG_WEIGHTS, w.value},
        {DNNL_ARG_DST, out_[i]}});
   if (!train_) return;
-  memory diff_dst = diff_[i];
-  if (wpd->diff_dst_desc() != diff_dst.get_desc()) {
-    diff_dst = Make(wpd->diff_dst_desc());
-    Reorder(backward_[i], diff_[i], diff_dst, false);
-  }
   Run(backward_[i], dnnl::convolution_backward_weights(*wpd),
       {{DNNL_ARG_SRC, Input(x, wpd->src_desc())},
-       {DNNL_ARG_DIFF_DST, diff_dst},
+       {DNNL_ARG_DIFF_DST, InBackward(i, diff_[i], wpd->diff_dst_desc())},
        {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
   if (Grad(x)) {
     // Backward data has kernels of its own for its own weight format;
@@ -95,15 +90,10 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
          memory::desc(src_dims, dt_, Tag::any),
          memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pad},
         engine_, pd);
-    memory weights = w.value;
-    if (dpd.weights_desc() != pd.weights_desc()) {
-      weights = Make(dpd.weights_desc());
-      Reorder(backward_[i], w.value, weights, false);
-    }
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
     Run(backward_[i], dnnl::convolution_backward_data(dpd),
         {{DNNL_ARG_DIFF_DST, diff_[i]},
-         {DNNL_ARG_WEIGHTS, weights},
+         {DNNL_ARG_WEIGHTS, InBackward(i, w.value, dpd.weights_desc())},
          {DNNL_ARG_DIFF_SRC, grad}});
     Deliver(x, i, grad);
   }

@@ -141,11 +141,8 @@ void OnednnRunner::BuildRecurrent(int i, const Layer& l) {
   // The weights as backward reads them, copied after every update.
   for (auto [arg, weight] : {std::pair{DNNL_ARG_WEIGHTS_LAYER, &wl},
                              std::pair{DNNL_ARG_WEIGHTS_ITER, &wi}}) {
-    const memory::desc want = bpd.query_md(dnnl::query::exec_arg_md, arg);
-    if (want != weight->value.get_desc()) {
-      bargs[arg] = Make(want);
-      Reorder(backward_[i], weight->value, bargs[arg], false);
-    }
+    bargs[arg] = InBackward(i, weight->value,
+                            bpd.query_md(dnnl::query::exec_arg_md, arg));
   }
   bargs[DNNL_ARG_DIFF_DST_LAYER] = diff_[i];
   bargs[DNNL_ARG_DIFF_SRC_LAYER] = grad;

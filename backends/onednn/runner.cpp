@@ -261,6 +261,14 @@ void OnednnRunner::Reorder(Actions& list, const memory& src, const memory& dst,
   Run(list, dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
 }
 
+memory OnednnRunner::InBackward(int i, const memory& m,
+                                const memory::desc& want) {
+  if (m.get_desc() == want) return m;
+  memory copy = Make(want);
+  Reorder(backward_[i], m, copy, false);
+  return copy;
+}
+
 // Layer x's output in the format `want`, reordered in the forward pass
 // when its producer wrote another.
 memory OnednnRunner::Input(int x, const memory::desc& want) {

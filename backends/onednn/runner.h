@@ -218,6 +218,10 @@ class OnednnRunner : public Runner {
   // when its producer wrote another.
   memory Input(int x, const memory::desc& want);
 
+  // `m` as layer i's backward pass reads it in the format `want`: `m`
+  // itself, or a buffer a reorder fills in that pass.
+  memory InBackward(int i, const memory& m, const memory::desc& want);
+
   // Where a reader of layer x writes x's gradient: x's own gradient memory
   // when this reader is the first to write it (the last reader, since
   // backward runs in reverse) and the format matches; else a scratch.
