@@ -36,8 +36,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"brick_steps",
               "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
               "caches refilled with twice the L3, an add's shortcut left in "
-              "memory; cold backward: flushed again before backward, its time "
-              "left out"}};
+              "memory; cold backward: flushed again before backward and "
+              "before the update, their time left out"}};
 }
 
 std::string Now() {

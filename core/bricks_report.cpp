@@ -36,6 +36,29 @@ double ColdShare(const Entry& model) {
   return bytes / (bytes + static_cast<double>(L3Bytes()) / 2);
 }
 
+// Whether a brick has a step time: timed in this run, or from the database.
+bool HasStepTime(const Entry& brick) {
+  return brick.status == CaseStatus::kPassed || brick.known_step_ms[0];
+}
+
+// The fixed cost of a step (StepCostBricks) in a context (backend, data
+// type, mode): twice the one-ReLU brick's least step less the two-ReLU
+// chain's. None where either has no time, or where the machine's noise
+// left the difference below zero.
+double StepCostMs(const Run& run, const std::string& backend, DType dtype,
+                  Mode mode) {
+  std::vector<double> ms;
+  for (Brick& b : StepCostBricks()) {
+    const auto it =
+        run.index.find(BrickCase{std::move(b), backend, dtype, mode}.Name());
+    if (it == run.index.end() || !HasStepTime(run.entries[it->second])) {
+      return 0;
+    }
+    ms.push_back(run.entries[it->second].LeastStepMs());
+  }
+  return std::max(0.0, 2 * ms[0] - ms[1]);
+}
+
 // Estimate over measured per model: their geometric mean and range, and
 // the error of the estimates, |ratio - 1|, mean and worst.
 ordered_json Spread(const std::vector<double>& ratios) {
@@ -54,11 +77,6 @@ ordered_json Spread(const std::vector<double>& ratios) {
           {"mean_abs_error", error_sum / ratios.size()},
           {"max_abs_error", worst},
           {"models", ratios.size()}};
-}
-
-// Whether a brick has a step time: timed in this run, or from the database.
-bool HasStepTime(const Entry& brick) {
-  return brick.status == CaseStatus::kPassed || brick.known_step_ms[0];
 }
 
 // The caches each of a model's bricks finds inside it. Warm in a model
@@ -147,10 +165,14 @@ void ReportBricks(const Run& run) {
   int64_t total_layers = 0, total_bricks = 0;
   double bricks_s = 0, models_s = 0;
   bool models_ran = false;
-  int unique = 0, from_db = 0;
+  int bricks_run = 0, unique = 0, from_db = 0;
+  std::set<std::string> step_cost_keys;
+  for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
   for (const Entry& e : run.entries) {
     if (e.brick) {
-      ++unique;
+      ++bricks_run;
+      // Models' bricks, counted; the step cost's, not.
+      unique += step_cost_keys.count(e.brick->Key()) == 0;
       from_db += e.known_step_ms[0].has_value();
       bricks_s += e.benchmark_s;
     } else {
@@ -160,15 +182,21 @@ void ReportBricks(const Run& run) {
       models_ran = models_ran || e.status != CaseStatus::kNotRun;
     }
   }
-  if (!run.flags.bricks || unique == 0) return;
+  if (!run.flags.bricks || bricks_run == 0) return;
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by_family, by_group;
   ordered_json models = ordered_json::array();
+  ordered_json step_costs = ordered_json::object();
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
     const std::vector<Caches> caches = CachesInside(run, e);
     const double share = ColdShare(e);
-    double estimate = 0;
+    // Each brick paid the fixed cost of a step; the model pays it once.
+    const double step_cost = StepCostMs(run, e.backend, e.dtype, e.mode);
+    step_costs[e.backend + "/" + ToString(e.dtype) + "/" + ToString(e.mode)] =
+        step_cost;
+    double estimate =
+        -step_cost * (static_cast<double>(e.layer_bricks.size()) - 1);
     bool complete = true;
     ordered_json layers = ordered_json::array(),
                  layer_caches = ordered_json::array();
@@ -191,6 +219,7 @@ void ReportBricks(const Run& run) {
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
     m["cold_share"] = share;
+    m["step_cost_ms"] = step_cost;
     if (complete && measured) {
       const double ratio = estimate / e.LeastStepMs();
       m["estimate_over_measured"] = ratio;
@@ -206,7 +235,8 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
     ordered_json b = {{"name", e.name},
-                      {"from_db", e.known_step_ms[0].has_value()}};
+                      {"from_db", e.known_step_ms[0].has_value()},
+                      {"step_cost", step_cost_keys.count(e.brick->Key()) > 0}};
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
       b[FieldPrefix(caches) + "step_ms"] =
@@ -231,6 +261,7 @@ void ReportBricks(const Run& run) {
       {"unique_bricks", unique},
       {"bricks_from_db", from_db},
       {"bricks_benchmark_s", bricks_s},
+      {"step_cost_ms", step_costs},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
        {{"all", Spread(all)},

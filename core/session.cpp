@@ -170,6 +170,17 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     run.entries.push_back(std::move(e));
     return index;
   };
+  auto add_brick = [&](Brick b, const std::string& backend, DType dtype,
+                       Mode mode) {
+    Entry e;
+    e.name = BrickCase{b, backend, dtype, mode}.Name();
+    e.backend = backend;
+    e.dtype = dtype;
+    e.mode = mode;
+    const Graph g = b.BuildGraph(mode);
+    e.brick = std::move(b);
+    return add(std::move(e), g);
+  };
   for (Case& c : cases) {
     const Graph g = c.model.BuildGraph();
     Entry e;
@@ -194,14 +205,11 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         ++e.gradient_sums;
       }
       for (Brick& b : bricks) {
-        Entry brick;
-        brick.name = BrickCase{b, c.backend, c.dtype, c.mode}.Name();
-        brick.backend = c.backend;
-        brick.dtype = c.dtype;
-        brick.mode = c.mode;
-        const Graph bg = b.BuildGraph(c.mode);
-        brick.brick = std::move(b);
-        layers.push_back(add(std::move(brick), bg));
+        layers.push_back(add_brick(std::move(b), c.backend, c.dtype, c.mode));
+      }
+      // What each of them pays once more than the model.
+      for (Brick& b : StepCostBricks()) {
+        add_brick(std::move(b), c.backend, c.dtype, c.mode);
       }
     }
     e.model = std::move(c);
@@ -209,14 +217,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     run.entries[index].layer_bricks = std::move(layers);
   }
   for (BrickCase& b : bricks) {
-    Entry e;
-    e.name = b.Name();
-    e.backend = b.backend;
-    e.dtype = b.dtype;
-    e.mode = b.mode;
-    const Graph g = b.brick.BuildGraph(b.mode);
-    e.brick = std::move(b.brick);
-    add(std::move(e), g);
+    add_brick(std::move(b.brick), b.backend, b.dtype, b.mode);
   }
 }
 

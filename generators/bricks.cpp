@@ -328,4 +328,14 @@ std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode) {
   return sums;
 }
 
+std::vector<Brick> StepCostBricks() {
+  Brick one;
+  one.op = Op::kReLU;
+  one.inputs = {{1}};
+  one.input_grad = true;
+  Brick two = one;
+  two.then.emplace_back().op = Op::kReLU;
+  return {one, two};
+}
+
 }  // namespace paradnn

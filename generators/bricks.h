@@ -64,4 +64,12 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1);
 // inference.
 std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode);
 
+// Every brick's step pays once what a model's step pays once for all its
+// layers (the step call, backward's start, the optimizer's loop). Two
+// bricks measure it: a ReLU of one element, and two of them in a chain.
+// Their layers cost next to nothing but their dispatch, the same for each:
+// twice the first's step less the second's leaves the fixed cost of one
+// step (docs/bricks.md, "A step's fixed cost").
+std::vector<Brick> StepCostBricks();
+
 }  // namespace paradnn

@@ -551,6 +551,26 @@ TEST_CASE("MLPerf logs and a results package from a run, summarized",
 namespace paradnn {
 namespace {
 
+// The fixed cost of a step in a context ("/torch/fp32/train") from a
+// bricks run's output, computed here from its step-cost bricks: twice a
+// one-element ReLU's least step less that of two in a chain, none below
+// zero; the output says the same.
+double StepCostMs(const json& bricks_out, const std::string& context) {
+  double one = 0, two = 0;
+  for (const json& b : bricks_out["bricks"]) {
+    const std::string name = b["name"];
+    if (name == "BRICK/relu/in:1/grad:1" + context) one = b["step_ms"];
+    if (name == "BRICK/relu/in:1/+relu/grad:1" + context) two = b["step_ms"];
+    CHECK(b["step_cost"] == (name.rfind("BRICK/relu/in:1/", 0) == 0));
+  }
+  REQUIRE(one > 0);
+  REQUIRE(two > 0);
+  const double cost = std::max(0.0, 2 * one - two);
+  CHECK(bricks_out["step_cost_ms"][context.substr(1)].get<double>() ==
+        Approx(cost));
+  return cost;
+}
+
 TEST_CASE("bricks: unique layers timed, model times constructed from them",
           "[runner][bricks]") {
   const std::string out = Scratch("bricks.json");
@@ -568,7 +588,9 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   // 8 and 12 layers in training; 5 distinct ones between them.
   CHECK(j["total_layers"] == 20);
   CHECK(j["unique_layers"] == 5);
-  CHECK(j["bricks"].size() == 5);
+  CHECK(j["unique_bricks"] == 5);
+  // And the two that measure a step's fixed cost.
+  CHECK(j["bricks"].size() == 7);
   CHECK(j["bricks_benchmark_s"].get<double>() > 0);
   CHECK(j["end_to_end_benchmark_s"].get<double>() > 0);
   // The layers of each model in order, written out by hand: the first
@@ -606,6 +628,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   }
   for (const std::string& brick : {in, hidden, relu, output, loss})
     CHECK(brick_ms.count(brick + suffix) == 1);
+  const double step_cost = StepCostMs(j, suffix);
   std::map<std::string, std::vector<double>> repetition_ms;
   for (const json& b : results["benchmarks"]) {
     const std::string name = b["run_name"];
@@ -615,7 +638,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     repetition_ms[name.substr(0, name.find(suffix) + suffix.size())].push_back(
         b["real_time"]);
   }
-  REQUIRE(repetition_ms.size() == 5);
+  REQUIRE(repetition_ms.size() == 7);
   for (const auto& [brick, ms] : repetition_ms) {
     INFO(brick);
     // Google Benchmark reports each repetition's mean step, of all kinds
@@ -638,6 +661,10 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     // Models of a few KB, inside one core's L2: the warm steps' times.
     CHECK(m["layer_caches"] ==
           std::vector<std::string>(layers[k].size(), "warm"));
+    // Each brick's step paid the fixed cost of one; the model's pays it
+    // once.
+    sum -= step_cost * static_cast<double>(layers[k].size() - 1);
+    CHECK(m["step_cost_ms"].get<double>() == Approx(step_cost));
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     // Its least step of both repetitions.
     const auto steps = m["step_times_ms"].get<std::vector<double>>();
@@ -656,9 +683,9 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   CHECK(all["max_abs_error"].get<double>() ==
         Approx(std::max(std::abs(ratios[0] - 1), std::abs(ratios[1] - 1))));
   CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
-  // The brick cases are Google Benchmark cases like any other: 7 cases,
+  // The brick cases are Google Benchmark cases like any other: 9 cases,
   // each with 2 repetitions and their mean, median, stddev and cv.
-  CHECK(results["benchmarks"].size() == 7 * 6);
+  CHECK(results["benchmarks"].size() == 9 * 6);
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
 }
 
@@ -785,6 +812,8 @@ TEST_CASE(
     CHECK(cold_backward >= (torch ? 9 : 1));
     CHECK(cold_backward < 10);
     CHECK(caches.back() == "cold");
+    estimate -=
+        9 * StepCostMs(j, torch ? "/torch/fp32/train" : "/onednn/fp32/train");
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
   // Three steps each: one of each kind.
@@ -822,6 +851,8 @@ TEST_CASE(
     // The hidden dense layer twice after its first, the ReLU three
     // times after its first.
     CHECK(warm == (torch ? 5 : 0));
+    estimate -=
+        8 * StepCostMs(j, torch ? "/torch/fp32/infer" : "/onednn/fp32/infer");
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
@@ -979,15 +1010,16 @@ TEST_CASE(
   INFO(first.err);
   REQUIRE(first.status == 0);
   const json known = json::parse(Slurp(db));
-  REQUIRE(known["bricks"].size() == 5);
+  // 5 layers' and the 2 of a step's fixed cost.
+  REQUIRE(known["bricks"].size() == 7);
   std::map<std::string, double> known_ms;
   for (const json& b : known["bricks"]) {
     CHECK(b["context"]["threads"] == 1);
     CHECK(b["steps"] == 3);
     known_ms[b["name"]] = b["step_ms"];
   }
-  // Another model, of 16 nodes: four of its bricks are new, its loss is
-  // known. Models estimated only.
+  // Another model, of 16 nodes: four of its bricks are new, its loss and
+  // the step's fixed cost are known. Models estimated only.
   const std::string out = Scratch("bricks_db_out.json");
   const std::string other = "FC/layers:2/nodes:16/input:64/output:10/batch:8/";
   Result second = RunRunner(
@@ -1012,7 +1044,7 @@ TEST_CASE(
                    "BRICK/dense/in:8x16/units:10/bias:1/grad:1/torch/fp32/"
                    "train/iterations:3/real_time"});
   const json estimates = json::parse(Slurp(out));
-  CHECK(estimates["bricks_from_db"] == 5);
+  CHECK(estimates["bricks_from_db"] == 7);
   std::map<std::string, double> step_ms = known_ms;
   for (const json& b : estimates["bricks"]) {
     CHECK(b["from_db"] == (known_ms.count(b["name"]) == 1));
@@ -1022,15 +1054,17 @@ TEST_CASE(
   for (const json& m : estimates["models"]) {
     double sum = 0;
     for (const json& layer : m["layers"]) sum += step_ms.at(layer);
+    sum -= StepCostMs(estimates, "/torch/fp32/train") *
+           static_cast<double>(m["layers"].size() - 1);
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     CHECK(m["measured_ms"].is_null());
   }
-  CHECK(json::parse(Slurp(db))["bricks"].size() == 9);
+  CHECK(json::parse(Slurp(db))["bricks"].size() == 11);
   // Another thread count is another context: timed again, and said so.
   Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
                            " --paradnn_threads=2 " + "--benchmark_list_tests");
   REQUIRE(third.status == 0);
-  CHECK_THAT(third.err, Contains("5 of this sweep's bricks were measured in "
+  CHECK_THAT(third.err, Contains("7 of this sweep's bricks were measured in "
                                  "another context"));
   CHECK_THAT(third.out, Contains("BRICK/relu/in:8x32/grad:1/torch/fp32/train"));
   // Bad content is refused with the file's name.
