@@ -875,8 +875,10 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
     std::string args;
     for (const std::string& n : names) args += " --paradnn_case=" + n;
     const std::string out = Scratch("isolated_bricks.json");
+    // Three steps a call, one of each kind, however long a step takes
+    // (with a minimum time, a slow first step was the call's only one).
     Result r =
-        RunRunner(args + kFast + isolate +
+        RunRunner(args + " --paradnn_steps=3 --paradnn_threads=1" + isolate +
                   " --benchmark_format=json --paradnn_bricks_out=" + out);
     INFO(isolate << "\n" << r.err);
     REQUIRE(r.status == 0);
