@@ -60,9 +60,11 @@ class Runner {
   // A step whose backward pass starts as Cool() leaves a step, but with the
   // gradient flowing into it read back in instead of the inputs: the state
   // a layer's backward finds inside a model whose later layers, between its
-  // forward and its backward, move more data than the caches hold. Returns
-  // the seconds that dropping and reading took, which belong to no layer
-  // and are left out of the step's time. Without a backward pass (or a CPU
+  // forward and its backward, move more data than the caches hold; its
+  // update likewise starts with the data dropped again, as after every
+  // layer's backward pass of such a model. Returns the seconds that
+  // dropping and reading took, which belong to no layer and are left out
+  // of the step's time. Without a backward pass (or a CPU
   // cache), a step and 0.
   virtual double StepColdBackward() {
     Step();
