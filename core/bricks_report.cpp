@@ -43,8 +43,9 @@ bool HasStepTime(const Entry& brick) {
 
 // The fixed cost of a step (StepCostBricks) in a context (backend, data
 // type, mode): twice the one-ReLU brick's least step less the two-ReLU
-// chain's. None where either has no time, or where the machine's noise
-// left the difference below zero.
+// chain's. None where either has no time. The machine's noise can put the
+// difference below zero or above the one-ReLU step, which is the fixed
+// cost and one ReLU: it is kept between the two.
 double StepCostMs(const Run& run, const std::string& backend, DType dtype,
                   Mode mode) {
   std::vector<double> ms;
@@ -56,7 +57,7 @@ double StepCostMs(const Run& run, const std::string& backend, DType dtype,
     }
     ms.push_back(run.entries[it->second].LeastStepMs());
   }
-  return std::max(0.0, 2 * ms[0] - ms[1]);
+  return std::clamp(2 * ms[0] - ms[1], 0.0, ms[0]);
 }
 
 // Estimate over measured per model: their geometric mean and range, and
@@ -191,12 +192,13 @@ void ReportBricks(const Run& run) {
     if (!e.model) continue;
     const std::vector<Caches> caches = CachesInside(run, e);
     const double share = ColdShare(e);
-    // Each brick paid the fixed cost of a step; the model pays it once.
+    // Each brick paid the fixed cost of a step; the model pays it once. A
+    // layer costs what its brick took beyond it, never less than nothing
+    // (a small brick's quick step against a noisy fixed cost).
     const double step_cost = StepCostMs(run, e.backend, e.dtype, e.mode);
     step_costs[e.backend + "/" + ToString(e.dtype) + "/" + ToString(e.mode)] =
         step_cost;
-    double estimate =
-        -step_cost * (static_cast<double>(e.layer_bricks.size()) - 1);
+    double estimate = step_cost;
     bool complete = true;
     ordered_json layers = ordered_json::array(),
                  layer_caches = ordered_json::array();
@@ -204,9 +206,10 @@ void ReportBricks(const Run& run) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
       complete = complete && HasStepTime(brick);
       const double warm = brick.LeastStepMs();
-      estimate += warm + (caches[k] == Caches::kWarm
-                              ? 0
-                              : share * (brick.LeastStepMs(caches[k]) - warm));
+      estimate += std::max(0.0, warm - step_cost) +
+                  (caches[k] == Caches::kWarm
+                       ? 0
+                       : share * (brick.LeastStepMs(caches[k]) - warm));
       layers.push_back(brick.name);
       layer_caches.push_back(ToString(caches[k]));
     }

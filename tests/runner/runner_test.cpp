@@ -554,7 +554,7 @@ namespace {
 // The fixed cost of a step in a context ("/torch/fp32/train") from a
 // bricks run's output, computed here from its step-cost bricks: twice a
 // one-element ReLU's least step less that of two in a chain, none below
-// zero; the output says the same.
+// zero and none above the one ReLU's step; the output says the same.
 double StepCostMs(const json& bricks_out, const std::string& context) {
   double one = 0, two = 0;
   for (const json& b : bricks_out["bricks"]) {
@@ -565,10 +565,16 @@ double StepCostMs(const json& bricks_out, const std::string& context) {
   }
   REQUIRE(one > 0);
   REQUIRE(two > 0);
-  const double cost = std::max(0.0, 2 * one - two);
+  const double cost = std::clamp(2 * one - two, 0.0, one);
   CHECK(bricks_out["step_cost_ms"][context.substr(1)].get<double>() ==
         Approx(cost));
   return cost;
+}
+
+// A layer's share of its model's estimate: what its brick's warm step took
+// beyond a step's fixed cost, none below zero.
+double BeyondStepCost(double brick_ms, double step_cost) {
+  return std::max(0.0, brick_ms - step_cost);
 }
 
 TEST_CASE("bricks: unique layers timed, model times constructed from them",
@@ -651,19 +657,18 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   std::vector<double> ratios;
   for (size_t k = 0; k < 2; ++k) {
     const json& m = j["models"][k];
-    double sum = 0;
+    // Each brick's step paid the fixed cost of one; the model's pays it
+    // once.
+    double sum = step_cost;
     std::vector<std::string> names;
     for (const std::string& layer : layers[k]) {
       names.push_back(layer + suffix);
-      sum += brick_ms.at(layer + suffix);
+      sum += BeyondStepCost(brick_ms.at(layer + suffix), step_cost);
     }
     CHECK(m["layers"].get<std::vector<std::string>>() == names);
     // Models of a few KB, inside one core's L2: the warm steps' times.
     CHECK(m["layer_caches"] ==
           std::vector<std::string>(layers[k].size(), "warm"));
-    // Each brick's step paid the fixed cost of one; the model's pays it
-    // once.
-    sum -= step_cost * static_cast<double>(layers[k].size() - 1);
     CHECK(m["step_cost_ms"].get<double>() == Approx(step_cost));
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     // Its least step of both repetitions.
@@ -755,11 +760,14 @@ double ColdShareOf(const json& m) {
 }
 
 // A layer's time inside a model that takes `share` of its brick's extra
-// time at `caches` ("warm", "cold" or "cold_backward").
-double LayerMs(const json& brick, const std::string& caches, double share) {
+// time at `caches` ("warm", "cold" or "cold_backward"), beyond a step's
+// fixed cost.
+double LayerMs(const json& brick, const std::string& caches, double share,
+               double step_cost) {
   const double warm = brick["step_ms"].get<double>();
-  if (caches == "warm") return warm;
-  return warm + share * (brick[caches + "_step_ms"].get<double>() - warm);
+  const double beyond = BeyondStepCost(warm, step_cost);
+  if (caches == "warm") return beyond;
+  return beyond + share * (brick[caches + "_step_ms"].get<double>() - warm);
 }
 
 ModelLayers LayersOf(const json& m, size_t layers) {
@@ -795,8 +803,10 @@ TEST_CASE(
     // most twice the L3 per step (the cost model's bytes), cold backward
     // beyond; LibTorch's autograd keeps more than those bytes count, and
     // there every layer but the last is cold backward.
+    const double step_cost =
+        StepCostMs(j, torch ? "/torch/fp32/train" : "/onednn/fp32/train");
     int64_t later = 0;
-    double estimate = 0;
+    double estimate = step_cost;
     int cold_backward = 0;
     for (size_t k = layers.size(); k-- > 0;) {
       INFO(layers[k]);
@@ -804,7 +814,7 @@ TEST_CASE(
       const bool beyond = later > (torch ? 0 : 2 * l3);
       CHECK(caches[k] == (beyond ? "cold_backward" : "cold"));
       cold_backward += beyond;
-      estimate += LayerMs(bricks.at(layers[k]), caches[k], share);
+      estimate += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
       later += ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes;
     }
     // At least the first layer's backward is cold; in LibTorch all but the
@@ -812,8 +822,6 @@ TEST_CASE(
     CHECK(cold_backward >= (torch ? 9 : 1));
     CHECK(cold_backward < 10);
     CHECK(caches.back() == "cold");
-    estimate -=
-        9 * StepCostMs(j, torch ? "/torch/fp32/train" : "/onednn/fp32/train");
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
   // Three steps each: one of each kind.
@@ -837,8 +845,10 @@ TEST_CASE(
     // 4 dense, 4 ReLUs, output.
     const auto [torch, layers, caches] = LayersOf(m, 9);
     const double share = ColdShareOf(m);
+    const double step_cost =
+        StepCostMs(j, torch ? "/torch/fp32/infer" : "/onednn/fp32/infer");
     std::set<std::string> ran;
-    double estimate = 0;
+    double estimate = step_cost;
     int warm = 0;
     for (size_t k = 0; k < layers.size(); ++k) {
       INFO(layers[k]);
@@ -846,13 +856,11 @@ TEST_CASE(
       const bool expect_warm = torch && repeated;
       CHECK(caches[k] == (expect_warm ? "warm" : "cold"));
       warm += expect_warm;
-      estimate += LayerMs(bricks.at(layers[k]), caches[k], share);
+      estimate += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
     }
     // The hidden dense layer twice after its first, the ReLU three
     // times after its first.
     CHECK(warm == (torch ? 5 : 0));
-    estimate -=
-        8 * StepCostMs(j, torch ? "/torch/fp32/infer" : "/onednn/fp32/infer");
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
@@ -1054,10 +1062,11 @@ TEST_CASE(
   }
   REQUIRE(estimates["models"].size() == 2);
   for (const json& m : estimates["models"]) {
-    double sum = 0;
-    for (const json& layer : m["layers"]) sum += step_ms.at(layer);
-    sum -= StepCostMs(estimates, "/torch/fp32/train") *
-           static_cast<double>(m["layers"].size() - 1);
+    const double step_cost = StepCostMs(estimates, "/torch/fp32/train");
+    double sum = step_cost;
+    for (const json& layer : m["layers"]) {
+      sum += BeyondStepCost(step_ms.at(layer), step_cost);
+    }
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     CHECK(m["measured_ms"].is_null());
   }
@@ -1075,6 +1084,62 @@ TEST_CASE(
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains(db + ": entry {\"name\":3}: expected name, "
                                     "step_ms and context"));
+}
+
+TEST_CASE(
+    "a step's fixed cost the machine's noise put out of reach is kept "
+    "between none and the one-ReLU step, and no layer costs less than none",
+    "[runner][bricks]") {
+  const std::string db = Scratch("noisy_step_cost_db.json");
+  const std::string fc =
+      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
+      "fp32/train --paradnn_steps=3 --paradnn_threads=1 --paradnn_bricks_db=" +
+      db;
+  Result first = RunRunner(fc);
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  json known = json::parse(Slurp(db));
+  REQUIRE(known["bricks"].size() == 7);
+  // Every layer's brick 10 µs, warm or cold; the model has 8 of them. The
+  // one-ReLU and two-ReLU bricks' steps, and the estimate, by hand.
+  struct Noise {
+    double one, two, step_cost, estimate;
+  };
+  for (const Noise& n : {
+           // 2 * 30 - 20 = 40 µs, more than the one-ReLU step: 30 µs, and
+           // every layer's 10 µs is within it.
+           Noise{0.030, 0.020, 0.030, 0.030},
+           // 2 * 5 - 20 < 0: none, the bricks' sum.
+           Noise{0.005, 0.020, 0, 0.080},
+           // 2 * 4 - 6 = 2 µs, taken out of every layer, paid once.
+           Noise{0.004, 0.006, 0.002, 0.002 + 8 * 0.008},
+       }) {
+    INFO(n.one << " " << n.two);
+    for (json& b : known["bricks"]) {
+      const std::string name = b["name"];
+      const double ms = name.rfind("BRICK/relu/in:1/grad:1/", 0) == 0 ? n.one
+                        : name.rfind("BRICK/relu/in:1/+relu/grad:1/", 0) == 0
+                            ? n.two
+                            : 0.010;
+      for (const char* field :
+           {"step_ms", "cold_step_ms", "cold_backward_step_ms"}) {
+        b[field] = ms;
+      }
+    }
+    std::ofstream(db) << known.dump();
+    const std::string out = Scratch("noisy_step_cost.json");
+    Result r = RunRunner(fc +
+                         " --paradnn_bricks_estimate_only "
+                         "--paradnn_bricks_out=" +
+                         out);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json j = json::parse(Slurp(out));
+    CHECK(j["bricks_from_db"] == 7);
+    CHECK(StepCostMs(j, "/torch/fp32/train") == Approx(n.step_cost));
+    REQUIRE(j["models"].size() == 1);
+    CHECK(j["models"][0]["estimated_ms"].get<double>() == Approx(n.estimate));
+  }
 }
 
 TEST_CASE(
