@@ -2,8 +2,8 @@
 # How long listing a sweep takes (`--benchmark_list_tests`: load, expand,
 # build every model's graph and cost, register with Google Benchmark):
 # each of the paper's grids, then FC grids of 10k, 30k and 100k models, to
-# show that the cost grows linearly with the number of cases. Median of
-# RUNS runs.
+# show that the cost grows linearly with the number of cases; last, each
+# paper grid with its layer bricks (--paradnn_bricks). Median of RUNS runs.
 #   bench/listing.sh [BUILD] [RUNS]    (BUILD: paradnn's build, build/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,12 +12,14 @@ runs=${2:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Median wall seconds of listing CONFIG; also checks the count.
+# Median wall seconds of listing CONFIG (with more flags after it); also
+# counts the cases.
 list() {
   local config=$1 times=()
+  shift
   for ((i = 0; i < runs; i++)); do
     local start=$(date +%s%N)
-    "$build/paradnn" --paradnn_config="$config" --benchmark_list_tests \
+    "$build/paradnn" --paradnn_config="$config" --benchmark_list_tests "$@" \
       >"$work/list" 2>/dev/null
     times+=($(( $(date +%s%N) - start )))
   done
@@ -53,5 +55,13 @@ sweeps:
 YAML
   list "$work/grid.yaml"
   printf "%-24s %8d %10s %14.1f\n" "FC grid" "$cases" "$seconds" \
+    "$(awk -v s="$seconds" -v n="$cases" 'BEGIN {print s / n * 1e6}')"
+done
+
+# The paper's grids with a brick for every unique layer: the models and
+# their bricks.
+for grid in paper_fc paper_cnn paper_rnn paper_transformer; do
+  list "$root/configs/$grid.yaml" --paradnn_bricks
+  printf "%-24s %8d %10s %14.1f\n" "${grid#paper_} with bricks" "$cases" "$seconds" \
     "$(awk -v s="$seconds" -v n="$cases" 'BEGIN {print s / n * 1e6}')"
 done

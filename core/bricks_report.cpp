@@ -167,6 +167,7 @@ void ReportBricks(const Run& run) {
   double bricks_s = 0, models_s = 0;
   bool models_ran = false;
   int bricks_run = 0, unique = 0, from_db = 0;
+  bool timed = false;  // a brick has a time: not a run that only listed
   std::set<std::string> step_cost_keys;
   for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
   for (const Entry& e : run.entries) {
@@ -175,6 +176,7 @@ void ReportBricks(const Run& run) {
       // Models' bricks, counted; the step cost's, not.
       unique += step_cost_keys.count(e.brick->Key()) == 0;
       from_db += e.known_step_ms[0].has_value();
+      timed = timed || HasStepTime(e);
       bricks_s += e.benchmark_s;
     } else {
       total_bricks += static_cast<int64_t>(e.layer_bricks.size());
@@ -184,6 +186,19 @@ void ReportBricks(const Run& run) {
     }
   }
   if (!run.flags.bricks || bricks_run == 0) return;
+  std::fprintf(
+      stderr,
+      "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
+      "unique bricks of up to %d layers",
+      run.unique_layers.size(), static_cast<long long>(total_layers),
+      total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
+      unique, run.flags.bricks_granularity);
+  // A run that only listed its cases: the counts, and no estimates to
+  // build (for a sweep of thousands of models, seconds of them).
+  if (!timed && run.flags.bricks_out.empty()) {
+    std::fprintf(stderr, "\n");
+    return;
+  }
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by_family, by_group;
   ordered_json models = ordered_json::array();
@@ -272,13 +287,7 @@ void ReportBricks(const Run& run) {
         {"per_family_backend_dtype_mode", spreads(by_group)}}},
       {"models", models},
       {"bricks", bricks}};
-  std::fprintf(
-      stderr,
-      "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
-      "unique bricks of up to %d layers benchmarked in %.1f s",
-      run.unique_layers.size(), static_cast<long long>(total_layers),
-      total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
-      unique, run.flags.bricks_granularity, bricks_s);
+  std::fprintf(stderr, " benchmarked in %.1f s", bricks_s);
   if (from_db > 0)
     std::fprintf(stderr, " (%d of them from the database)", from_db);
   if (models_ran)

@@ -170,10 +170,14 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     run.entries.push_back(std::move(e));
     return index;
   };
-  auto add_brick = [&](Brick b, const std::string& backend, DType dtype,
-                       Mode mode) {
+  // A brick by its name (each name is built once: a sweep of thousands of
+  // models names tens of thousands of bricks, most of them already added).
+  auto add_brick = [&](Brick b, std::string name, const std::string& backend,
+                       DType dtype, Mode mode) {
+    const auto it = run.index.find(name);
+    if (it != run.index.end()) return it->second;
     Entry e;
-    e.name = BrickCase{b, backend, dtype, mode}.Name();
+    e.name = std::move(name);
     e.backend = backend;
     e.dtype = dtype;
     e.mode = mode;
@@ -181,6 +185,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     e.brick = std::move(b);
     return add(std::move(e), g);
   };
+  std::set<std::string> step_cost_contexts;
   for (Case& c : cases) {
     const Graph g = c.model.BuildGraph();
     Entry e;
@@ -190,26 +195,41 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     e.mode = c.mode;
     std::vector<int> layers;
     if (o.bricks) {
+      auto name = [&](const Brick& b) {
+        return BrickCase{b, c.backend, c.dtype, c.mode}.Name();
+      };
       // Single layers are counted whatever the bricks' granularity.
       std::vector<Brick> single = BricksOf(g, c.mode);
+      std::vector<std::string> single_names;
       for (const Brick& b : single) {
-        run.unique_layers.insert(
-            BrickCase{b, c.backend, c.dtype, c.mode}.Name());
+        single_names.push_back(name(b));
+        run.unique_layers.insert(single_names.back());
       }
+      const bool one = o.bricks_granularity == 1;
       std::vector<Brick> bricks =
-          o.bricks_granularity == 1 ? std::move(single)
-                                    : BricksOf(g, c.mode, o.bricks_granularity);
+          one ? std::move(single) : BricksOf(g, c.mode, o.bricks_granularity);
       for (const Brick& b : bricks) e.layers += b.layers();
       for (Brick& b : GradientSumsOf(g, c.mode)) {
         bricks.push_back(std::move(b));
         ++e.gradient_sums;
       }
-      for (Brick& b : bricks) {
-        layers.push_back(add_brick(std::move(b), c.backend, c.dtype, c.mode));
+      for (size_t k = 0; k < bricks.size(); ++k) {
+        std::string n = one && k < single_names.size()
+                            ? std::move(single_names[k])
+                            : name(bricks[k]);
+        layers.push_back(add_brick(std::move(bricks[k]), std::move(n),
+                                   c.backend, c.dtype, c.mode));
       }
-      // What each of them pays once more than the model.
-      for (Brick& b : StepCostBricks()) {
-        add_brick(std::move(b), c.backend, c.dtype, c.mode);
+      // What each of them pays once more than the model, once per backend,
+      // data type and mode.
+      if (step_cost_contexts
+              .insert(c.backend + "/" + ToString(c.dtype) + "/" +
+                      ToString(c.mode))
+              .second) {
+        for (Brick& b : StepCostBricks()) {
+          std::string n = name(b);
+          add_brick(std::move(b), std::move(n), c.backend, c.dtype, c.mode);
+        }
       }
     }
     e.model = std::move(c);
@@ -217,7 +237,8 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     run.entries[index].layer_bricks = std::move(layers);
   }
   for (BrickCase& b : bricks) {
-    add_brick(std::move(b.brick), b.backend, b.dtype, b.mode);
+    std::string n = b.Name();
+    add_brick(std::move(b.brick), std::move(n), b.backend, b.dtype, b.mode);
   }
 }
 

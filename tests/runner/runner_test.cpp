@@ -865,6 +865,33 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "listing a bricks sweep counts its layers and bricks and estimates "
+    "nothing, unless asked for the bricks output",
+    "[runner][bricks]") {
+  const std::string fc =
+      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
+      "fp32/train --benchmark_list_tests";
+  Result listed = RunRunner(fc + " --paradnn_bricks");
+  INFO(listed.err);
+  REQUIRE(listed.status == 0);
+  // The model, its 5 distinct layers' bricks and the step's fixed cost's 2.
+  CHECK(std::count(listed.out.begin(), listed.out.end(), '\n') == 8);
+  CHECK_THAT(listed.err,
+             Contains("paradnn: bricks: 5 unique of 8 layers (62%); 5 unique "
+                      "bricks of up to 1 layers\n"));
+  CHECK(listed.err.find("benchmarked") == std::string::npos);
+  // With the output asked for: every model's bricks, none timed.
+  const std::string out = Scratch("listed_bricks.json");
+  Result written = RunRunner(fc + " --paradnn_bricks_out=" + out);
+  REQUIRE(written.status == 0);
+  const json j = json::parse(Slurp(out));
+  REQUIRE(j["models"].size() == 1);
+  CHECK(j["models"][0]["layers"].size() == 8);
+  CHECK(j["models"][0]["estimated_ms"].is_null());
+  CHECK(j["bricks"].size() == 7);
+}
+
 TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
           "[runner][bricks]") {
   // The names a bricks run of a small CNN prints.
