@@ -209,10 +209,14 @@ void ReportBricks(const Run& run) {
     const double share = ColdShare(e);
     // Each brick paid the fixed cost of a step; the model pays it once. A
     // layer costs what its brick took beyond it, never less than nothing
-    // (a small brick's quick step against a noisy fixed cost).
-    const double step_cost = StepCostMs(run, e.backend, e.dtype, e.mode);
-    step_costs[e.backend + "/" + ToString(e.dtype) + "/" + ToString(e.mode)] =
-        step_cost;
+    // (a small brick's quick step against a noisy fixed cost). One per
+    // context, which its models share.
+    const std::string context =
+        e.backend + "/" + ToString(e.dtype) + "/" + ToString(e.mode);
+    if (!step_costs.contains(context)) {
+      step_costs[context] = StepCostMs(run, e.backend, e.dtype, e.mode);
+    }
+    const double step_cost = step_costs[context].get<double>();
     double estimate = step_cost;
     bool complete = true;
     ordered_json layers = ordered_json::array(),

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "adapters/mlperf/package.h"
 #include "analysis/calibrate.h"
@@ -185,7 +186,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     e.brick = std::move(b);
     return add(std::move(e), g);
   };
-  std::set<std::string> step_cost_contexts;
+  std::set<std::tuple<std::string, DType, Mode>> step_cost_contexts;
   for (Case& c : cases) {
     const Graph g = c.model.BuildGraph();
     Entry e;
@@ -222,10 +223,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
       }
       // What each of them pays once more than the model, once per backend,
       // data type and mode.
-      if (step_cost_contexts
-              .insert(c.backend + "/" + ToString(c.dtype) + "/" +
-                      ToString(c.mode))
-              .second) {
+      if (step_cost_contexts.emplace(c.backend, c.dtype, c.mode).second) {
         for (Brick& b : StepCostBricks()) {
           std::string n = name(b);
           add_brick(std::move(b), std::move(n), c.backend, c.dtype, c.mode);

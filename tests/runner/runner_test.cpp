@@ -1088,8 +1088,8 @@ TEST_CASE(
     if (!b["from_db"]) step_ms[b["name"]] = b["step_ms"];
   }
   REQUIRE(estimates["models"].size() == 2);
+  const double step_cost = StepCostMs(estimates, "/torch/fp32/train");
   for (const json& m : estimates["models"]) {
-    const double step_cost = StepCostMs(estimates, "/torch/fp32/train");
     double sum = step_cost;
     for (const json& layer : m["layers"]) {
       sum += BeyondStepCost(step_ms.at(layer), step_cost);
