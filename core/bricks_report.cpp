@@ -170,11 +170,19 @@ void ReportBricks(const Run& run) {
   bool timed = false;  // a brick has a time: not a run that only listed
   std::set<std::string> step_cost_keys;
   for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
+  std::set<int> chains;  // bricks chained after their copy
   for (const Entry& e : run.entries) {
+    for (int chain : e.copy_chains) {
+      if (chain >= 0) chains.insert(chain);
+    }
+  }
+  for (size_t i = 0; i < run.entries.size(); ++i) {
+    const Entry& e = run.entries[i];
     if (e.brick) {
       ++bricks_run;
-      // Models' bricks, counted; the step cost's, not.
-      unique += step_cost_keys.count(e.brick->Key()) == 0;
+      // Models' bricks, counted; the step cost's and the copy chains', not.
+      unique += step_cost_keys.count(e.brick->Key()) == 0 &&
+                chains.count(static_cast<int>(i)) == 0;
       from_db += e.known_step_ms[0].has_value();
       timed = timed || HasStepTime(e);
       bricks_s += e.benchmark_s;
@@ -193,6 +201,9 @@ void ReportBricks(const Run& run) {
       run.unique_layers.size(), static_cast<long long>(total_layers),
       total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
       unique, run.flags.bricks_granularity);
+  if (!chains.empty()) {
+    std::fprintf(stderr, ", %zu more chained after a copy", chains.size());
+  }
   // A run that only listed its cases: the counts, and no estimates to
   // build (for a sweep of thousands of models, seconds of them).
   if (!timed && run.flags.bricks_out.empty()) {
@@ -220,17 +231,28 @@ void ReportBricks(const Run& run) {
     double estimate = step_cost;
     bool complete = true;
     ordered_json layers = ordered_json::array(),
-                 layer_caches = ordered_json::array();
+                 layer_caches = ordered_json::array(),
+                 copy_chains = ordered_json::array();
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
-      complete = complete && HasStepTime(brick);
-      const double warm = brick.LeastStepMs();
-      estimate += std::max(0.0, warm - step_cost) +
-                  (caches[k] == Caches::kWarm
-                       ? 0
-                       : share * (brick.LeastStepMs(caches[k]) - warm));
+      const int chain = k < e.copy_chains.size() ? e.copy_chains[k] : -1;
+      complete = complete && HasStepTime(brick) &&
+                 (chain < 0 || HasStepTime(run.entries[chain]));
+      // The layer's own time in caches of a kind: its brick's beyond the
+      // fixed cost, or after its copy, the chain's beyond the copy's.
+      auto own = [&](Caches kind) {
+        return chain < 0 ? brick.LeastStepMs(kind) - step_cost
+                         : run.entries[chain].LeastStepMs(kind) -
+                               brick.LeastStepMs(kind);
+      };
+      const double warm = own(Caches::kWarm);
+      estimate += std::max(0.0, warm) + (caches[k] == Caches::kWarm
+                                             ? 0
+                                             : share * (own(caches[k]) - warm));
       layers.push_back(brick.name);
       layer_caches.push_back(ToString(caches[k]));
+      copy_chains.push_back(chain < 0 ? ordered_json(nullptr)
+                                      : ordered_json(run.entries[chain].name));
     }
     const bool measured = e.status == CaseStatus::kPassed;
     ordered_json m = {
@@ -240,6 +262,7 @@ void ReportBricks(const Run& run) {
         {"step_times_ms", e.all_step_times_ms[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
+    m["copy_chains"] = copy_chains;
     m["cold_share"] = share;
     m["step_cost_ms"] = step_cost;
     if (complete && measured) {
@@ -254,11 +277,13 @@ void ReportBricks(const Run& run) {
     models.push_back(m);
   }
   ordered_json bricks = ordered_json::array();
-  for (const Entry& e : run.entries) {
+  for (size_t i = 0; i < run.entries.size(); ++i) {
+    const Entry& e = run.entries[i];
     if (!e.brick) continue;
     ordered_json b = {{"name", e.name},
                       {"from_db", e.known_step_ms[0].has_value()},
-                      {"step_cost", step_cost_keys.count(e.brick->Key()) > 0}};
+                      {"step_cost", step_cost_keys.count(e.brick->Key()) > 0},
+                      {"copy_chain", chains.count(static_cast<int>(i)) > 0}};
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
       b[FieldPrefix(caches) + "step_ms"] =
@@ -281,6 +306,7 @@ void ReportBricks(const Run& run) {
       {"unique_layers", run.unique_layers.size()},
       {"total_bricks", total_bricks},
       {"unique_bricks", unique},
+      {"copy_chain_bricks", chains.size()},
       {"bricks_from_db", from_db},
       {"bricks_benchmark_s", bricks_s},
       {"step_cost_ms", step_costs},
