@@ -235,9 +235,11 @@ void ReportBricks(const Run& run) {
                  copy_chains = ordered_json::array();
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
-      const int chain = k < e.copy_chains.size() ? e.copy_chains[k] : -1;
-      complete = complete && HasStepTime(brick) &&
-                 (chain < 0 || HasStepTime(run.entries[chain]));
+      // A chain that could not run (too large, say) leaves the layer its
+      // own brick's time, as without chains.
+      int chain = k < e.copy_chains.size() ? e.copy_chains[k] : -1;
+      if (chain >= 0 && !HasStepTime(run.entries[chain])) chain = -1;
+      complete = complete && HasStepTime(brick);
       // The layer's own time in caches of a kind: its brick's beyond the
       // fixed cost, or after its copy, the chain's beyond the copy's.
       auto own = [&](Caches kind) {

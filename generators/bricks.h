@@ -60,8 +60,9 @@ BrickCase ParseBrickName(std::string_view name);
 // brick's copy (a recurrent stack's layers after the first), the two in a
 // chain; nullopt otherwise. Inside the model such a brick costs what the
 // chain takes beyond its first brick, which is not always what it takes on
-// its own: a LibTorch GRU layer of 100 units took 12.8 ms of the chain's
-// 23.2 ms, 10.4 ms on its own (docs/bricks.md, "A layer after its copy").
+// its own: a LibTorch GRU layer of 100 units took 12.76 ms of the chain's
+// 24.98 ms, 12.22 ms on its own, and 13.6-13.8 ms in deeper models
+// (docs/bricks.md, "A layer after its copy").
 std::vector<Brick> BricksOf(
     const Graph& g, Mode mode, int granularity = 1,
     std::vector<std::optional<Brick>>* copy_chains = nullptr);
