@@ -43,8 +43,7 @@ std::map<std::string, std::vector<CaseResult>> Groups(
   std::map<std::string, std::vector<CaseResult>> groups;
   for (const CaseResult& r : cases) {
     if (r.c.model.family != family) continue;
-    groups[r.c.backend + "/" + ToString(r.c.dtype) + "/" + ToString(r.c.mode)]
-        .push_back(r);
+    groups[ContextName(r.c.backend, r.c.dtype, r.c.mode)].push_back(r);
   }
   return groups;
 }

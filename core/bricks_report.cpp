@@ -222,8 +222,7 @@ void ReportBricks(const Run& run) {
     // layer costs what its brick took beyond it, never less than nothing
     // (a small brick's quick step against a noisy fixed cost). One per
     // context, which its models share.
-    const std::string context =
-        e.backend + "/" + ToString(e.dtype) + "/" + ToString(e.mode);
+    const std::string context = ContextName(e.backend, e.dtype, e.mode);
     if (!step_costs.contains(context)) {
       step_costs[context] = StepCostMs(run, e.backend, e.dtype, e.mode);
     }
@@ -272,8 +271,8 @@ void ReportBricks(const Run& run) {
       m["estimate_over_measured"] = ratio;
       all.push_back(ratio);
       by_family[e.model->model.family].push_back(ratio);
-      by_group[e.model->model.family + "/" + e.backend + "/" +
-               ToString(e.dtype) + "/" + ToString(e.mode)]
+      by_group[e.model->model.family + "/" +
+               ContextName(e.backend, e.dtype, e.mode)]
           .push_back(ratio);
     }
     models.push_back(m);
@@ -312,6 +311,8 @@ void ReportBricks(const Run& run) {
       {"bricks_from_db", from_db},
       {"bricks_benchmark_s", bricks_s},
       {"step_cost_ms", step_costs},
+      {"l2_bytes", L2Bytes()},
+      {"l3_bytes", L3Bytes()},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
        {{"all", Spread(all)},

@@ -194,8 +194,7 @@ std::string Brick::Key() const {
 }
 
 std::string BrickCase::Name() const {
-  return "BRICK/" + brick.Key() + "/" + backend + "/" + ToString(dtype) + "/" +
-         ToString(mode);
+  return "BRICK/" + brick.Key() + "/" + ContextName(backend, dtype, mode);
 }
 
 BrickCase ParseBrickName(std::string_view name) {

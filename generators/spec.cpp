@@ -163,9 +163,12 @@ std::string ModelSpec::Name() const {
   return name;
 }
 
+std::string ContextName(const std::string& backend, DType dtype, Mode mode) {
+  return backend + "/" + ToString(dtype) + "/" + ToString(mode);
+}
+
 std::string Case::Name() const {
-  return model.Name() + "/" + backend + "/" + ToString(dtype) + "/" +
-         ToString(mode);
+  return model.Name() + "/" + ContextName(backend, dtype, mode);
 }
 
 std::string CaseNameOf(std::string reported) {

@@ -68,6 +68,10 @@ struct ModelSpec {
   }
 };
 
+// "torch/fp32/train": what a case name or a brick name ends with, and the
+// context a sweep's results are grouped by.
+std::string ContextName(const std::string& backend, DType dtype, Mode mode);
+
 struct Case {
   ModelSpec model;
   std::string backend;

@@ -788,8 +788,11 @@ TEST_CASE(
     "[runner][bricks]") {
   // Three hidden layers' bricks moving more than twice the L3 per step.
   const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
+  // The run took the caches this process finds.
   const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
   REQUIRE(l3 > 0);
+  CHECK(j["l3_bytes"] == l3);
+  CHECK(j["l2_bytes"] == static_cast<int64_t>(CacheBytes(2)));
   for (const json& m : j["models"]) {
     INFO(m["name"]);
     // 4 dense, 4 ReLUs, output, loss.
