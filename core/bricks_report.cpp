@@ -247,9 +247,9 @@ void ReportBricks(const Run& run) {
                                brick.LeastStepMs(kind);
       };
       const double warm = own(Caches::kWarm);
-      estimate += std::max(0.0, warm) + (caches[k] == Caches::kWarm
-                                             ? 0
-                                             : share * (own(caches[k]) - warm));
+      estimate +=
+          std::max(0.0, warm) +
+          (caches[k] == Caches::kWarm ? 0 : share * (own(caches[k]) - warm));
       layers.push_back(brick.name);
       layer_caches.push_back(ToString(caches[k]));
       copy_chains.push_back(chain < 0 ? ordered_json(nullptr)

@@ -228,8 +228,8 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         int index = -1;
         if (chain) {
           std::string n = name(*chain);
-          index = add_brick(std::move(*chain), std::move(n), c.backend,
-                            c.dtype, c.mode);
+          index = add_brick(std::move(*chain), std::move(n), c.backend, c.dtype,
+                            c.mode);
         }
         e.copy_chains.push_back(index);
       }

@@ -298,10 +298,9 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
     b.cell = l.cell;
     b.heads = l.heads;
     b.causal = l.causal;
-    const bool reads_previous = previous >= 0 && l.inputs.size() == 1 &&
-                                l.inputs[0] == previous &&
-                                readers[previous] == 1 &&
-                                l.op != Op::kEmbedding;
+    const bool reads_previous =
+        previous >= 0 && l.inputs.size() == 1 && l.inputs[0] == previous &&
+        readers[previous] == 1 && l.op != Op::kEmbedding;
     previous = i;
     if (reads_previous && bricks.back().layers() < granularity) {
       bricks.back().then.push_back(std::move(b));

@@ -204,8 +204,9 @@ TEST_CASE("a layer after its copy is also timed in a chain after it",
   REQUIRE(pairs[2].has_value());
   CHECK(pairs[2]->layers() == 4);
   CHECK(pairs[2]->Key() ==
-        gru + "/+recurrent/cell:gru/units:16/+recurrent/cell:gru/units:16/"
-              "+recurrent/cell:gru/units:16/grad:0");
+        gru +
+            "/+recurrent/cell:gru/units:16/+recurrent/cell:gru/units:16/"
+            "+recurrent/cell:gru/units:16/grad:0");
   // An FC model's dense layers follow a ReLU, never their copy.
   std::vector<std::optional<Brick>> none;
   BricksOf(ParseCaseName(

@@ -1272,7 +1272,8 @@ TEST_CASE(
   // Embedding, GRU (every one reads a tensor that takes a gradient: the
   // embedding trains), output dense, loss; the GRU chained after its copy
   // once for both models.
-  const std::string embedding = "BRICK/embedding/in:5x4/vocab:32/units:16/grad:0";
+  const std::string embedding =
+      "BRICK/embedding/in:5x4/vocab:32/units:16/grad:0";
   const std::string gru = "BRICK/recurrent/in:5x4x16/cell:gru/units:16/grad:1";
   const std::string chain =
       "BRICK/recurrent/in:5x4x16/cell:gru/units:16/+recurrent/cell:gru/"
@@ -1325,8 +1326,7 @@ TEST_CASE(
       estimate += BeyondStepCost(ms(output), step_cost) +
                   BeyondStepCost(ms(loss), step_cost);
       CHECK(m["copy_chains"].get<std::vector<json>>() == chains);
-      CHECK(m["layer_caches"] ==
-            std::vector<std::string>(layers + 3, "warm"));
+      CHECK(m["layer_caches"] == std::vector<std::string>(layers + 3, "warm"));
       CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
     }
   }
