@@ -27,6 +27,9 @@ struct RunOptions {
   // see different examples and together the examples of one rank whose
   // batch is theirs together (generators/init.h).
   int64_t first_example = 0;
+  // The L3 a core reads, in bytes: a cold step (Runner::Cool) leaves the
+  // caches full of other data by writing twice as much.
+  int64_t l3_bytes = int64_t{32} << 20;
 };
 
 // What a backend is asked to run: a layer graph, in a data type and mode.

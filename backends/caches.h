@@ -1,26 +1,36 @@
 // Placing a model's data in the caches as a layer finds it inside a larger
-// model (layer bricks' cold steps).
+// model (layer bricks' cold steps), and the caches' sizes.
 #pragma once
 
 #include <cstddef>
 
 namespace paradnn {
 
-// The size of CPU 0's cache of level 2 or 3, as the kernel describes it,
-// else as glibc does (whose sysconf reports 320 MB of L3 on a
-// 32 MB AMD EPYC here: all the package's L3s together); 0 where neither
-// says.
-size_t CacheBytes(int level);
+// The size of CPU 0's cache of level 2 or 3 as the kernel describes it
+// (/sys/devices/system/cpu/cpu0/cache); 0 where it does not.
+size_t KernelCacheBytes(int level);
+
+// The same as glibc reads it from CPUID; 0 where it does not say. On AMD
+// its L3 is all of the package's L3s together (320 MB on a 32 MB EPYC,
+// 508 MB on a virtual one), of which a core reads only its own.
+size_t CpuidCacheBytes(int level);
+
+// The L3 a core of this machine reads, measured: the largest buffer of
+// which a chase of dependent loads through its lines, in random order,
+// finds at least half in the caches (nearer the latency of buffers of two
+// L2s than memory's), in steps of a quarter, up to `most` bytes. Takes 0.3-3
+// s; docs/bricks.md, "Where the kernel does not say".
+size_t MeasureL3Bytes(size_t l2, size_t most);
 
 // Writes back and drops [data, data + bytes) from every cache level,
 // `threads` threads each flushing its share.
 void FlushFromCaches(const void* data, size_t bytes, int threads);
 
-// Writes a buffer of twice the L3 (of 32 MB where none is known),
-// `threads` threads each their share: every level then holds other data,
-// modified, as a model's other layers leave them, and whatever a step writes
-// first evicts one of those lines and writes it back to memory.
-void FillCachesWithOtherData(int threads);
+// Writes a buffer of twice `l3` bytes, `threads` threads each their share:
+// every level then holds other data, modified, as a model's other layers
+// leave them, and whatever a step writes first evicts one of those lines
+// and writes it back to memory.
+void FillCachesWithOtherData(size_t l3, int threads);
 
 // Reads [data, data + bytes) with `threads` threads, each its share, as
 // the threads of the layer that wrote it would leave it.

@@ -31,6 +31,8 @@ print(f"layers {d['total_layers']}, unique {d['unique_layers']} "
 print(f"benchmark time: bricks {d['bricks_benchmark_s']:.1f} s, end to end "
       f"{d['end_to_end_benchmark_s']:.1f} s, ratio "
       f"{d['end_to_end_benchmark_s'] / d['bricks_benchmark_s']:.2f}x")
+print(f"caches: L2 {d['l2_bytes'] / 2**20:g} MB, L3 "
+      f"{d['l3_bytes'] / 2**20:g} MB ({d['l3_source']})")
 groups = dict(d["estimate_over_measured"]["per_family"])
 groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
 for fam, s in groups.items():

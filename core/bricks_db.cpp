@@ -31,6 +31,7 @@ const json& Context(Run& run, const std::string& backend) {
   return run.brick_context[backend] = {
              {"cpu", CpuName()},
              {"threads", run.options.threads},
+             {"l3_bytes", L3Bytes()},
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
@@ -61,15 +62,19 @@ void UseBricksDb(Run& run) {
                                "bricks database (--paradnn_bricks_db)");
     }
   }
-  int other_context = 0;
   for (const json& record : db["bricks"]) {
     if (!record.contains("name") || !record["name"].is_string() ||
         !record.contains("step_ms") || !record["step_ms"].is_number() ||
-        !record.contains("context")) {
+        !record.contains("context") || !record["context"].is_object()) {
       throw std::runtime_error(path + ": entry " + record.dump() +
                                ": expected name, step_ms and context");
     }
     run.bricks_db.push_back(record);
+  }
+  // All read first: where this run's L3 is not given, the records' is
+  // taken (L3Bytes), and every context below has it.
+  int other_context = 0;
+  for (const json& record : run.bricks_db) {
     const auto it = run.index.find(record["name"].get<std::string>());
     if (it == run.index.end()) continue;
     Entry& e = run.entries[it->second];
@@ -90,7 +95,7 @@ void UseBricksDb(Run& run) {
     run.loaded->notes.push_back(
         "bricks database " + path + ": " + std::to_string(other_context) +
         " of this sweep's bricks were measured in another context (CPU, "
-        "threads, library or paradnn version) and are timed again");
+        "threads, L3, library or paradnn version) and are timed again");
   }
 }
 

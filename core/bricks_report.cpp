@@ -313,6 +313,7 @@ void ReportBricks(const Run& run) {
       {"step_cost_ms", step_costs},
       {"l2_bytes", L2Bytes()},
       {"l3_bytes", L3Bytes()},
+      {"l3_source", L3Source()},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
        {{"all", Spread(all)},

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "backends/backend.h"
+#include "analysis/calibrate.h"
 #include "backends/caches.h"
 #include "core/run.h"
 
@@ -100,6 +102,8 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
     options.comm = run.comm.get();  // used by training steps only
     options.warmup = 0;
   }
+  // Only bricks cool the caches: a sweep without them never measures.
+  if (e.brick) options.l3_bytes = L3Bytes();
   try {
     run.runner = FindBackend(e.backend)->Prepare(
         {e.BuildGraph(), e.dtype, e.mode}, options);
@@ -238,13 +242,58 @@ void AddCounters(const Run& run, const Entry& e,
 }  // namespace
 
 int64_t L2Bytes() {
-  static const int64_t l2 = CacheBytes(2);
-  return l2 > 0 ? l2 : 1 << 20;
+  static const int64_t l2 = KernelCacheBytes(2) > 0 ? KernelCacheBytes(2)
+                            : CpuidCacheBytes(2) > 0 ? CpuidCacheBytes(2)
+                                                     : 1 << 20;
+  return l2;
 }
 
+namespace {
+
+// The L3 the bricks of a database were measured with on this CPU, if any
+// were: its entries then stay comparable from run to run, where a
+// measurement's figure would move with the machine's neighbours.
+int64_t DatabaseL3Bytes(const Run& run) {
+  const std::string cpu = CpuName();
+  for (const nlohmann::json& record : run.bricks_db) {
+    const nlohmann::json& context = record["context"];
+    if (context.value("cpu", "") == cpu && context.contains("l3_bytes") &&
+        context["l3_bytes"].is_number_integer() &&
+        context["l3_bytes"].get<int64_t>() > 0) {
+      return context["l3_bytes"].get<int64_t>();
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int64_t L3Bytes() {
-  static const int64_t l3 = CacheBytes(3);
-  return l3 > 0 ? l3 : 32 << 20;
+  Run& run = TheRun();
+  if (run.l3_bytes > 0) return run.l3_bytes;
+  if (run.flags.l3_bytes > 0) {
+    run.l3_bytes = run.flags.l3_bytes;
+    run.l3_source = "--paradnn_l3_bytes";
+  } else if (KernelCacheBytes(3) > 0) {
+    run.l3_bytes = KernelCacheBytes(3);
+    run.l3_source = "kernel";
+  } else if (const int64_t db = DatabaseL3Bytes(run); db > 0) {
+    run.l3_bytes = db;
+    run.l3_source = "bricks database";
+  } else {
+    // CPUID's figure caps it: on AMD all of the package's L3s, on Intel
+    // the L3 its cores share (256 MB where it does not say).
+    const size_t cpuid = CpuidCacheBytes(3);
+    run.l3_bytes = MeasureL3Bytes(
+        L2Bytes(), std::min(cpuid > 0 ? cpuid : SIZE_MAX, size_t{256} << 20));
+    run.l3_source = "measured";
+  }
+  return run.l3_bytes;
+}
+
+const std::string& L3Source() {
+  L3Bytes();
+  return TheRun().l3_source;
 }
 
 namespace core {

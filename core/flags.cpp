@@ -21,9 +21,12 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-po::options_description Describe(Options& o, std::string& backends,
-                                 std::string& dtypes, std::string& modes,
-                                 std::string& max_memory) {
+// Flags given as text and parsed after (lists, sizes).
+struct Texts {
+  std::string backends, dtypes, modes, max_memory, l3_bytes;
+};
+
+po::options_description Describe(Options& o, Texts& t) {
   po::options_description d("paradnn flags");
   d.add_options()("paradnn_help", po::bool_switch(&o.help),
                   "print these flags")(
@@ -31,18 +34,18 @@ po::options_description Describe(Options& o, std::string& backends,
       "YAML sweep (default: the built-in configs/quickstart.yaml)")(
       "paradnn_case", po::value(&o.cases)->value_name("NAME")->composing(),
       "run this case, given by canonical name; repeatable")(
-      "paradnn_backends", po::value(&backends)->value_name("LIST"),
+      "paradnn_backends", po::value(&t.backends)->value_name("LIST"),
       "comma-separated backends, replacing the config's")(
-      "paradnn_dtypes", po::value(&dtypes)->value_name("LIST"),
+      "paradnn_dtypes", po::value(&t.dtypes)->value_name("LIST"),
       "comma-separated data types (fp32, bf16), replacing the config's")(
-      "paradnn_modes", po::value(&modes)->value_name("LIST"),
+      "paradnn_modes", po::value(&t.modes)->value_name("LIST"),
       "comma-separated modes (train, infer), replacing the config's")(
       "paradnn_threads", po::value(&o.threads)->value_name("N"),
       "intra-op threads (default: the config's, else the CPUs this "
       "process may use: affinity mask and cgroup quota)")(
       "paradnn_seed", po::value(&o.seed)->value_name("N"),
       "seed of weights and inputs")(
-      "paradnn_max_memory", po::value(&max_memory)->value_name("SIZE"),
+      "paradnn_max_memory", po::value(&t.max_memory)->value_name("SIZE"),
       "skip cases whose estimated memory exceeds this (e.g. 8G; default: "
       "80% of available memory)")(
       "paradnn_progress", po::value(&o.progress)->value_name("BOOL"),
@@ -88,11 +91,15 @@ po::options_description Describe(Options& o, std::string& backends,
       "(implies --paradnn_bricks)")(
       "paradnn_bricks_db", po::value(&o.bricks_db)->value_name("FILE"),
       "bricks measured before: those measured in this context (CPU, "
-      "threads, library, paradnn version) are not run again; the bricks "
+      "threads, L3, library, paradnn version) are not run again; the bricks "
       "this run measures are added (implies --paradnn_bricks)")(
       "paradnn_bricks_estimate_only", po::bool_switch(&o.bricks_estimate_only),
       "construct the models' step times from their bricks without running "
       "the models (implies --paradnn_bricks)")(
+      "paradnn_l3_bytes", po::value(&t.l3_bytes)->value_name("SIZE"),
+      "the L3 a core reads (e.g. 32M), for bricks' cold steps and estimates "
+      "(default: the kernel's, else a bricks database's of this CPU, else "
+      "measured)")(
       "paradnn_dist_timeout", po::value(&o.dist_timeout)->value_name("SECONDS"),
       "data-parallel runs (RANK/WORLD_SIZE, srun, mpirun): how long the "
       "rendezvous and every collective wait for the other ranks before the "
@@ -143,9 +150,8 @@ int64_t ParseSize(const std::string& text) {
 
 Options ParseFlags(int* argc, char** argv) {
   Options o;
-  std::string backends, dtypes, modes, max_memory;
-  po::options_description desc =
-      Describe(o, backends, dtypes, modes, max_memory);
+  Texts t;
+  po::options_description desc = Describe(o, t);
 
   std::vector<std::string> ours;
   if (argc != nullptr) {
@@ -190,10 +196,11 @@ Options ParseFlags(int* argc, char** argv) {
   if (!o.bricks_out.empty() || !o.bricks_db.empty() || o.bricks_estimate_only)
     o.bricks = true;
   if (!o.profile_out.empty()) o.profile = true;
-  o.backends = SplitList(backends);
-  o.dtypes = SplitList(dtypes);
-  o.modes = SplitList(modes);
-  if (!max_memory.empty()) o.max_memory = ParseSize(max_memory);
+  o.backends = SplitList(t.backends);
+  o.dtypes = SplitList(t.dtypes);
+  o.modes = SplitList(t.modes);
+  if (!t.max_memory.empty()) o.max_memory = ParseSize(t.max_memory);
+  if (!t.l3_bytes.empty()) o.l3_bytes = ParseSize(t.l3_bytes);
   // Given values must be positive (a seed may be 0).
   auto check = [](bool given, bool ok, const std::string& flag,
                   const std::string& value, const char* expected) {
@@ -223,9 +230,9 @@ Options ParseFlags(int* argc, char** argv) {
 
 std::string FlagsHelp() {
   Options o;
-  std::string a, b, c, d;
+  Texts t;
   std::ostringstream out;
-  out << Describe(o, a, b, c, d)
+  out << Describe(o, t)
       << "\nEach flag can also be set as PARADNN_<NAME> in the environment "
          "(PARADNN_CONFIG=...).\nAll other flags are Google Benchmark's "
          "(--benchmark_filter, --benchmark_format, --benchmark_out, ...).\n";

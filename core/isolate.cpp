@@ -30,6 +30,8 @@ void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
   setenv("PARADNN_THREADS", std::to_string(run.options.threads).c_str(), 1);
   setenv("PARADNN_SEED", std::to_string(run.options.seed).c_str(), 1);
   setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
+  // The parent's, measured once for the run.
+  if (e.brick) setenv("PARADNN_L3_BYTES", std::to_string(L3Bytes()).c_str(), 1);
   const Options& f = run.flags;
   if (f.case_timeout > 0) {
     setenv("PARADNN_CASE_TIMEOUT", std::to_string(f.case_timeout).c_str(), 1);

@@ -98,11 +98,15 @@ struct Entry {
   }
 };
 
-// The L2 cache of one core, in bytes (1 MiB where the system does not say).
+// The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB
+// where neither says).
 int64_t L2Bytes();
-// The last-level cache cpu0 shares, in bytes (32 MiB where the system does
-// not say).
+// The L3 a core reads, in bytes, found on first use: --paradnn_l3_bytes,
+// else the kernel's, else the one a bricks database of this CPU was
+// measured with, else measured (MeasureL3Bytes). Layer bricks' cold steps
+// and estimates take it; L3Source() says where it came from.
 int64_t L3Bytes();
+const std::string& L3Source();
 
 struct Run {
   std::optional<core::Loaded> loaded;  // the first Load's result
@@ -114,6 +118,8 @@ struct Run {
   // measured in, per backend, once described (core/bricks_db.cpp).
   std::vector<nlohmann::json> bricks_db;
   std::map<std::string, nlohmann::json> brick_context;
+  int64_t l3_bytes = 0;  // L3Bytes(), once found
+  std::string l3_source;
   Options flags;
   RunOptions options;
   // Data-parallel runs: this process's rank, and the communicator, joined

@@ -49,6 +49,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
   labels_ = InitLabels(graph_, opt.seed, first_example_);
   if (comm_ != nullptr) PlaceGradients();
   threads_ = opt.threads;
+  l3_bytes_ = opt.l3_bytes;
   softmax_scratch_.resize(
       threads_ *
       static_cast<size_t>(graph_.layer(graph_.logits()).shape.back()));
@@ -164,7 +165,7 @@ void OnednnRunner::DropData() {
   // outputs, modified: this layer's first writes into its own buffer
   // write them back (its ReLUs, adds and pools ran 2-4x longer in the model
   // than after a flush that left the caches clean).
-  FillCachesWithOtherData(threads_);
+  FillCachesWithOtherData(l3_bytes_, threads_);
 }
 
 void OnednnRunner::ReadIn(const memory& m) {

@@ -710,12 +710,15 @@ std::pair<json, std::map<std::string, json>> RunBricksOut(
   return o;
 }
 
+// The L3 the cold tests' runs are given (--paradnn_l3_bytes): their
+// estimates by hand then hold on any machine.
+constexpr int64_t kColdTestL3 = int64_t{32} << 20;
+
 // Nodes of the hidden layers of a four-layer FC model whose last three
-// layers' training bricks move more than twice this machine's L3 per step:
-// 4096 (64 MB of weights each) on CPUs of up to 64 MB of L3, more on those
-// of a larger one.
+// layers' training bricks move more than twice kColdTestL3 per step: 4096
+// (64 MB of weights each).
 int ColdFcNodes() {
-  const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
+  const int64_t l3 = kColdTestL3;
   int nodes = 4096;
   for (;;) {
     const std::string n = std::to_string(nodes);
@@ -738,7 +741,8 @@ std::pair<json, std::map<std::string, json>> RunColdFcModels(
       "/input:2000/output:10/batch:8/";
   auto o = RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
                             " --paradnn_case=" + model + "onednn/fp32/" + mode +
-                            " --paradnn_steps=" + std::to_string(steps),
+                            " --paradnn_steps=" + std::to_string(steps) +
+                            " --paradnn_l3_bytes=32M",
                         file);
   REQUIRE(o.first["models"].size() == 2);
   return o;
@@ -756,7 +760,7 @@ double ColdShareOf(const json& m) {
   const Case c = ParseCaseName(m["name"].get<std::string>());
   const double bytes = static_cast<double>(
       ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).bytes);
-  return bytes / (bytes + static_cast<double>(CacheBytes(3)) / 2);
+  return bytes / (bytes + static_cast<double>(kColdTestL3) / 2);
 }
 
 // A layer's time inside a model that takes `share` of its brick's extra
@@ -788,11 +792,15 @@ TEST_CASE(
     "[runner][bricks]") {
   // Three hidden layers' bricks moving more than twice the L3 per step.
   const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
-  // The run took the caches this process finds.
-  const int64_t l3 = static_cast<int64_t>(CacheBytes(3));
-  REQUIRE(l3 > 0);
+  // The run took the L3 it was given, and the L2 the kernel or CPUID
+  // says.
+  const int64_t l3 = kColdTestL3;
   CHECK(j["l3_bytes"] == l3);
-  CHECK(j["l2_bytes"] == static_cast<int64_t>(CacheBytes(2)));
+  CHECK(j["l3_source"] == "--paradnn_l3_bytes");
+  const int64_t l2 = KernelCacheBytes(2) > 0 ? KernelCacheBytes(2)
+                                             : CpuidCacheBytes(2);
+  REQUIRE(l2 > 0);
+  CHECK(j["l2_bytes"] == l2);
   for (const json& m : j["models"]) {
     INFO(m["name"]);
     // 4 dense, 4 ReLUs, output, loss.
@@ -1039,6 +1047,38 @@ TEST_CASE("profiles: shares of step time per operation class",
 }
 
 TEST_CASE(
+    "a bricks run takes the L3 it is given, else the kernel's, else "
+    "measures it",
+    "[runner][bricks]") {
+  const std::string model =
+      "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/torch/"
+      "fp32/infer --paradnn_steps=2";
+  const json given = RunBricksOut(model + " --paradnn_l3_bytes=3M",
+                                  "l3_given.json")
+                         .first;
+  CHECK(given["l3_bytes"] == 3 << 20);
+  CHECK(given["l3_source"] == "--paradnn_l3_bytes");
+  const json found = RunBricksOut(model, "l3_found.json").first;
+  const int64_t l3 = found["l3_bytes"];
+  if (KernelCacheBytes(3) > 0) {
+    CHECK(found["l3_source"] == "kernel");
+    CHECK(l3 == static_cast<int64_t>(KernelCacheBytes(3)));
+  } else {
+    // At least two L2s, at most CPUID's figure where it says one (on AMD
+    // all of the package's L3s) and 256 MB.
+    CHECK(found["l3_source"] == "measured");
+    CHECK(l3 >= 2 * found["l2_bytes"].get<int64_t>());
+    const int64_t cpuid = CpuidCacheBytes(3);
+    CHECK(l3 <= std::min(cpuid > 0 ? cpuid : INT64_MAX, int64_t{256} << 20));
+  }
+  Result bad = RunRunner(model + " --paradnn_bricks --paradnn_l3_bytes=lots");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("'lots' is not a memory size: expected a "
+                               "positive number with an optional K, M or G "
+                               "suffix"));
+}
+
+TEST_CASE(
     "bricks database: known bricks are not run again, nor reused "
     "elsewhere",
     "[runner][bricks]") {
@@ -1108,6 +1148,19 @@ TEST_CASE(
   CHECK_THAT(third.err, Contains("7 of this sweep's bricks were measured in "
                                  "another context"));
   CHECK_THAT(third.out, Contains("BRICK/relu/in:8x32/grad:1/torch/fp32/train"));
+  // The L3 is of the context too. Where the kernel does not say it, the
+  // second run took the one the database's bricks were measured with.
+  const int64_t l3 = known["bricks"][0]["context"]["l3_bytes"];
+  CHECK(estimates["l3_bytes"] == l3);
+  CHECK(estimates["l3_source"] ==
+        (KernelCacheBytes(3) > 0 ? "kernel" : "bricks database"));
+  Result fourth = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" +
+                            flags + " --paradnn_threads=1 --paradnn_l3_bytes=" +
+                            std::to_string(l3 + (1 << 20)) +
+                            " --benchmark_list_tests");
+  REQUIRE(fourth.status == 0);
+  CHECK_THAT(fourth.err, Contains("7 of this sweep's bricks were measured in "
+                                  "another context (CPU, threads, L3,"));
   // Bad content is refused with the file's name.
   std::ofstream(db) << "{\"bricks\": [{\"name\": 3}]}";
   Result bad = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags);
