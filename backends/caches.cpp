@@ -184,10 +184,15 @@ void FillCachesWithOtherData(size_t l3, int threads) {
   // Twice the L3: writing the L3's size once left some of its older lines
   // in place (its replacement is not LRU), and oneDNN's CNN bricks then
   // estimated 0.91-0.93 of their measured step where twice gave 0.98-0.99
-  // (docs/bricks.md). Kept for the process: a bricks run cools its oneDNN
-  // bricks thousands of times.
+  // (docs/bricks.md). At least 256 MB: inside a large model a layer finds
+  // its pages' translations gone too, and on a virtual EPYC of 8 MB of L3
+  // fills of 16 and 64 MB left oneDNN's cold CNN bricks at 0.82 and 0.90
+  // of the models' steps, 256 MB and 1 GB at 0.99-1.03 (docs/bricks.md,
+  // "Where the kernel does not say"). Kept for the process: a bricks run
+  // cools its oneDNN bricks thousands of times.
   static std::vector<char> other;
-  if (other.size() != 2 * l3) other.assign(2 * l3, 0);
+  const size_t bytes = std::max(2 * l3, size_t{256} << 20);
+  if (other.size() != bytes) other.assign(bytes, 0);
   volatile char* p = other.data();
   const int64_t lines = static_cast<int64_t>(other.size()) / kLine;
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -26,7 +26,8 @@ size_t MeasureL3Bytes(size_t l2, size_t most);
 // `threads` threads each flushing its share.
 void FlushFromCaches(const void* data, size_t bytes, int threads);
 
-// Writes a buffer of twice `l3` bytes, `threads` threads each their share:
+// Writes a buffer of twice `l3` bytes and at least 256 MB, `threads`
+// threads each their share:
 // every level then holds other data, modified, as a model's other layers
 // leave them, and whatever a step writes first evicts one of those lines
 // and writes it back to memory.

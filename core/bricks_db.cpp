@@ -36,7 +36,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
               "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
-              "caches refilled with twice the L3, an add's shortcut left in "
+              "caches refilled with twice the L3 and at least 256 MB, an "
+              "add's shortcut left in "
               "memory; cold backward: flushed again before backward and "
               "before the update, their time left out"}};
 }
