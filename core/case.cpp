@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "backends/backend.h"
 #include "analysis/calibrate.h"
+#include "backends/backend.h"
 #include "backends/caches.h"
 #include "core/run.h"
 
@@ -242,7 +242,7 @@ void AddCounters(const Run& run, const Entry& e,
 }  // namespace
 
 int64_t L2Bytes() {
-  static const int64_t l2 = KernelCacheBytes(2) > 0 ? KernelCacheBytes(2)
+  static const int64_t l2 = KernelCacheBytes(2) > 0  ? KernelCacheBytes(2)
                             : CpuidCacheBytes(2) > 0 ? CpuidCacheBytes(2)
                                                      : 1 << 20;
   return l2;

@@ -37,9 +37,9 @@ struct Options {
   std::string bricks_out;      // models' step times constructed from bricks
   std::string bricks_db;       // bricks measured before, reused, extended
   bool bricks_estimate_only = false;  // models from bricks, not run
-  int64_t l3_bytes = 0;  // bytes; 0: the kernel's, else found (L3Bytes)
-  double dist_timeout = 60;           // seconds a rank waits for the others
-  bool all_ranks = false;             // every rank reports, not only rank 0
+  int64_t l3_bytes = 0;      // bytes; 0: the kernel's, else found (L3Bytes)
+  double dist_timeout = 60;  // seconds a rank waits for the others
+  bool all_ranks = false;    // every rank reports, not only rank 0
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".

@@ -340,7 +340,7 @@ class OnednnRunner : public Runner {
   std::vector<memory> held_;    // every buffer the runner made
   bool mean_loss_ = false;
   int threads_ = 1;
-  int64_t l3_bytes_ = 0;  // RunOptions::l3_bytes
+  int64_t l3_bytes_ = 0;                // RunOptions::l3_bytes
   std::vector<float> softmax_scratch_;  // a row of logits per thread
 };
 

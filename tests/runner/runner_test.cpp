@@ -797,8 +797,8 @@ TEST_CASE(
   const int64_t l3 = kColdTestL3;
   CHECK(j["l3_bytes"] == l3);
   CHECK(j["l3_source"] == "--paradnn_l3_bytes");
-  const int64_t l2 = KernelCacheBytes(2) > 0 ? KernelCacheBytes(2)
-                                             : CpuidCacheBytes(2);
+  const int64_t l2 =
+      KernelCacheBytes(2) > 0 ? KernelCacheBytes(2) : CpuidCacheBytes(2);
   REQUIRE(l2 > 0);
   CHECK(j["l2_bytes"] == l2);
   for (const json& m : j["models"]) {
@@ -1053,9 +1053,8 @@ TEST_CASE(
   const std::string model =
       "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/torch/"
       "fp32/infer --paradnn_steps=2";
-  const json given = RunBricksOut(model + " --paradnn_l3_bytes=3M",
-                                  "l3_given.json")
-                         .first;
+  const json given =
+      RunBricksOut(model + " --paradnn_l3_bytes=3M", "l3_given.json").first;
   CHECK(given["l3_bytes"] == 3 << 20);
   CHECK(given["l3_source"] == "--paradnn_l3_bytes");
   const json found = RunBricksOut(model, "l3_found.json").first;
@@ -1154,10 +1153,10 @@ TEST_CASE(
   CHECK(estimates["l3_bytes"] == l3);
   CHECK(estimates["l3_source"] ==
         (KernelCacheBytes(3) > 0 ? "kernel" : "bricks database"));
-  Result fourth = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" +
-                            flags + " --paradnn_threads=1 --paradnn_l3_bytes=" +
-                            std::to_string(l3 + (1 << 20)) +
-                            " --benchmark_list_tests");
+  Result fourth =
+      RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
+                " --paradnn_threads=1 --paradnn_l3_bytes=" +
+                std::to_string(l3 + (1 << 20)) + " --benchmark_list_tests");
   REQUIRE(fourth.status == 0);
   CHECK_THAT(fourth.err, Contains("7 of this sweep's bricks were measured in "
                                   "another context (CPU, threads, L3,"));
