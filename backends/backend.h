@@ -28,7 +28,9 @@ struct RunOptions {
   // batch is theirs together (generators/init.h).
   int64_t first_example = 0;
   // The L3 a core reads, in bytes: a cold step (Runner::Cool) leaves the
-  // caches full of other data by writing twice as much.
+  // caches full of other data by writing twice as much (and at least 256
+  // MB). The core sets it for bricks (L3Bytes); runners made elsewhere
+  // take 32 MB.
   int64_t l3_bytes = int64_t{32} << 20;
 };
 

@@ -30,7 +30,7 @@ void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
   setenv("PARADNN_THREADS", std::to_string(run.options.threads).c_str(), 1);
   setenv("PARADNN_SEED", std::to_string(run.options.seed).c_str(), 1);
   setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
-  // The parent's, measured once for the run.
+  // The parent's (RunIsolated found it before the fork).
   if (e.brick) setenv("PARADNN_L3_BYTES", std::to_string(L3Bytes()).c_str(), 1);
   const Options& f = run.flags;
   if (f.case_timeout > 0) {
@@ -86,6 +86,8 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
     return core::Status::Failed(
         "cannot create a file for the isolated process");
   close(fd);
+  // Found here, before the fork, so that every child takes the same figure.
+  if (e.brick) L3Bytes();
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
