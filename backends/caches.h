@@ -18,8 +18,9 @@ size_t CpuidCacheBytes(int level);
 // The L3 a core of this machine reads, measured: the largest buffer of
 // which a chase of dependent loads through its lines, in random order,
 // finds at least half in the caches (nearer the latency of buffers of two
-// L2s than memory's), in steps of a quarter, up to `most` bytes. Takes 0.3-3
-// s; docs/bricks.md, "Where the kernel does not say".
+// L2s than memory's), in steps of a quarter, up to `most` bytes. Took
+// 0.2-0.9 s on a virtual EPYC of 1 MB of L2; docs/bricks.md, "Where the
+// kernel does not say".
 size_t MeasureL3Bytes(size_t l2, size_t most);
 
 // Writes back and drops [data, data + bytes) from every cache level,
@@ -27,10 +28,9 @@ size_t MeasureL3Bytes(size_t l2, size_t most);
 void FlushFromCaches(const void* data, size_t bytes, int threads);
 
 // Writes a buffer of twice `l3` bytes and at least 256 MB, `threads`
-// threads each their share:
-// every level then holds other data, modified, as a model's other layers
-// leave them, and whatever a step writes first evicts one of those lines
-// and writes it back to memory.
+// threads each their share: every level then holds other data, modified,
+// as a model's other layers leave them, and whatever a step writes first
+// evicts one of those lines and writes it back to memory.
 void FillCachesWithOtherData(size_t l3, int threads);
 
 // Reads [data, data + bytes) with `threads` threads, each its share, as

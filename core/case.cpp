@@ -242,9 +242,10 @@ void AddCounters(const Run& run, const Entry& e,
 }  // namespace
 
 int64_t L2Bytes() {
-  static const int64_t l2 = KernelCacheBytes(2) > 0  ? KernelCacheBytes(2)
-                            : CpuidCacheBytes(2) > 0 ? CpuidCacheBytes(2)
-                                                     : 1 << 20;
+  static const int64_t l2 = [] {
+    const size_t kernel = KernelCacheBytes(2), cpuid = CpuidCacheBytes(2);
+    return kernel > 0 ? kernel : cpuid > 0 ? cpuid : size_t{1} << 20;
+  }();
   return l2;
 }
 
@@ -274,8 +275,8 @@ int64_t L3Bytes() {
   if (run.flags.l3_bytes > 0) {
     run.l3_bytes = run.flags.l3_bytes;
     run.l3_source = "--paradnn_l3_bytes";
-  } else if (KernelCacheBytes(3) > 0) {
-    run.l3_bytes = KernelCacheBytes(3);
+  } else if (const size_t kernel = KernelCacheBytes(3); kernel > 0) {
+    run.l3_bytes = kernel;
     run.l3_source = "kernel";
   } else if (const int64_t db = DatabaseL3Bytes(run); db > 0) {
     run.l3_bytes = db;

@@ -718,17 +718,11 @@ constexpr int64_t kColdTestL3 = int64_t{32} << 20;
 // layers' training bricks move more than twice kColdTestL3 per step: 4096
 // (64 MB of weights each).
 int ColdFcNodes() {
-  const int64_t l3 = kColdTestL3;
-  int nodes = 4096;
-  for (;;) {
-    const std::string n = std::to_string(nodes);
-    const BrickCase b = ParseBrickName("BRICK/dense/in:8x" + n + "/units:" + n +
-                                       "/bias:1/grad:1/onednn/fp32/train");
-    if (3 * ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes >
-        2 * l3)
-      return nodes;
-    nodes += nodes / 2;
-  }
+  const BrickCase b = ParseBrickName(
+      "BRICK/dense/in:8x4096/units:4096/bias:1/grad:1/onednn/fp32/train");
+  REQUIRE(3 * ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes >
+          2 * kColdTestL3);
+  return 4096;
 }
 
 // A bricks run of one FC model on both backends in `mode`, `steps` steps:
@@ -739,11 +733,12 @@ std::pair<json, std::map<std::string, json>> RunColdFcModels(
   const std::string model =
       "FC/layers:4/nodes:" + std::to_string(ColdFcNodes()) +
       "/input:2000/output:10/batch:8/";
-  auto o = RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
-                            " --paradnn_case=" + model + "onednn/fp32/" + mode +
-                            " --paradnn_steps=" + std::to_string(steps) +
-                            " --paradnn_l3_bytes=32M",
-                        file);
+  auto o =
+      RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
+                       " --paradnn_case=" + model + "onednn/fp32/" + mode +
+                       " --paradnn_steps=" + std::to_string(steps) +
+                       " --paradnn_l3_bytes=" + std::to_string(kColdTestL3),
+                   file);
   REQUIRE(o.first["models"].size() == 2);
   return o;
 }
