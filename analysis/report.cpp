@@ -707,7 +707,7 @@ class Report {
     }
     html_ << "<table><tr><th>group</th><th>models</th><th>estimate/measured "
              "(geometric mean)</th><th>mean error</th><th>worst error</th>"
-             "</tr>\n";
+             "<th>measured halves differ (mean, worst)</th></tr>\n";
     const nlohmann::json& spreads = b["estimate_over_measured"];
     for (const char* level : {"per_family", "per_family_backend_dtype_mode"}) {
       if (!spreads.contains(level)) continue;
@@ -717,7 +717,14 @@ class Report {
               << s.value("models", 0) << "</td><td>"
               << Num(s.value("geomean", 0.0), 3) << "</td><td>"
               << Num(100 * s.value("mean_abs_error", 0.0), 3) << "%</td><td>"
-              << Num(100 * s.value("max_abs_error", 0.0), 3) << "%</td></tr>\n";
+              << Num(100 * s.value("max_abs_error", 0.0), 3) << "%</td><td>";
+        if (s.contains("measured_halves_mean_difference")) {
+          html_ << Num(100 * s.value("measured_halves_mean_difference", 0.0), 3)
+                << "%, "
+                << Num(100 * s.value("measured_halves_max_difference", 0.0), 3)
+                << "%";
+        }
+        html_ << "</td></tr>\n";
       }
     }
     html_ << "</table>\n";

@@ -6,7 +6,11 @@
 # moments of the machine: benchmark time of the unique layers
 # against the models (every case runs the same number of timed steps, so
 # benchmark time follows work), and constructed over measured step time per
-# family, backend and mode, and the model furthest off in each family.
+# family, backend and mode, and the model furthest off in each family; next
+# to each, how far the models' measured steps move between the halves of
+# their calls (the least of the even calls against that of the odd ones):
+# the measurements' own noise, closer than which no estimate can be seen
+# to agree.
 #   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +43,9 @@ for fam, s in groups.items():
     print(f"{fam}: estimate/measured geomean {s['geomean']:.3f} "
           f"(min {s['min']:.3f}, max {s['max']:.3f}); error mean "
           f"{s['mean_abs_error']:.1%}, worst {s['max_abs_error']:.1%} "
-          f"({s['models']} models)")
+          f"({s['models']} models); measured halves of calls differ "
+          f"{s.get('measured_halves_mean_difference', float('nan')):.1%}, "
+          f"worst {s.get('measured_halves_max_difference', float('nan')):.1%}")
 # The model furthest off in each family: where to look next.
 worst = {}
 for m in d["models"]:

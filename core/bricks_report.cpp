@@ -60,10 +60,25 @@ double StepCostMs(const Run& run, const std::string& backend, DType dtype,
   return std::clamp(2 * ms[0] - ms[1], 0.0, ms[0]);
 }
 
+// A model's estimate over its measured time, and how far its measured
+// time moves between halves of its calls (Entry::HalvesDifference).
+struct Agreement {
+  double ratio = 0;
+  std::optional<double> halves;
+};
+
 // Estimate over measured per model: their geometric mean and range, and
-// the error of the estimates, |ratio - 1|, mean and worst.
-ordered_json Spread(const std::vector<double>& ratios) {
-  if (ratios.empty()) return nullptr;
+// the error of the estimates, |ratio - 1|, mean and worst; beside them,
+// how far the measurements themselves move between halves of their calls,
+// mean and worst: on a shared machine the estimates cannot agree better
+// than the measurements do among themselves.
+ordered_json Spread(const std::vector<Agreement>& agreements) {
+  if (agreements.empty()) return nullptr;
+  std::vector<double> ratios, halves;
+  for (const Agreement& a : agreements) {
+    ratios.push_back(a.ratio);
+    if (a.halves) halves.push_back(*a.halves);
+  }
   double log_sum = 0, lo = ratios[0], hi = ratios[0], error_sum = 0, worst = 0;
   for (double r : ratios) {
     log_sum += std::log(r);
@@ -72,12 +87,20 @@ ordered_json Spread(const std::vector<double>& ratios) {
     error_sum += std::abs(r - 1);
     worst = std::max(worst, std::abs(r - 1));
   }
-  return {{"geomean", std::exp(log_sum / ratios.size())},
-          {"min", lo},
-          {"max", hi},
-          {"mean_abs_error", error_sum / ratios.size()},
-          {"max_abs_error", worst},
-          {"models", ratios.size()}};
+  ordered_json spread = {{"geomean", std::exp(log_sum / ratios.size())},
+                         {"min", lo},
+                         {"max", hi},
+                         {"mean_abs_error", error_sum / ratios.size()},
+                         {"max_abs_error", worst},
+                         {"models", ratios.size()}};
+  if (!halves.empty()) {
+    double sum = 0;
+    for (double h : halves) sum += h;
+    spread["measured_halves_mean_difference"] = sum / halves.size();
+    spread["measured_halves_max_difference"] =
+        *std::max_element(halves.begin(), halves.end());
+  }
+  return spread;
 }
 
 // The caches each of a model's bricks finds inside it. Warm in a model
@@ -136,6 +159,15 @@ const char* ToString(Caches caches) {
 
 std::string FieldPrefix(Caches caches) {
   return caches == Caches::kWarm ? "" : std::string(ToString(caches)) + "_";
+}
+
+std::optional<double> Entry::HalvesDifference() const {
+  if (call_least_ms.size() < 2) return std::nullopt;
+  double least[2] = {call_least_ms[0], call_least_ms[1]};
+  for (size_t i = 2; i < call_least_ms.size(); ++i) {
+    least[i % 2] = std::min(least[i % 2], call_least_ms[i]);
+  }
+  return std::abs(least[0] / least[1] - 1);
 }
 
 double Entry::LeastStepMs(Caches caches) const {
@@ -210,8 +242,8 @@ void ReportBricks(const Run& run) {
     std::fprintf(stderr, "\n");
     return;
   }
-  std::vector<double> all;
-  std::map<std::string, std::vector<double>> by_family, by_group;
+  std::vector<Agreement> all;
+  std::map<std::string, std::vector<Agreement>> by_family, by_group;
   ordered_json models = ordered_json::array();
   ordered_json step_costs = ordered_json::object();
   for (const Entry& e : run.entries) {
@@ -260,20 +292,24 @@ void ReportBricks(const Run& run) {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
         {"measured_ms", measured ? ordered_json(e.LeastStepMs()) : nullptr},
-        {"step_times_ms", e.all_step_times_ms[0]}};
+        {"step_times_ms", e.all_step_times_ms[0]},
+        {"step_at_s", e.all_step_at_s[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
     m["copy_chains"] = copy_chains;
+    const std::optional<double> halves = e.HalvesDifference();
+    m["measured_halves_difference"] =
+        halves ? ordered_json(*halves) : ordered_json(nullptr);
     m["cold_share"] = share;
     m["step_cost_ms"] = step_cost;
     if (complete && measured) {
-      const double ratio = estimate / e.LeastStepMs();
-      m["estimate_over_measured"] = ratio;
-      all.push_back(ratio);
-      by_family[e.model->model.family].push_back(ratio);
+      const Agreement a{estimate / e.LeastStepMs(), halves};
+      m["estimate_over_measured"] = a.ratio;
+      all.push_back(a);
+      by_family[e.model->model.family].push_back(a);
       by_group[e.model->model.family + "/" +
                ContextName(e.backend, e.dtype, e.mode)]
-          .push_back(ratio);
+          .push_back(a);
     }
     models.push_back(m);
   }
@@ -294,13 +330,17 @@ void ReportBricks(const Run& run) {
       b[FieldPrefix(static_cast<Caches>(k)) + "step_times_ms"] =
           e.all_step_times_ms[k];
     }
+    for (int k = 0; k < kCachesKinds; ++k) {
+      b[FieldPrefix(static_cast<Caches>(k)) + "step_at_s"] = e.all_step_at_s[k];
+    }
     bricks.push_back(std::move(b));
   }
-  auto spreads = [](const std::map<std::string, std::vector<double>>& groups) {
-    ordered_json out = ordered_json::object();
-    for (const auto& [key, ratios] : groups) out[key] = Spread(ratios);
-    return out;
-  };
+  auto spreads =
+      [](const std::map<std::string, std::vector<Agreement>>& groups) {
+        ordered_json out = ordered_json::object();
+        for (const auto& [key, ratios] : groups) out[key] = Spread(ratios);
+        return out;
+      };
   ordered_json out = {
       {"granularity", run.flags.bricks_granularity},
       {"total_layers", total_layers},
@@ -334,6 +374,10 @@ void ReportBricks(const Run& run) {
                  s["geomean"].get<double>(), s["min"].get<double>(),
                  s["max"].get<double>(),
                  100 * s["mean_abs_error"].get<double>());
+    if (s.contains("measured_halves_mean_difference")) {
+      std::fprintf(stderr, " (measured halves of calls differ by %.1f%%)",
+                   100 * s["measured_halves_mean_difference"].get<double>());
+    }
   }
   std::fprintf(stderr, "\n");
   if (!run.flags.bricks_out.empty()) {

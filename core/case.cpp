@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 
 #include "analysis/calibrate.h"
 #include "backends/backend.h"
@@ -342,6 +343,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   run.step_error.clear();
   e.step_times_ms.clear();
   e.step_caches.clear();
+  e.step_at_s.clear();
   e.step_times_ms.reserve(max_steps);
   e.timed_ms.emplace_back(NowMs(), 0);
   return {};
@@ -377,6 +379,8 @@ bool Step() {
       std::chrono::duration<double, std::milli>(Clock::now() - start).count() -
       untimed_s * 1e3);
   e.step_caches.push_back(caches);
+  e.step_at_s.push_back(
+      std::chrono::duration<double>(start - run.epoch).count());
   return true;
 }
 
@@ -405,11 +409,18 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   double total = 0;
   for (double ms : e.step_times_ms) total += ms;
   e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
+  const double call_at_s =
+      std::chrono::duration<double>(run.call_start - run.epoch).count();
+  double least = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < e.step_times_ms.size(); ++i) {
     const Caches caches =
         i < e.step_caches.size() ? e.step_caches[i] : Caches::kWarm;
     e.all_step_times_ms[static_cast<int>(caches)].push_back(e.step_times_ms[i]);
+    e.all_step_at_s[static_cast<int>(caches)].push_back(
+        i < e.step_at_s.size() ? e.step_at_s[i] : call_at_s);
+    if (caches == Caches::kWarm) least = std::min(least, e.step_times_ms[i]);
   }
+  if (std::isfinite(least)) e.call_least_ms.push_back(least);
   if (!run.isolate) {
     double loss = 0;
     try {

@@ -131,6 +131,7 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
   // The caches each of them started with, as the child chose: EndCase
   // pools them apart.
   e.step_caches.clear();
+  e.step_at_s.clear();
   for (int caches : result.value("steps_caches", std::vector<int>())) {
     e.step_caches.push_back(static_cast<Caches>(caches));
   }

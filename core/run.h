@@ -66,11 +66,20 @@ struct Entry {
   // Which caches each of the last loop's steps started with: a brick's
   // take turns (Caches).
   std::vector<Caches> step_caches;
+  // When each of the last loop's steps started, in seconds of the run.
+  std::vector<double> step_at_s;
   // Each step of every call that timed some (probes and repetitions
   // pooled), by the caches it started with: with repetitions interleaved
   // across cases, the least of them was taken in the quietest moment this
   // case saw.
   std::array<std::vector<double>, kCachesKinds> all_step_times_ms;
+  // When each of them started, in seconds of the run (an isolated child's
+  // steps: when their call started): the machine's moment it met.
+  std::array<std::vector<double>, kCachesKinds> all_step_at_s;
+  // The least warm step of each call that timed some: the least of the
+  // even calls against that of the odd ones says how far the measurement
+  // itself moves (HalvesDifference).
+  std::vector<double> call_least_ms;
   // A brick's least steps from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
   std::array<std::optional<double>, kCachesKinds> known_step_ms;
@@ -80,6 +89,9 @@ struct Entry {
   // median); without any, of the nearest warmer kind (an inference brick's
   // cold steps stand for cold backward ones).
   double LeastStepMs(Caches caches = Caches::kWarm) const;
+  // |least step of the even calls / that of the odd calls - 1|, none
+  // with fewer than two calls.
+  std::optional<double> HalvesDifference() const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
@@ -149,6 +161,9 @@ struct Run {
   std::string filter;      // Google Benchmark's, for progress and context
   // Start of the current call of a case's benchmark function.
   std::chrono::steady_clock::time_point call_start;
+  // What steps' start times count from.
+  std::chrono::steady_clock::time_point epoch =
+      std::chrono::steady_clock::now();
   // Progress.
   int to_run = -1;
   int started = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -30,6 +31,7 @@ using nlohmann::json;
 struct Result {
   int status = -1;
   std::string out, err;
+  double seconds = 0;  // the process's, as it ran
 };
 
 std::string Slurp(const std::string& path) {
@@ -49,7 +51,11 @@ Result RunRunner(const std::string& args, const std::string& prefix = "") {
   const std::string cmd =
       prefix + PARADNN_RUNNER + " " + args + " >" + out + " 2>" + err;
   Result r;
+  const auto start = std::chrono::steady_clock::now();
   const int raw = std::system(cmd.c_str());
+  r.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   r.out = Slurp(out);
   r.err = Slurp(err);
@@ -629,6 +635,13 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
       REQUIRE(times.size() == 4);
       least = std::min(least, *std::min_element(times.begin(), times.end()));
       CHECK(b[kind + "step_ms"] == least);
+      // When each started, in seconds of the run: within the run, and one
+      // step after another within a call (two of each kind per call).
+      const auto at = b[kind + "step_at_s"].get<std::vector<double>>();
+      REQUIRE(at.size() == 4);
+      for (double s : at) CHECK((s > 0 && s < r.seconds));
+      CHECK(at[0] < at[1]);
+      CHECK(at[2] < at[3]);
     }
     least_ms[b["name"]] = least;
   }
@@ -654,7 +667,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     CHECK(least_ms.at(brick) <= 1.0001 * std::min(ms[0], ms[1]));
   }
   REQUIRE(j["models"].size() == 2);
-  std::vector<double> ratios;
+  std::vector<double> ratios, halves;
   for (size_t k = 0; k < 2; ++k) {
     const json& m = j["models"][k];
     // Each brick's step paid the fixed cost of one; the model's pays it
@@ -675,6 +688,17 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     const auto steps = m["step_times_ms"].get<std::vector<double>>();
     REQUIRE(steps.size() == 10);
     CHECK(m["measured_ms"] == *std::min_element(steps.begin(), steps.end()));
+    // How far the two calls' least steps are apart: the measurement's own
+    // noise.
+    const double first = *std::min_element(steps.begin(), steps.begin() + 5);
+    const double second = *std::min_element(steps.begin() + 5, steps.end());
+    halves.push_back(std::abs(first / second - 1));
+    CHECK(m["measured_halves_difference"].get<double>() ==
+          Approx(halves.back()));
+    const auto at = m["step_at_s"].get<std::vector<double>>();
+    REQUIRE(at.size() == 10);
+    CHECK(std::is_sorted(at.begin(), at.begin() + 5));
+    CHECK(std::is_sorted(at.begin() + 5, at.end()));
     CHECK(m["estimate_over_measured"].get<double>() ==
           Approx(sum / m["measured_ms"].get<double>()));
     ratios.push_back(m["estimate_over_measured"]);
@@ -687,6 +711,10 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
         Approx((std::abs(ratios[0] - 1) + std::abs(ratios[1] - 1)) / 2));
   CHECK(all["max_abs_error"].get<double>() ==
         Approx(std::max(std::abs(ratios[0] - 1), std::abs(ratios[1] - 1))));
+  CHECK(all["measured_halves_mean_difference"].get<double>() ==
+        Approx((halves[0] + halves[1]) / 2));
+  CHECK(all["measured_halves_max_difference"].get<double>() ==
+        Approx(std::max(halves[0], halves[1])));
   CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
   // The brick cases are Google Benchmark cases like any other: 9 cases,
   // each with 2 repetitions and their mean, median, stddev and cv.
