@@ -21,6 +21,9 @@ namespace paradnn {
 namespace {
 
 constexpr int64_t kLine = 64;
+// The base page, which a buffer not given huge pages is made of
+// (transparent huge pages are often only on request).
+constexpr int64_t kPage = 4096;
 
 #if defined(__x86_64__)
 // clflush orders every flush after the one before: 50x slower than
@@ -180,23 +183,44 @@ void FlushFromCaches(const void* data, size_t bytes, int threads) {
   }
 }
 
+namespace {
+
+// Inside a large model a layer finds its pages' translations gone: at
+// least this much other data passes between two uses of a page.
+constexpr size_t kOtherBytes = size_t{256} << 20;
+
+// A buffer of `bytes` of other data, at least kOtherBytes, kept for the
+// process: a bricks run cools its bricks thousands of times.
+std::vector<char>& OtherData(size_t bytes) {
+  static std::vector<char> other;
+  bytes = std::max(bytes, kOtherBytes);
+  if (other.size() != bytes) other.assign(bytes, 0);
+  return other;
+}
+
+}  // namespace
+
 void FillCachesWithOtherData(size_t l3, int threads) {
   // Twice the L3: writing the L3's size once left some of its older lines
   // in place (its replacement is not LRU), and oneDNN's CNN bricks then
   // estimated 0.91-0.93 of their measured step where twice gave 0.98-0.99
-  // (docs/bricks.md). At least 256 MB: inside a large model a layer finds
-  // its pages' translations gone too, and on a virtual EPYC of 8 MB of L3
-  // fills of 16 and 64 MB left oneDNN's cold CNN bricks at 0.82 and 0.90
+  // (docs/bricks.md). At least kOtherBytes: on a virtual EPYC of 8 MB of
+  // L3 fills of 16 and 64 MB left oneDNN's cold CNN bricks at 0.82 and 0.90
   // of the models' steps, 256 MB and 1 GB at 0.99-1.03 (docs/bricks.md,
-  // "Where the kernel does not say"). Kept for the process: a bricks run
-  // cools its oneDNN bricks thousands of times.
-  static std::vector<char> other;
-  const size_t bytes = std::max(2 * l3, size_t{256} << 20);
-  if (other.size() != bytes) other.assign(bytes, 0);
+  // "Where the kernel does not say").
+  std::vector<char>& other = OtherData(2 * l3);
   volatile char* p = other.data();
   const int64_t lines = static_cast<int64_t>(other.size()) / kLine;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < lines; ++i) p[i * kLine] = static_cast<char>(i);
+}
+
+void DropTranslations(int threads) {
+  const std::vector<char>& other = OtherData(kOtherBytes);
+  const auto* p = static_cast<const volatile char*>(other.data());
+  const int64_t pages = static_cast<int64_t>(kOtherBytes / kPage);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < pages; ++i) (void)p[i * kPage];
 }
 
 void ReadIntoCaches(const void* data, size_t bytes, int threads) {

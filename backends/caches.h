@@ -33,6 +33,11 @@ void FlushFromCaches(const void* data, size_t bytes, int threads);
 // evicts one of those lines and writes it back to memory.
 void FillCachesWithOtherData(size_t l3, int threads);
 
+// Reads one byte of every 4 KB page of 256 MB of other data, `threads`
+// threads each their share: the TLBs then hold those pages' translations,
+// not a step's, as a layer finds them after the rest of a large model.
+void DropTranslations(int threads);
+
 // Reads [data, data + bytes) with `threads` threads, each its share, as
 // the threads of the layer that wrote it would leave it.
 void ReadIntoCaches(const void* data, size_t bytes, int threads);

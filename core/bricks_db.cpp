@@ -35,9 +35,9 @@ const json& Context(Run& run, const std::string& backend) {
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
-              "least step; cold: flushed (LibTorch: free blocks too), oneDNN's "
-              "caches refilled with twice the L3 and at least 256 MB, an "
-              "add's shortcut left in "
+              "least step; cold: flushed (LibTorch: free blocks too, and "
+              "256 MB of other pages read), oneDNN's caches refilled with "
+              "twice the L3 and at least 256 MB, an add's shortcut left in "
               "memory; cold backward: flushed again before backward and "
               "before the update, their time left out"}};
 }

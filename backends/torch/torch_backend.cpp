@@ -492,9 +492,15 @@ class TorchRunner : public Runner {
   }
 
   // Every tensor came from the step allocator; a device's memory is no
-  // CPU cache's.
+  // CPU cache's. Nothing fills the caches (a layer inside the model writes
+  // into blocks just freed), but other pages' translations replace the
+  // step's, as oneDNN's fill replaces them: without, cold bricks put
+  // LibTorch's CNN models at 0.92-0.93 of their measured step on a virtual
+  // EPYC, with it 0.99-1.06 (docs/bricks.md, "Where the kernel does not
+  // say").
   void Cool() override {
     if (device_.is_cuda()) return;
+    DropTranslations(threads_);
     allocator_.FlushAll(threads_);
     const std::vector<bool> written = graph_.InputsJustWritten();
     for (int i = 0; i < graph_.size(); ++i) {
