@@ -189,13 +189,14 @@ namespace {
 // least this much other data passes between two uses of a page.
 constexpr size_t kOtherBytes = size_t{256} << 20;
 
-// A buffer of `bytes` of other data, at least kOtherBytes, kept for the
-// process: a bricks run cools its bricks thousands of times.
-std::vector<char>& OtherData(size_t bytes) {
+// At least `bytes` of other data, kept for the process: a bricks run
+// cools its bricks thousands of times. Grown, never shrunk: in a run of
+// both backends, oneDNN's fill (which may want more than kOtherBytes) and
+// LibTorch's translations take turns at it.
+char* OtherData(size_t bytes) {
   static std::vector<char> other;
-  bytes = std::max(bytes, kOtherBytes);
-  if (other.size() != bytes) other.assign(bytes, 0);
-  return other;
+  if (other.size() < bytes) other.assign(bytes, 0);
+  return other.data();
 }
 
 }  // namespace
@@ -208,16 +209,15 @@ void FillCachesWithOtherData(size_t l3, int threads) {
   // L3 fills of 16 and 64 MB left oneDNN's cold CNN bricks at 0.82 and 0.90
   // of the models' steps, 256 MB and 1 GB at 0.99-1.03 (docs/bricks.md,
   // "Where the kernel does not say").
-  std::vector<char>& other = OtherData(2 * l3);
-  volatile char* p = other.data();
-  const int64_t lines = static_cast<int64_t>(other.size()) / kLine;
+  const size_t bytes = std::max(2 * l3, kOtherBytes);
+  volatile char* p = OtherData(bytes);
+  const int64_t lines = static_cast<int64_t>(bytes) / kLine;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < lines; ++i) p[i * kLine] = static_cast<char>(i);
 }
 
 void DropTranslations(int threads) {
-  const std::vector<char>& other = OtherData(kOtherBytes);
-  const auto* p = static_cast<const volatile char*>(other.data());
+  const volatile char* p = OtherData(kOtherBytes);
   const int64_t pages = static_cast<int64_t>(kOtherBytes / kPage);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < pages; ++i) (void)p[i * kPage];
