@@ -39,7 +39,8 @@ const json& Context(Run& run, const std::string& backend) {
               "256 MB of other pages read), oneDNN's caches refilled with "
               "twice the L3 and at least 256 MB, an add's shortcut left in "
               "memory; cold backward: flushed again before backward and "
-              "before the update, their time left out"}};
+              "before the update, their time left out; oneDNN's adds "
+              "binary primitives"}};
 }
 
 std::string Now() {

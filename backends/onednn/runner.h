@@ -254,7 +254,7 @@ class OnednnRunner : public Runner {
   static void PermuteGates(const float* from, float* to, int64_t gate_rows,
                            int64_t n);
 
-  // SGD: w += -lr * grad, as one reorder with a scale and a sum.
+  // SGD: w += -lr * grad, one scaled add (Reorder).
   void AddUpdate(Weight& p);
 
   void Build(int i);
