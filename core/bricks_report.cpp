@@ -17,8 +17,9 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// Models of up to this many times their threads' L2 caches keep their data
-// in L2 and L3 from step to step: their bricks' warm times fit them best.
+// Models of up to this many times their threads' L2 caches keep most of
+// their data in L2 and L3 from step to step: the L3's size does not bound
+// what of them it misses (ColdShare).
 constexpr int64_t kColdAboveL2s = 8;
 // A layer whose later layers move more than this many times the L3 between
 // its forward and backward passes finds its data in memory in backward
@@ -26,14 +27,20 @@ constexpr int64_t kColdAboveL2s = 8;
 constexpr int64_t kColdBackwardAboveL3s = 2;
 
 // How much of its brick's extra cold time (the cold or cold backward step
-// over the warm one) a cold model's layer takes: its data come from memory
-// only where the rest of the model's step, D bytes by the cost model, has
-// pushed them out of the L3, and a large L3 keeps part of a model far past
-// the L2s. D / (D + L3 / 2): half at half the L3 (docs/bricks.md, "Models
-// the L3 partly holds").
-double ColdShare(const Entry& model) {
+// over the warm one) a model's layer takes: its data come from memory only
+// where the rest of the model's step, D bytes by the cost model, has pushed
+// them out of the caches. Beyond 8 L2s, D / (D + L3 / 2): half at half the
+// L3, which keeps part of a model far past the L2s (docs/bricks.md, "Models
+// the L3 partly holds"). Within, D / (D + 8 L2s): a model past its L2s finds
+// part of its data gone from an L3 that other work shares too, half at the
+// threshold ("Models past the L2s").
+double ColdShare(const Run& run, const Entry& model) {
   const double bytes = static_cast<double>(model.cost.bytes);
-  return bytes / (bytes + static_cast<double>(L3Bytes()) / 2);
+  const int64_t l2s = kColdAboveL2s * run.options.threads * L2Bytes();
+  const double reach = model.cost.memory > l2s
+                           ? static_cast<double>(L3Bytes()) / 2
+                           : static_cast<double>(l2s);
+  return bytes / (bytes + reach);
 }
 
 // Whether a brick has a step time: timed in this run, or from the database.
@@ -103,23 +110,18 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
   return spread;
 }
 
-// The caches each of a model's bricks finds inside it. Warm in a model
-// whose data (the cost model's estimate of what it holds) are at most 8
-// times the L2 caches of the threads it runs on; cold beyond (docs/bricks.md
-// says why 8), except, where the backend's step recycles the blocks it
-// frees, a layer whose brick a layer before it ran: it writes into their
-// blocks, still cached, and warm fits it better than cold. A layer's
-// backward runs after the forward and backward passes of every layer after
-// it: when their bricks move more than twice the bytes the L3 holds, or at
-// all where the backend keeps more for backward than the cost model
-// counts, it finds its own data in memory again.
+// The caches each of a model's bricks finds inside it, whose extra time
+// over the warm one the layer takes its model's share of (ColdShare):
+// cold, except, where the backend's step recycles the blocks it frees, a
+// layer whose brick a layer before it ran: it writes into their blocks,
+// still cached, and warm fits it better than cold. A layer's backward runs
+// after the forward and backward passes of every layer after it: when
+// their bricks move more than twice the bytes the L3 holds, or at all
+// where the backend keeps more for backward than the cost model counts, it
+// finds its own data in memory again.
 std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
-  const bool cold =
-      model.cost.memory > kColdAboveL2s * run.options.threads * L2Bytes();
-  std::vector<Caches> caches(bricks.size(),
-                             cold ? Caches::kCold : Caches::kWarm);
-  if (!cold) return caches;
+  std::vector<Caches> caches(bricks.size(), Caches::kCold);
   const Backend* backend = FindBackend(model.backend);
   if (backend != nullptr && backend->RecyclesWithinStep(model.mode)) {
     std::set<int> ran;
@@ -249,7 +251,7 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
     const std::vector<Caches> caches = CachesInside(run, e);
-    const double share = ColdShare(e);
+    const double share = ColdShare(run, e);
     // Each brick paid the fixed cost of a step; the model pays it once. A
     // layer costs what its brick took beyond it, never less than nothing
     // (a small brick's quick step against a noisy fixed cost). One per
