@@ -61,7 +61,7 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     // does, and the reference code runs (10-35 ms a call, against
     // microseconds). In the format oneDNN picks, its GEMM-based kernel
     // takes it, after a reorder of that gradient.
-    if (std::string(wpd->impl_info_str()).rfind("ref", 0) == 0) {
+    if (IsReference(*wpd)) {
       backward_weights(memory::desc(dst_dims, dt_, Tag::any));
     }
   }

@@ -270,7 +270,7 @@ void OnednnRunner::Reorder(Actions& list, const memory& src, const memory& dst,
     const dnnl::binary::primitive_desc pd(
         dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d), attr,
         engine_);
-    if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) {
+    if (!IsReference(pd)) {
       Run(list, dnnl::binary(pd),
           {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, src}, {DNNL_ARG_DST, dst}});
       return;

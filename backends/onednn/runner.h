@@ -20,6 +20,7 @@
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "backends/backend.h"
@@ -34,6 +35,13 @@ using Dims = memory::dims;
 using Tag = memory::format_tag;
 using Dt = memory::data_type;
 using Args = std::unordered_map<int, memory>;
+
+// Whether oneDNN picked its reference implementation for a primitive: the
+// generic loops it falls back on where no optimized kernel takes the
+// shapes, formats and types asked for, tens of times slower.
+inline bool IsReference(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
 
 constexpr float kLearningRate = 0.01f;
 constexpr float kBatchNormEpsilon = 1e-5f;  // LibTorch's default
