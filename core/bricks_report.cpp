@@ -18,8 +18,8 @@ namespace {
 using nlohmann::ordered_json;
 
 // Models of up to this many times their threads' L2 caches keep most of
-// their data in L2 and L3 from step to step: the L3's size does not bound
-// what of them it misses (ColdShare).
+// their data in L2 and L3 from step to step; beyond, the L3's size decides
+// how much of them comes from memory (ColdShare).
 constexpr int64_t kColdAboveL2s = 8;
 // A layer whose later layers move more than this many times the L3 between
 // its forward and backward passes finds its data in memory in backward
