@@ -8,7 +8,7 @@
 # benchmark time follows work), and constructed over measured step time per
 # family, backend and mode, and the model furthest off in each family; next
 # to each, how far the models' measured steps move between the halves of
-# their calls (the least of the even calls against that of the odd ones):
+# their calls (the even calls' quiet time against the odd ones'):
 # the measurements' own noise, closer than which no estimate can be seen
 # to agree.
 #   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
@@ -37,6 +37,10 @@ print(f"benchmark time: bricks {d['bricks_benchmark_s']:.1f} s, end to end "
       f"{d['end_to_end_benchmark_s'] / d['bricks_benchmark_s']:.2f}x")
 print(f"caches: L2 {d['l2_bytes'] / 2**20:g} MB, L3 "
       f"{d['l3_bytes'] / 2**20:g} MB ({d['l3_source']})")
+f = [m["factor"] for m in d["moments"]]
+if f:
+    print(f"machine moments: {len(f)} of {d['moment_s']:g} s, steps took "
+          f"{min(f):.2f}-{max(f):.2f}x the usual moment's time")
 groups = dict(d["estimate_over_measured"]["per_family"])
 groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
 for fam, s in groups.items():

@@ -35,7 +35,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
-              "least step; cold: flushed (LibTorch: free blocks too, and "
+              "20th percentile of steps, each scaled to the run's median "
+              "moment of 15 s; cold: flushed (LibTorch: free blocks too, and "
               "256 MB of other pages read), oneDNN's caches refilled with "
               "twice the L3 and at least 256 MB, an add's shortcut left in "
               "memory; cold backward: flushed again before backward and "
@@ -111,7 +112,8 @@ void SaveBricksDb(Run& run) {
     size_t steps = 0;
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
-      record[FieldPrefix(caches) + "step_ms"] = e.LeastStepMs(caches);
+      record[FieldPrefix(caches) + "step_ms"] =
+          e.QuietStepMs(caches, run.moments);
       steps += e.all_step_times_ms[k].size();
     }
     record["steps"] = steps;

@@ -49,7 +49,7 @@ bool HasStepTime(const Entry& brick) {
 }
 
 // The fixed cost of a step (StepCostBricks) in a context (backend, data
-// type, mode): twice the one-ReLU brick's least step less the two-ReLU
+// type, mode): twice the one-ReLU brick's quiet step less the two-ReLU
 // chain's. None where either has no time. The machine's noise can put the
 // difference below zero or above the one-ReLU step, which is the fixed
 // cost and one ReLU: it is kept between the two.
@@ -62,7 +62,8 @@ double StepCostMs(const Run& run, const std::string& backend, DType dtype,
     if (it == run.index.end() || !HasStepTime(run.entries[it->second])) {
       return 0;
     }
-    ms.push_back(run.entries[it->second].LeastStepMs());
+    ms.push_back(
+        run.entries[it->second].QuietStepMs(Caches::kWarm, run.moments));
   }
   return std::clamp(2 * ms[0] - ms[1], 0.0, ms[0]);
 }
@@ -163,37 +164,63 @@ std::string FieldPrefix(Caches caches) {
   return caches == Caches::kWarm ? "" : std::string(ToString(caches)) + "_";
 }
 
-std::optional<double> Entry::HalvesDifference() const {
-  if (call_least_ms.size() < 2) return std::nullopt;
-  double least[2] = {call_least_ms[0], call_least_ms[1]};
-  for (size_t i = 2; i < call_least_ms.size(); ++i) {
-    least[i % 2] = std::min(least[i % 2], call_least_ms[i]);
+StepSeries Entry::Steps(Caches caches) const {
+  const int k = static_cast<int>(caches);
+  StepSeries steps;
+  for (size_t i = 0; i < all_step_times_ms[k].size(); ++i) {
+    steps.emplace_back(all_step_at_s[k][i], all_step_times_ms[k][i]);
   }
-  return std::abs(least[0] / least[1] - 1);
+  return steps;
 }
 
-double Entry::LeastStepMs(Caches caches) const {
-  auto least = [&](int k) -> std::optional<double> {
+std::optional<double> Entry::HalvesDifference(const Moments& moments) const {
+  if (call_warm_steps.size() < 2) return std::nullopt;
+  const StepSeries warm = Steps(Caches::kWarm);
+  StepSeries halves[2];
+  size_t step = 0;
+  for (size_t call = 0; call < call_warm_steps.size(); ++call) {
+    for (size_t i = 0; i < call_warm_steps[call]; ++i, ++step) {
+      halves[call % 2].push_back(warm.at(step));
+    }
+  }
+  if (halves[0].empty() || halves[1].empty()) return std::nullopt;
+  return std::abs(QuietMs(halves[0], moments) / QuietMs(halves[1], moments) -
+                  1);
+}
+
+double Entry::QuietStepMs(Caches caches, const Moments& moments) const {
+  auto quiet = [&](int k) -> std::optional<double> {
     if (known_step_ms[k]) return known_step_ms[k];
-    const std::vector<double>& times = all_step_times_ms[k];
-    if (times.empty()) return std::nullopt;
-    return *std::min_element(times.begin(), times.end());
+    if (all_step_times_ms[k].empty()) return std::nullopt;
+    return QuietMs(Steps(static_cast<Caches>(k)), moments);
   };
   // A step that started colder did a warmer one's work and more (data
   // from memory): each bounds the warmer kinds' times from above, where
-  // the machine's slow moments left a kind's own least step too long.
+  // the machine's slow moments left a kind's own time too long.
   std::optional<double> bound;
   for (int k = static_cast<int>(caches); k < kCachesKinds; ++k) {
-    const std::optional<double> t = least(k);
+    const std::optional<double> t = quiet(k);
     if (t && (!bound || *t < *bound)) bound = t;
   }
   if (bound) return *bound;
   // None of that kind or colder (an inference brick's cold backward
   // steps): the nearest warmer kind's.
   for (int k = static_cast<int>(caches) - 1; k >= 0; --k) {
-    if (const std::optional<double> t = least(k)) return *t;
+    if (const std::optional<double> t = quiet(k)) return *t;
   }
   return step_ms;
+}
+
+Moments MomentsOf(const Run& run) {
+  std::vector<StepSeries> series;
+  for (const Entry& e : run.entries) {
+    for (int k = 0; k < kCachesKinds; ++k) {
+      if (!e.all_step_times_ms[k].empty()) {
+        series.push_back(e.Steps(static_cast<Caches>(k)));
+      }
+    }
+  }
+  return FitMoments(series);
 }
 
 void ReportBricks(const Run& run) {
@@ -276,9 +303,9 @@ void ReportBricks(const Run& run) {
       // The layer's own time in caches of a kind: its brick's beyond the
       // fixed cost, or after its copy, the chain's beyond the copy's.
       auto own = [&](Caches kind) {
-        return chain < 0 ? brick.LeastStepMs(kind) - step_cost
-                         : run.entries[chain].LeastStepMs(kind) -
-                               brick.LeastStepMs(kind);
+        return chain < 0 ? brick.QuietStepMs(kind, run.moments) - step_cost
+                         : run.entries[chain].QuietStepMs(kind, run.moments) -
+                               brick.QuietStepMs(kind, run.moments);
       };
       const double warm = own(Caches::kWarm);
       estimate +=
@@ -290,22 +317,24 @@ void ReportBricks(const Run& run) {
                                       : ordered_json(run.entries[chain].name));
     }
     const bool measured = e.status == CaseStatus::kPassed;
+    const double measured_ms =
+        measured ? e.QuietStepMs(Caches::kWarm, run.moments) : 0;
     ordered_json m = {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
-        {"measured_ms", measured ? ordered_json(e.LeastStepMs()) : nullptr},
+        {"measured_ms", measured ? ordered_json(measured_ms) : nullptr},
         {"step_times_ms", e.all_step_times_ms[0]},
         {"step_at_s", e.all_step_at_s[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
     m["copy_chains"] = copy_chains;
-    const std::optional<double> halves = e.HalvesDifference();
+    const std::optional<double> halves = e.HalvesDifference(run.moments);
     m["measured_halves_difference"] =
         halves ? ordered_json(*halves) : ordered_json(nullptr);
     m["cold_share"] = share;
     m["step_cost_ms"] = step_cost;
     if (complete && measured) {
-      const Agreement a{estimate / e.LeastStepMs(), halves};
+      const Agreement a{estimate / measured_ms, halves};
       m["estimate_over_measured"] = a.ratio;
       all.push_back(a);
       by_family[e.model->model.family].push_back(a);
@@ -326,7 +355,8 @@ void ReportBricks(const Run& run) {
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
       b[FieldPrefix(caches) + "step_ms"] =
-          HasStepTime(e) ? ordered_json(e.LeastStepMs(caches)) : nullptr;
+          HasStepTime(e) ? ordered_json(e.QuietStepMs(caches, run.moments))
+                         : nullptr;
     }
     for (int k = 0; k < kCachesKinds; ++k) {
       b[FieldPrefix(static_cast<Caches>(k)) + "step_times_ms"] =
@@ -336,6 +366,12 @@ void ReportBricks(const Run& run) {
       b[FieldPrefix(static_cast<Caches>(k)) + "step_at_s"] = e.all_step_at_s[k];
     }
     bricks.push_back(std::move(b));
+  }
+  // Each fit moment's start and how much slower than the run's usual speed.
+  ordered_json moments = ordered_json::array();
+  for (const auto& [bin, factor] : run.moments.factor) {
+    moments.push_back({{"from_s", static_cast<double>(bin) * run.moments.bin_s},
+                       {"factor", factor}});
   }
   auto spreads =
       [](const std::map<std::string, std::vector<Agreement>>& groups) {
@@ -356,6 +392,8 @@ void ReportBricks(const Run& run) {
       {"l2_bytes", L2Bytes()},
       {"l3_bytes", L3Bytes()},
       {"l3_source", L3Source()},
+      {"moment_s", run.moments.bin_s},
+      {"moments", moments},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
        {{"all", Spread(all)},

@@ -9,4 +9,8 @@ namespace paradnn {
 // step time constructed from its layers against the measured one.
 void ReportBricks(const Run& run);
 
+// The machine's moments (FitMoments) over every step of every case, each
+// case's kinds of steps a series of their own.
+Moments MomentsOf(const Run& run);
+
 }  // namespace paradnn

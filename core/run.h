@@ -16,6 +16,7 @@
 
 #include "backends/backend.h"
 #include "core/flags.h"
+#include "core/moments.h"
 #include "distributed/world.h"
 #include "generators/bricks.h"
 #include "generators/cost.h"
@@ -70,28 +71,29 @@ struct Entry {
   std::vector<double> step_at_s;
   // Each step of every call that timed some (probes and repetitions
   // pooled), by the caches it started with: with repetitions interleaved
-  // across cases, the least of them was taken in the quietest moment this
-  // case saw.
+  // across cases, every case meets the machine's quiet and busy moments.
   std::array<std::vector<double>, kCachesKinds> all_step_times_ms;
   // When each of them started, in seconds of the run (an isolated child's
   // steps: when their call started): the machine's moment it met.
   std::array<std::vector<double>, kCachesKinds> all_step_at_s;
-  // The least warm step of each call that timed some: the least of the
-  // even calls against that of the odd ones says how far the measurement
-  // itself moves (HalvesDifference).
-  std::vector<double> call_least_ms;
-  // A brick's least steps from the bricks database (--paradnn_bricks_db),
+  // How many warm steps each call that timed some added to them: the even
+  // calls' time against the odd ones' says how far the measurement itself
+  // moves (HalvesDifference).
+  std::vector<size_t> call_warm_steps;
+  // A brick's step times from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
   std::array<std::optional<double>, kCachesKinds> known_step_ms;
 
-  // The least of all timed steps that started with `caches` or colder ones,
-  // which did more work (docs/bricks.md, "Timing", says why not the
-  // median); without any, of the nearest warmer kind (an inference brick's
-  // cold steps stand for cold backward ones).
-  double LeastStepMs(Caches caches = Caches::kWarm) const;
-  // |least step of the even calls / that of the odd calls - 1|, none
+  // The steps that started with `caches`, as (start, ms).
+  StepSeries Steps(Caches caches) const;
+  // The quiet time (QuietMs) of the timed steps that started with `caches`
+  // or colder ones, which did more work: the least of the kinds' times.
+  // Without any, of the nearest warmer kind (an inference brick's cold
+  // steps stand for cold backward ones).
+  double QuietStepMs(Caches caches, const Moments& moments) const;
+  // |quiet time of the even calls' warm steps / the odd calls' - 1|, none
   // with fewer than two calls.
-  std::optional<double> HalvesDifference() const;
+  std::optional<double> HalvesDifference(const Moments& moments) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
@@ -132,6 +134,9 @@ struct Run {
   std::map<std::string, nlohmann::json> brick_context;
   int64_t l3_bytes = 0;  // L3Bytes(), once found
   std::string l3_source;
+  // The machine's moments over this run's steps (MomentsOf), fit once the
+  // cases have run: bricks, their models and the database take them.
+  Moments moments;
   Options flags;
   RunOptions options;
   // Data-parallel runs: this process's rank, and the communicator, joined
