@@ -183,7 +183,6 @@ std::optional<double> Entry::HalvesDifference(const Moments& moments) const {
       halves[call % 2].push_back(warm.at(step));
     }
   }
-  if (halves[0].empty() || halves[1].empty()) return std::nullopt;
   return std::abs(QuietMs(halves[0], moments) / QuietMs(halves[1], moments) -
                   1);
 }
