@@ -26,7 +26,7 @@ out=$(mktemp -d)
   --benchmark_enable_random_interleaving=true \
   --benchmark_format=json "$@" >"$out/results.json"
 python3 - "$out/bricks.json" <<'PY'
-import json, sys
+import json, math, sys
 d = json.load(open(sys.argv[1]))
 print(f"layers {d['total_layers']}, unique {d['unique_layers']} "
       f"({d['unique_layers'] / d['total_layers']:.0%}); granularity "
@@ -39,8 +39,11 @@ print(f"caches: L2 {d['l2_bytes'] / 2**20:g} MB, L3 "
       f"{d['l3_bytes'] / 2**20:g} MB ({d['l3_source']})")
 f = [m["factor"] for m in d["moments"]]
 if f:
+    c = [m["contrast"] for m in d["moments"]]
     print(f"machine moments: {len(f)} of {d['moment_s']:g} s, steps took "
-          f"{min(f):.2f}-{max(f):.2f}x the usual moment's time")
+          f"{min(f):.2f}-{max(f):.2f}x the usual moment's time, and "
+          f"{math.exp(min(c)):.2f}-{math.exp(max(c)):.2f}x more per unit "
+          f"of sensitivity")
 groups = dict(d["estimate_over_measured"]["per_family"])
 groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
 for fam, s in groups.items():

@@ -36,7 +36,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
               "20th percentile of steps, each scaled to the run's median "
-              "moment of 15 s; cold: flushed (LibTorch: free blocks too, and "
+              "moment of 15 s by its effect and its contrast times the "
+              "series' sensitivity; cold: flushed (LibTorch: free blocks too, and "
               "256 MB of other pages read), oneDNN's caches refilled with "
               "twice the L3 and at least 256 MB, an add's shortcut left in "
               "memory; cold backward: flushed again before backward and "

@@ -183,7 +183,8 @@ std::optional<double> Entry::HalvesDifference(const Moments& moments) const {
       halves[call % 2].push_back(warm.at(step));
     }
   }
-  return std::abs(QuietMs(halves[0], moments) / QuietMs(halves[1], moments) -
+  return std::abs(QuietMs(halves[0], moments, sensitivity[0]) /
+                      QuietMs(halves[1], moments, sensitivity[0]) -
                   1);
 }
 
@@ -191,7 +192,7 @@ double Entry::QuietStepMs(Caches caches, const Moments& moments) const {
   auto quiet = [&](int k) -> std::optional<double> {
     if (known_step_ms[k]) return known_step_ms[k];
     if (all_step_times_ms[k].empty()) return std::nullopt;
-    return QuietMs(Steps(static_cast<Caches>(k)), moments);
+    return QuietMs(Steps(static_cast<Caches>(k)), moments, sensitivity[k]);
   };
   // A step that started colder did a warmer one's work and more (data
   // from memory): each bounds the warmer kinds' times from above, where
@@ -210,16 +211,22 @@ double Entry::QuietStepMs(Caches caches, const Moments& moments) const {
   return step_ms;
 }
 
-Moments MomentsOf(const Run& run) {
+void FitRunMoments(Run& run) {
   std::vector<StepSeries> series;
-  for (const Entry& e : run.entries) {
+  std::vector<std::pair<Entry*, int>> of;  // each series' entry and kind
+  for (Entry& e : run.entries) {
     for (int k = 0; k < kCachesKinds; ++k) {
       if (!e.all_step_times_ms[k].empty()) {
         series.push_back(e.Steps(static_cast<Caches>(k)));
+        of.emplace_back(&e, k);
       }
     }
   }
-  return FitMoments(series);
+  MomentsFit fit = FitMoments(series);
+  run.moments = std::move(fit.moments);
+  for (size_t s = 0; s < of.size(); ++s) {
+    of[s].first->sensitivity[of[s].second] = fit.sensitivity[s];
+  }
 }
 
 void ReportBricks(const Run& run) {
@@ -323,7 +330,8 @@ void ReportBricks(const Run& run) {
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
         {"measured_ms", measured ? ordered_json(measured_ms) : nullptr},
         {"step_times_ms", e.all_step_times_ms[0]},
-        {"step_at_s", e.all_step_at_s[0]}};
+        {"step_at_s", e.all_step_at_s[0]},
+        {"step_sensitivity", e.sensitivity[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
     m["copy_chains"] = copy_chains;
@@ -364,13 +372,19 @@ void ReportBricks(const Run& run) {
     for (int k = 0; k < kCachesKinds; ++k) {
       b[FieldPrefix(static_cast<Caches>(k)) + "step_at_s"] = e.all_step_at_s[k];
     }
+    for (int k = 0; k < kCachesKinds; ++k) {
+      b[FieldPrefix(static_cast<Caches>(k)) + "step_sensitivity"] =
+          e.sensitivity[k];
+    }
     bricks.push_back(std::move(b));
   }
-  // Each fit moment's start and how much slower than the run's usual speed.
+  // Each fit moment's start, how much slower than the run's usual speed a
+  // case of sensitivity 0 ran, and the log of how much more per unit.
   ordered_json moments = ordered_json::array();
   for (const auto& [bin, factor] : run.moments.factor) {
     moments.push_back({{"from_s", static_cast<double>(bin) * run.moments.bin_s},
-                       {"factor", factor}});
+                       {"factor", factor},
+                       {"contrast", run.moments.contrast.at(bin)}});
   }
   auto spreads =
       [](const std::map<std::string, std::vector<Agreement>>& groups) {

@@ -9,8 +9,9 @@ namespace paradnn {
 // step time constructed from its layers against the measured one.
 void ReportBricks(const Run& run);
 
-// The machine's moments (FitMoments) over every step of every case, each
-// case's kinds of steps a series of their own.
-Moments MomentsOf(const Run& run);
+// Fits the machine's moments (FitMoments) over every step of every case,
+// each case's kinds of steps a series of their own: sets run.moments and
+// each entry's sensitivity.
+void FitRunMoments(Run& run);
 
 }  // namespace paradnn

@@ -80,6 +80,9 @@ struct Entry {
   // calls' time against the odd ones' says how far the measurement itself
   // moves (HalvesDifference).
   std::vector<size_t> call_warm_steps;
+  // How strongly each kind's steps follow the moments' contrast
+  // (FitMoments), once the moments are fit: 0 where they were not.
+  std::array<double, kCachesKinds> sensitivity{};
   // A brick's step times from the bricks database (--paradnn_bricks_db),
   // when it was measured before in this context and is not run again.
   std::array<std::optional<double>, kCachesKinds> known_step_ms;
@@ -134,8 +137,8 @@ struct Run {
   std::map<std::string, nlohmann::json> brick_context;
   int64_t l3_bytes = 0;  // L3Bytes(), once found
   std::string l3_source;
-  // The machine's moments over this run's steps (MomentsOf), fit once the
-  // cases have run: bricks, their models and the database take them.
+  // The machine's moments over this run's steps (FitRunMoments), fit once
+  // the cases have run: bricks, their models and the database take them.
   Moments moments;
   Options flags;
   RunOptions options;

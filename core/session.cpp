@@ -524,7 +524,7 @@ int Finish() {
   Run& run = TheRun();
   run.runner.reset();
   run.prepared = -1;
-  if (run.flags.bricks) run.moments = MomentsOf(run);
+  if (run.flags.bricks) FitRunMoments(run);
   ReportBricks(run);
   if (!run.flags.bricks_db.empty() && !run.isolated_child &&
       run.world.rank == 0) {

@@ -1,68 +1,130 @@
 #include "core/moments.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <vector>
 
 namespace paradnn {
 namespace {
 
-// Cases of levels 1, 2, ... ms, each with a step in every bin of 15 s,
-// taking the bin's factor of its level exactly.
-std::vector<StepSeries> Synthetic(const std::vector<double>& factors,
-                                  int cases) {
-  std::vector<StepSeries> series(cases);
-  for (int c = 0; c < cases; ++c) {
-    for (size_t b = 0; b < factors.size(); ++b) {
+constexpr int kCases = 20;
+
+// Case c's level: 1 + c ms.
+double Level(int c) { return 1.0 + c; }
+
+// Cases of levels 1, 2, ... ms, each with a step in every bin of 15 s that
+// took its level times the bin's effect, times e to the case's sensitivity
+// times the bin's contrast, exactly.
+std::vector<StepSeries> Synthetic(const std::vector<double>& effects,
+                                  const std::vector<double>& contrasts,
+                                  const std::vector<double>& sensitivities) {
+  std::vector<StepSeries> series(sensitivities.size());
+  for (size_t c = 0; c < series.size(); ++c) {
+    for (size_t b = 0; b < effects.size(); ++b) {
       // Somewhere inside the bin, a different place for each case.
       const double at = 15.0 * b + 0.5 + 0.6 * c;
-      series[c].emplace_back(at, (1 + c) * factors[b]);
+      series[c].emplace_back(at, Level(c) * effects[b] *
+                                     std::exp(sensitivities[c] * contrasts[b]));
     }
   }
   return series;
 }
 
+// Mean 0 and deviation 1, as the fit leaves them: larger for smaller cases,
+// as on a machine whose vCPUs sometimes meet fast.
+std::vector<double> Sensitivities() {
+  std::vector<double> s(kCases);
+  double mean = 0, sum2 = 0;
+  for (int c = 0; c < kCases; ++c)
+    mean += (s[c] = -std::log(Level(c))) / kCases;
+  for (double& x : s) sum2 += (x - mean) * (x - mean);
+  for (double& x : s) x = (x - mean) / std::sqrt(sum2 / kCases);
+  return s;
+}
+
 TEST_CASE("moments: each bin's factor over the median moment, recovered",
           "[moments]") {
   // Six moments; the median of their logs is that of 1.0 and 1.0.
-  const std::vector<double> factors = {1.0, 1.3, 1.0, 0.9, 1.5, 1.0};
-  std::vector<StepSeries> series = Synthetic(factors, 20);
-  // One case's step a busy moment of its own made 10 times as long: the
-  // medians do not follow it.
-  series[7][4].second *= 10;
+  const std::vector<double> effects = {1.0, 1.3, 1.0, 0.9, 1.5, 1.0};
+  std::vector<StepSeries> series = Synthetic(
+      effects, std::vector<double>(6, 0.0), std::vector<double>(kCases, 0.0));
   // A case within one bin says nothing of the moments, however it ran.
   series.push_back({{16, 100.0}, {17, 0.001}});
-  const Moments m = FitMoments(series);
+  const MomentsFit fit = FitMoments(series);
+  const Moments& m = fit.moments;
   CHECK(m.bin_s == 15);
-  REQUIRE(m.factor.size() == factors.size());
-  for (size_t b = 0; b < factors.size(); ++b) {
+  REQUIRE(m.factor.size() == effects.size());
+  REQUIRE(m.contrast.size() == effects.size());
+  for (size_t b = 0; b < effects.size(); ++b) {
     INFO(b);
-    CHECK(m.factor.at(static_cast<int64_t>(b)) == Approx(factors[b]));
-    CHECK(m.At(15.0 * b + 7) == Approx(factors[b]));
+    CHECK(m.factor.at(static_cast<int64_t>(b)) == Approx(effects[b]));
+    // Every case follows the effect alike: nothing left to contrast.
+    CHECK(m.contrast.at(static_cast<int64_t>(b)) == 0);
+    CHECK(m.At(15.0 * b + 7, 0) == Approx(effects[b]));
   }
-  CHECK(m.At(-1) == 1);
-  CHECK(m.At(15.0 * factors.size()) == 1);
+  CHECK(fit.sensitivity == std::vector<double>(kCases + 1, 0.0));
+  CHECK(m.At(-1, 0) == 1);
+  CHECK(m.At(15.0 * effects.size(), 0) == 1);
   // Each case's steps scaled to the usual moment are its level.
   for (int c : {0, 5, 19}) {
     INFO(c);
-    CHECK(QuietMs(series[c], m) == Approx(1 + c));
+    CHECK(QuietMs(series[c], m, 0) == Approx(Level(c)));
   }
+}
+
+TEST_CASE(
+    "moments: small cases that follow a contrast of their own are scaled "
+    "by it, and one preempted step does not move the fit",
+    "[moments]") {
+  // Seven moments: in the third and fourth small cases ran faster while
+  // large ones did not (the vCPUs met fast), in the sixth the reverse.
+  const std::vector<double> effects = {1.0, 1.2, 0.95, 1.0, 1.1, 0.9, 1.0};
+  const std::vector<double> contrasts = {0, 0, -0.15, -0.1, 0, 0.12, 0};
+  const std::vector<double> sensitivities = Sensitivities();
+  std::vector<StepSeries> series = Synthetic(effects, contrasts, sensitivities);
+  // A step a preemption made 10 times as long.
+  series[7][4].second *= 10;
+  const MomentsFit fit = FitMoments(series);
+  REQUIRE(fit.sensitivity.size() == sensitivities.size());
+  for (int c = 0; c < kCases; ++c) {
+    INFO(c);
+    CHECK(fit.sensitivity[c] == Approx(sensitivities[c]).margin(0.02));
+    // Each step over its moment's factor for the case: its level (the
+    // preempted one aside), and so is the case's quiet time.
+    for (size_t b = 0; b < effects.size(); ++b) {
+      if (c == 7 && b == 4) continue;
+      INFO(b);
+      const auto& [at, ms] = series[c][b];
+      CHECK(ms / fit.moments.At(at, fit.sensitivity[c]) ==
+            Approx(Level(c)).epsilon(0.005));
+    }
+    CHECK(QuietMs(series[c], fit.moments, fit.sensitivity[c]) ==
+          Approx(Level(c)).epsilon(0.005));
+  }
+  // Without the contrast, the small cases' quiet times would be the faster
+  // moments': the effect alone does not take them out.
+  CHECK(QuietMs(series[0], fit.moments, 0) < 0.9 * Level(0));
 }
 
 TEST_CASE(
     "moments: a bin with fewer than 8 cases, or a run within one bin, "
     "is not fit",
     "[moments]") {
-  std::vector<StepSeries> series = Synthetic({1.0, 2.0, 1.0}, 8);
+  std::vector<StepSeries> series =
+      Synthetic({1.0, 2.0, 1.0}, {0, 0, 0}, std::vector<double>(8, 0.0));
   // A fourth bin only 7 of them reach.
-  for (int c = 0; c < 7; ++c) series[c].emplace_back(50, 3.0 * (1 + c));
-  Moments m = FitMoments(series);
+  for (int c = 0; c < 7; ++c) series[c].emplace_back(50, 3.0 * Level(c));
+  const Moments m = FitMoments(series).moments;
   CHECK(m.factor.size() == 3);
   CHECK(m.factor.count(3) == 0);
-  CHECK(m.At(50) == 1);
-  CHECK(m.At(20) == Approx(2.0));
+  CHECK(m.At(50, 1) == 1);
+  CHECK(m.At(20, 0) == Approx(2.0));
   // One bin fit alone says nothing: no factors at all.
-  CHECK(FitMoments(Synthetic({1.0}, 20)).factor.empty());
-  CHECK(FitMoments({}).factor.empty());
+  const MomentsFit one =
+      FitMoments(Synthetic({1.0}, {0}, std::vector<double>(kCases, 0.0)));
+  CHECK(one.moments.factor.empty());
+  CHECK(one.sensitivity == std::vector<double>(kCases, 0.0));
+  CHECK(FitMoments({}).moments.factor.empty());
 }
 
 TEST_CASE("moments: a quiet time is the 20th percentile, interpolated",
@@ -70,13 +132,18 @@ TEST_CASE("moments: a quiet time is the 20th percentile, interpolated",
   const Moments none;
   // Sorted 1 to 5: a fifth of the way from the first to the last step is
   // 0.8 of the way from 1 to 2.
-  CHECK(QuietMs({{0, 5}, {1, 1}, {2, 4}, {3, 2}, {4, 3}}, none) == Approx(1.8));
-  CHECK(QuietMs({{0, 7}}, none) == 7);
-  CHECK(QuietMs({{0, 2}, {1, 4}}, none) == Approx(2.4));
-  // Steps of a moment twice as slow count half.
+  CHECK(QuietMs({{0, 5}, {1, 1}, {2, 4}, {3, 2}, {4, 3}}, none, 0) ==
+        Approx(1.8));
+  CHECK(QuietMs({{0, 7}}, none, 0) == 7);
+  CHECK(QuietMs({{0, 2}, {1, 4}}, none, 0) == Approx(2.4));
+  // Steps of a moment twice as slow count half; with a contrast of log 2,
+  // a case of sensitivity 1 counts them a quarter, one of -1 as they are.
   Moments slow;
   slow.factor = {{0, 1.0}, {1, 2.0}};
-  CHECK(QuietMs({{1, 5}, {16, 8}}, slow) == Approx(4.2));
+  CHECK(QuietMs({{1, 5}, {16, 8}}, slow, 0) == Approx(4.2));
+  slow.contrast = {{0, 0.0}, {1, std::log(2.0)}};
+  CHECK(QuietMs({{1, 5}, {16, 8}}, slow, 1) == Approx(2.0 + 0.2 * 3));
+  CHECK(QuietMs({{1, 5}, {16, 8}}, slow, -1) == Approx(5.0 + 0.2 * 3));
 }
 
 }  // namespace

@@ -567,13 +567,18 @@ TEST_CASE("MLPerf logs and a results package from a run, summarized",
 namespace paradnn {
 namespace {
 
-// The factor of the machine's moment a step started in, as a bricks run's
-// output gives them ("moments"), 1 where none was fit.
-double MomentFactor(const json& bricks_out, double at_s) {
+// The factor of the machine's moment a step started in for a series of
+// that sensitivity, as a bricks run's output gives them ("moments": the
+// factor times e to the sensitivity times the contrast), 1 where none was
+// fit.
+double MomentFactor(const json& bricks_out, double at_s, double sensitivity) {
   const double bin_s = bricks_out["moment_s"];
   const double from = std::floor(at_s / bin_s) * bin_s;
   for (const json& m : bricks_out["moments"]) {
-    if (std::abs(m["from_s"].get<double>() - from) < 1e-9) return m["factor"];
+    if (std::abs(m["from_s"].get<double>() - from) < 1e-9) {
+      return m["factor"].get<double>() *
+             std::exp(sensitivity * m["contrast"].get<double>());
+    }
   }
   return 1;
 }
@@ -581,12 +586,12 @@ double MomentFactor(const json& bricks_out, double at_s) {
 // A case's quiet time from its steps: each divided by its moment's factor,
 // then the 20th percentile, interpolated between the two nearest steps.
 double QuietOf(const json& bricks_out, const std::vector<double>& ms,
-               const std::vector<double>& at_s) {
+               const std::vector<double>& at_s, double sensitivity) {
   REQUIRE(ms.size() == at_s.size());
   REQUIRE(!ms.empty());
   std::vector<double> v;
   for (size_t i = 0; i < ms.size(); ++i) {
-    v.push_back(ms[i] / MomentFactor(bricks_out, at_s[i]));
+    v.push_back(ms[i] / MomentFactor(bricks_out, at_s[i], sensitivity));
   }
   std::sort(v.begin(), v.end());
   const double x = (v.size() - 1) / 5.0;
@@ -606,7 +611,8 @@ double BrickQuietOf(const json& bricks_out, const json& brick,
     if (!ms.empty()) {
       quiet = std::min(
           quiet, QuietOf(bricks_out, ms,
-                         brick[k + "step_at_s"].get<std::vector<double>>()));
+                         brick[k + "step_at_s"].get<std::vector<double>>(),
+                         brick[k + "step_sensitivity"]));
     }
     if (k == kind) break;
   }
@@ -785,13 +791,15 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     const auto at = m["step_at_s"].get<std::vector<double>>();
     REQUIRE(steps.size() == 10);
     REQUIRE(at.size() == 10);
-    CHECK(m["measured_ms"].get<double>() == Approx(QuietOf(j, steps, at)));
+    const double sensitivity = m["step_sensitivity"];
+    CHECK(m["measured_ms"].get<double>() ==
+          Approx(QuietOf(j, steps, at, sensitivity)));
     // How far the two calls' quiet times are apart: the measurement's own
     // noise.
     const double first = QuietOf(j, {steps.begin(), steps.begin() + 5},
-                                 {at.begin(), at.begin() + 5});
+                                 {at.begin(), at.begin() + 5}, sensitivity);
     const double second = QuietOf(j, {steps.begin() + 5, steps.end()},
-                                  {at.begin() + 5, at.end()});
+                                  {at.begin() + 5, at.end()}, sensitivity);
     halves.push_back(std::abs(first / second - 1));
     CHECK(m["measured_halves_difference"].get<double>() ==
           Approx(halves.back()));
