@@ -13,8 +13,8 @@ namespace {
 // factor within 0.7% of where sixteen do.
 constexpr int kPolishRounds = 4;
 // Rounds of the contrast's fit after it. Started from the sensitivities
-// that step size alone suggests, ten reach what forty do (docs/bricks.md,
-// "Two kinds of moments").
+// that step size alone suggests, ten estimate as well as twenty
+// (docs/bricks.md, "Two kinds of moments").
 constexpr int kContrastRounds = 10;
 // A step counts no farther from its fit than this (in log, 1.5 times):
 // one step a preemption stretched must not tilt a least-squares fit.
@@ -28,113 +28,95 @@ double Median(std::vector<double> v) {
   return (v[mid] + *std::max_element(v.begin(), v.begin() + mid)) / 2;
 }
 
-// Each series' steps as (bin, log ms), for those that span bins.
-struct Row {
-  size_t series;
-  std::vector<std::pair<int64_t, double>> steps;
-};
-
-}  // namespace
-
-double Moments::At(double at_s, double sensitivity) const {
-  const auto bin = static_cast<int64_t>(std::floor(at_s / bin_s));
-  const auto f = factor.find(bin);
-  if (f == factor.end()) return 1.0;
-  const auto c = contrast.find(bin);
-  return f->second *
-         std::exp(c == contrast.end() ? 0.0 : sensitivity * c->second);
+double Mean(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / v.size();
 }
 
-MomentsFit FitMoments(const std::vector<StepSeries>& series) {
-  MomentsFit fit;
-  fit.sensitivity.assign(series.size(), 0.0);
-  const double bin_s = fit.moments.bin_s;
-  std::vector<Row> rows;
-  std::map<int64_t, int> series_in_bin;
-  for (size_t s = 0; s < series.size(); ++s) {
-    Row row{s, {}};
-    std::set<int64_t> bins;
-    for (const auto& [at_s, ms] : series[s]) {
-      if (!(ms > 0)) continue;
-      const auto bin = static_cast<int64_t>(std::floor(at_s / bin_s));
-      row.steps.emplace_back(bin, std::log(ms));
-      bins.insert(bin);
-    }
-    if (bins.size() < 2) continue;
-    for (int64_t bin : bins) ++series_in_bin[bin];
-    rows.push_back(std::move(row));
+// Sets v to mean 0 and deviation 1, returning (mean, deviation); all
+// equal (deviation 0) leaves it as it is.
+std::pair<double, double> Standardize(std::vector<double>& v) {
+  const double mean = Mean(v);
+  double sum2 = 0;
+  for (double x : v) sum2 += (x - mean) * (x - mean);
+  const double deviation = std::sqrt(sum2 / v.size());
+  if (deviation > 0) {
+    for (double& x : v) x = (x - mean) / deviation;
   }
-  // Per fit bin, in log: the effect, and the contrast per unit sensitivity.
-  std::map<int64_t, double> effect, contrast;
-  for (const auto& [bin, n] : series_in_bin) {
-    if (n >= kMinSeriesPerBin) effect[bin] = contrast[bin] = 0;
-  }
-  if (effect.size() < 2) return fit;
-  auto of = [](const std::map<int64_t, double>& m, int64_t bin) {
-    const auto it = m.find(bin);
-    return it == m.end() ? 0.0 : it->second;
-  };
-  const size_t n = rows.size();
-  std::vector<double> level(n), sensitivity(n, 0.0);
-  auto fit_levels = [&] {
-    for (size_t r = 0; r < n; ++r) {
-      std::vector<double> v;
-      for (const auto& [bin, y] : rows[r].steps) {
-        v.push_back(y - of(effect, bin) - sensitivity[r] * of(contrast, bin));
+  return {mean, deviation};
+}
+
+// Shifts m's values so that their median is 0: relative to the median
+// moment, which is the run's usual speed. The shift a series' sensitivity
+// makes of a constant contrast, its level takes in the next round.
+void Center(std::map<int64_t, double>& m) {
+  std::vector<double> v;
+  for (const auto& [bin, x] : m) v.push_back(x);
+  const double c = Median(std::move(v));
+  for (auto& [bin, x] : m) x -= c;
+}
+
+// The fit over the series that span bins, in logs: each one's steps, level
+// and sensitivity; each fit bin's effect and contrast.
+class Fit {
+ public:
+  explicit Fit(const std::vector<StepSeries>& series, double bin_s) {
+    std::map<int64_t, int> series_in_bin;
+    for (size_t s = 0; s < series.size(); ++s) {
+      Row row{s, {}};
+      std::set<int64_t> bins;
+      for (const auto& [at_s, ms] : series[s]) {
+        if (!(ms > 0)) continue;
+        const auto bin = static_cast<int64_t>(std::floor(at_s / bin_s));
+        row.steps.emplace_back(bin, std::log(ms));
+        bins.insert(bin);
       }
-      level[r] = Median(std::move(v));
+      if (bins.size() < 2) continue;
+      for (int64_t bin : bins) ++series_in_bin[bin];
+      rows_.push_back(std::move(row));
     }
-  };
-  // Relative to the median moment, which is the run's usual speed: the
-  // shift a series' sensitivity makes of a constant contrast, its level
-  // takes in the next round.
-  auto center = [](std::map<int64_t, double>& m) {
-    std::vector<double> v;
-    for (const auto& [bin, x] : m) v.push_back(x);
-    const double c = Median(std::move(v));
-    for (auto& [bin, x] : m) x -= c;
-  };
-  for (int round = 0; round < kPolishRounds; ++round) {
-    fit_levels();
+    for (const auto& [bin, n] : series_in_bin) {
+      if (n >= kMinSeriesPerBin) effect_[bin] = contrast_[bin] = 0;
+    }
+    level_.assign(rows_.size(), 0.0);
+    sensitivity_.assign(rows_.size(), 0.0);
+  }
+
+  // Two bins or more to tell apart.
+  bool Fits() const { return effect_.size() >= 2; }
+
+  // A round of Tukey's median polish: the levels, then the effects.
+  void PolishRound() {
+    FitLevels();
     std::map<int64_t, std::vector<double>> residuals;
-    for (size_t r = 0; r < n; ++r) {
-      for (const auto& [bin, y] : rows[r].steps) {
-        if (effect.count(bin)) residuals[bin].push_back(y - level[r]);
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      for (const auto& [bin, y] : rows_[r].steps) {
+        if (effect_.count(bin)) residuals[bin].push_back(y - level_[r]);
       }
     }
-    for (auto& [bin, v] : residuals) effect[bin] = Median(std::move(v));
-    center(effect);
+    for (auto& [bin, v] : residuals) effect_[bin] = Median(std::move(v));
+    Center(effect_);
   }
-  // Sets v to mean 0 and deviation 1, returning (mean, deviation); all
-  // equal (deviation 0) leaves it as it is.
-  auto standardize = [n](std::vector<double>& v) {
-    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / n;
-    double sum2 = 0;
-    for (double x : v) sum2 += (x - mean) * (x - mean);
-    const double deviation = std::sqrt(sum2 / n);
-    if (deviation > 0) {
-      for (double& x : v) x = (x - mean) / deviation;
-    }
-    return std::make_pair(mean, deviation);
-  };
-  // Start where step size points: the smaller a case's steps, the more
-  // barriers per millisecond, the more it follows the contrast.
-  for (size_t r = 0; r < n; ++r) sensitivity[r] = -level[r];
-  if (standardize(sensitivity).second == 0) return fit;
-  for (int round = 0; round < kContrastRounds; ++round) {
-    fit_levels();
-    // What the effect leaves of a step, clipped.
-    auto left = [&](size_t r, int64_t bin, double y) {
-      return std::clamp(y - level[r] - effect[bin], -kLogClip, kLogClip);
-    };
-    // Each bin: the contrast as the least-squares slope of its steps over
-    // their series' sensitivities, the effect as the median intercept.
+
+  // Starts where step size points: the smaller a case's steps, the more
+  // barriers per millisecond, the more it follows the contrast. False
+  // where all levels are alike and there is nothing to start from.
+  bool StartContrast() {
+    for (size_t r = 0; r < rows_.size(); ++r) sensitivity_[r] = -level_[r];
+    return Standardize(sensitivity_).second > 0;
+  }
+
+  // A round of least squares: the levels; each bin's contrast (the slope
+  // of its steps over their series' sensitivities) and effect (the median
+  // intercept); then each series' sensitivity (the slope, through zero,
+  // of what the effect leaves of its steps over their contrasts).
+  void ContrastRound() {
+    FitLevels();
     std::map<int64_t, std::vector<std::pair<double, double>>> points;
-    for (size_t r = 0; r < n; ++r) {
-      for (const auto& [bin, y] : rows[r].steps) {
-        if (effect.count(bin)) {
-          points[bin].emplace_back(sensitivity[r],
-                                   effect[bin] + left(r, bin, y));
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      for (const auto& [bin, y] : rows_[r].steps) {
+        if (effect_.count(bin)) {
+          points[bin].emplace_back(sensitivity_[r],
+                                   effect_[bin] + Left(r, bin, y));
         }
       }
     }
@@ -149,44 +131,105 @@ MomentsFit FitMoments(const std::vector<StepSeries>& series) {
         sxx += (x - mx) * (x - mx);
         sxy += (x - mx) * (y - my);
       }
-      contrast[bin] = sxx > 0 ? sxy / sxx : 0;
+      contrast_[bin] = sxx > 0 ? sxy / sxx : 0;
       std::vector<double> intercepts;
-      for (const auto& [x, y] : p) intercepts.push_back(y - contrast[bin] * x);
-      effect[bin] = Median(std::move(intercepts));
+      for (const auto& [x, y] : p) intercepts.push_back(y - contrast_[bin] * x);
+      effect_[bin] = Median(std::move(intercepts));
     }
-    // Each series: its sensitivity as the least-squares slope, through
-    // zero, of what the effect leaves of its steps over their contrasts.
-    for (size_t r = 0; r < n; ++r) {
+    for (size_t r = 0; r < rows_.size(); ++r) {
       double num = 0, den = 0;
-      for (const auto& [bin, y] : rows[r].steps) {
-        if (!effect.count(bin)) continue;
-        num += contrast[bin] * left(r, bin, y);
-        den += contrast[bin] * contrast[bin];
+      for (const auto& [bin, y] : rows_[r].steps) {
+        if (!effect_.count(bin)) continue;
+        num += contrast_[bin] * Left(r, bin, y);
+        den += contrast_[bin] * contrast_[bin];
       }
-      sensitivity[r] = den > 0 ? num / den : 0;
+      sensitivity_[r] = den > 0 ? num / den : 0;
     }
-    const auto [mean, deviation] = standardize(sensitivity);
-    for (auto& [bin, e] : effect) {
-      e += mean * contrast[bin];
-      contrast[bin] *= deviation;
+    const auto [mean, deviation] = Standardize(sensitivity_);
+    for (auto& [bin, e] : effect_) {
+      e += mean * contrast_[bin];
+      contrast_[bin] *= deviation;
     }
-    center(effect);
-    center(contrast);
+    Center(effect_);
+    Center(contrast_);
   }
-  // Contrasts below a part per million are rounding, not the machine.
-  if (std::all_of(contrast.begin(), contrast.end(),
-                  [](const auto& c) { return std::abs(c.second) < 1e-6; })) {
-    std::fill(sensitivity.begin(), sensitivity.end(), 0.0);
-    for (auto& [bin, c] : contrast) c = 0;
+
+  MomentsFit Result(size_t series, double bin_s) const {
+    MomentsFit fit;
+    fit.moments.bin_s = bin_s;
+    fit.sensitivity.assign(series, 0.0);
+    if (!Fits()) return fit;
+    // Contrasts below a part per million are rounding, not the machine.
+    const bool contrasted =
+        std::any_of(contrast_.begin(), contrast_.end(),
+                    [](const auto& c) { return std::abs(c.second) >= 1e-6; });
+    for (const auto& [bin, e] : effect_) {
+      fit.moments.factor[bin] = std::exp(e);
+      fit.moments.contrast[bin] = contrasted ? contrast_.at(bin) : 0;
+    }
+    if (contrasted) {
+      for (size_t r = 0; r < rows_.size(); ++r) {
+        fit.sensitivity[rows_[r].series] = sensitivity_[r];
+      }
+    }
+    return fit;
   }
-  for (const auto& [bin, e] : effect) {
-    fit.moments.factor[bin] = std::exp(e);
-    fit.moments.contrast[bin] = contrast[bin];
+
+ private:
+  struct Row {
+    size_t series;
+    std::vector<std::pair<int64_t, double>> steps;  // (bin, log ms)
+  };
+
+  double Of(const std::map<int64_t, double>& m, int64_t bin) const {
+    const auto it = m.find(bin);
+    return it == m.end() ? 0.0 : it->second;
   }
-  for (size_t r = 0; r < n; ++r) {
-    fit.sensitivity[rows[r].series] = sensitivity[r];
+
+  void FitLevels() {
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      std::vector<double> v;
+      for (const auto& [bin, y] : rows_[r].steps) {
+        v.push_back(y - Of(effect_, bin) -
+                    sensitivity_[r] * Of(contrast_, bin));
+      }
+      level_[r] = Median(std::move(v));
+    }
   }
-  return fit;
+
+  // What the level and the effect leave of a step, clipped.
+  double Left(size_t r, int64_t bin, double y) const {
+    return std::clamp(y - level_[r] - effect_.at(bin), -kLogClip, kLogClip);
+  }
+
+  std::vector<Row> rows_;
+  std::vector<double> level_, sensitivity_;
+  std::map<int64_t, double> effect_, contrast_;
+};
+
+}  // namespace
+
+double Moments::At(double at_s, double sensitivity) const {
+  const auto bin = static_cast<int64_t>(std::floor(at_s / bin_s));
+  const auto f = factor.find(bin);
+  if (f == factor.end()) return 1.0;
+  const auto c = contrast.find(bin);
+  return f->second *
+         std::exp(c == contrast.end() ? 0.0 : sensitivity * c->second);
+}
+
+MomentsFit FitMoments(const std::vector<StepSeries>& series) {
+  const double bin_s = Moments().bin_s;
+  Fit fit(series, bin_s);
+  if (fit.Fits()) {
+    for (int round = 0; round < kPolishRounds; ++round) fit.PolishRound();
+    if (fit.StartContrast()) {
+      for (int round = 0; round < kContrastRounds; ++round) {
+        fit.ContrastRound();
+      }
+    }
+  }
+  return fit.Result(series.size(), bin_s);
 }
 
 double QuietMs(const StepSeries& steps, const Moments& moments,

@@ -125,6 +125,14 @@ TEST_CASE(
   CHECK(one.moments.factor.empty());
   CHECK(one.sensitivity == std::vector<double>(kCases, 0.0));
   CHECK(FitMoments({}).moments.factor.empty());
+  // Cases all of one level have no step size to start a contrast from:
+  // their effects alone.
+  std::vector<StepSeries> alike(kCases, {{1, 2.0}, {16, 3.0}, {31, 2.0}});
+  const MomentsFit flat = FitMoments(alike);
+  CHECK(flat.moments.factor.size() == 3);
+  CHECK(flat.moments.At(20, 0) == Approx(1.5));
+  CHECK(flat.moments.contrast.at(1) == 0);
+  CHECK(flat.sensitivity == std::vector<double>(kCases, 0.0));
 }
 
 TEST_CASE("moments: a quiet time is the 20th percentile, interpolated",
