@@ -37,12 +37,12 @@ const json& Context(Run& run, const std::string& backend) {
              {"brick_steps",
               "20th percentile of steps, each scaled to the run's median "
               "moment of 15 s by its effect and its contrast times the "
-              "series' sensitivity; cold: flushed (LibTorch: free blocks too, and "
-              "256 MB of other pages read), oneDNN's caches refilled with "
-              "twice the L3 and at least 256 MB, an add's shortcut left in "
-              "memory; cold backward: flushed again before backward and "
-              "before the update, their time left out; oneDNN's adds "
-              "binary primitives"}};
+              "series' sensitivity; cold: flushed (LibTorch: free blocks "
+              "too, and 256 MB of other pages read), oneDNN's caches "
+              "refilled with twice the L3 and at least 256 MB, an add's "
+              "shortcut left in memory; cold backward: flushed again "
+              "before backward and before the update, their time left "
+              "out; oneDNN's adds binary primitives"}};
 }
 
 std::string Now() {
