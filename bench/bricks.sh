@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Layer bricks against end-to-end runs on an FC, CNN and RNN sub-grid of the
-# paper's (bench/bricks_grid.yaml), every case repeated (15 times, 2 steps each,
-# unless PARADNN_BRICKS_REPETITIONS and PARADNN_BRICKS_STEPS say) in random
-# interleaved order so that bricks and models see the same quiet and busy
-# moments of the machine: benchmark time of the unique layers
-# against the models (every case runs the same number of timed steps, so
-# benchmark time follows work), and constructed over measured step time per
-# family, backend and mode, and the model furthest off in each family; next
-# to each, how far the models' measured steps move between the halves of
-# their calls (the even calls' quiet time against the odd ones'):
-# the measurements' own noise, closer than which no estimate can be seen
-# to agree.
+# paper's (bench/bricks_grid.yaml), at 30 steps a case (PARADNN_BRICKS_STEPS),
+# which a bricks run splits into calls in random interleaved order (each
+# model's 30 of 1 step, each brick's 15 of one step of each kind) so that
+# bricks and models see the same quiet and busy moments of the machine:
+# benchmark time of the unique layers against the models (every case runs
+# about the same number of timed steps, so benchmark time follows work), and
+# constructed over measured step time per family, backend and mode, and the
+# model furthest off in each family; next to each, how far the models'
+# measured steps move between the halves of their calls (the even calls'
+# quiet time against the odd ones'): the measurements' own noise, closer
+# than which no estimate can be seen to agree.
 #   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,9 +21,7 @@ shift || true
 out=$(mktemp -d)
 "$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
   --paradnn_backends="$backend" --paradnn_bricks_out="$out/bricks.json" \
-  --paradnn_progress=false --paradnn_steps="${PARADNN_BRICKS_STEPS:-2}" \
-  --benchmark_repetitions="${PARADNN_BRICKS_REPETITIONS:-15}" \
-  --benchmark_enable_random_interleaving=true \
+  --paradnn_progress=false --paradnn_steps="${PARADNN_BRICKS_STEPS:-30}" \
   --benchmark_format=json "$@" >"$out/results.json"
 python3 - "$out/bricks.json" <<'PY'
 import json, math, sys

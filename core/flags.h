@@ -26,6 +26,9 @@ struct Options {
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
+  // Set by a bricks run of N steps, repetitions unsaid (InterleaveBricks):
+  // N, the calls of 1 step each model runs; its bricks run half as many.
+  int64_t model_calls = 0;
   double case_timeout = 0;     // seconds for preparation and warm-up; 0: none
   bool isolate = false;        // each case in a child process
   bool profile = false;        // per-operation-class shares of step time

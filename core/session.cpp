@@ -165,7 +165,13 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     // (docs/bricks.md, "Timing"): its steps round up to a multiple of them.
     // An isolated child times the steps its parent's call asked for.
     const int kinds = run.isolated_child ? 1 : e.StepKinds();
-    info.steps = (o.steps + kinds - 1) / kinds * kinds;
+    const bool split = o.model_calls > 0;
+    const int64_t steps = split && !e.brick ? 1 : o.steps;
+    info.steps = (steps + kinds - 1) / kinds * kinds;
+    if (split) {
+      info.repetitions = static_cast<int>(
+          e.brick ? (o.model_calls + 1) / 2 : o.model_calls);
+    }
     info.manual_time = run.isolate;
     run.infos.push_back(std::move(info));
     run.entries.push_back(std::move(e));
@@ -316,14 +322,16 @@ void SetUpRank(Run& run, Options& o, int* argc, char** argv) {
 // Bricks estimate models only where both are timed at the same moments of
 // a machine whose speed drifts over seconds (docs/bricks.md, "Timing"):
 // one call of 20 steps per case left the estimates of bench/bricks_grid.yaml
-// 6-15% off per family, where interleaved repetitions of 2 steps gave 2-3%.
-// So a bricks run that asks for N >= 4 steps and says nothing of
-// repetitions runs N/2 (rounded up) repetitions of 2 steps in random order,
-// in two of the argv slots the paradnn flags left (--paradnn_steps and a
+// 6-15% off per family, where interleaved repetitions of 2 steps gave 2-3%,
+// and the more calls, the nearer ("Calls"). So a bricks run that asks for
+// N >= 4 steps and says nothing of repetitions runs, in random order, each
+// model in N calls of 1 step, and each brick in N/2 (rounded up) calls of
+// 2 steps (a training brick's: 3, one of each kind); the interleaving flag
+// goes into an argv slot the paradnn flags left (--paradnn_steps and a
 // bricks flag took at least two).
 void InterleaveBricks(Options& o, int given, int* argc, char** argv,
                       std::vector<std::string>* notes) {
-  if (!o.bricks || o.steps < 4 || argc == nullptr || given - *argc < 2) return;
+  if (!o.bricks || o.steps < 4 || argc == nullptr || given - *argc < 1) return;
   for (int i = 1; i < *argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--benchmark_repetitions", 0) == 0 ||
@@ -331,17 +339,16 @@ void InterleaveBricks(Options& o, int given, int* argc, char** argv,
       return;
     }
   }
-  const int repetitions = (o.steps + 1) / 2;
-  argv[(*argc)++] =
-      KeptArg("--benchmark_repetitions=" + std::to_string(repetitions));
   argv[(*argc)++] = KeptArg("--benchmark_enable_random_interleaving=true");
   argv[*argc] = nullptr;
-  notes->push_back("bricks: --paradnn_steps=" + std::to_string(o.steps) +
-                   " runs as " + std::to_string(repetitions) +
-                   " interleaved repetitions of 2 steps (a training "
-                   "brick's: 3, one of each kind), so that bricks and "
-                   "models meet the same moments of the machine (set "
-                   "--benchmark_repetitions to choose otherwise)");
+  notes->push_back(
+      "bricks: --paradnn_steps=" + std::to_string(o.steps) +
+      " runs as interleaved calls, each model's " + std::to_string(o.steps) +
+      " of 1 step, each brick's " + std::to_string((o.steps + 1) / 2) +
+      " of 2 steps (a training brick's: 3, one of each kind), so that "
+      "bricks and models meet the same moments of the machine (set "
+      "--benchmark_repetitions to choose otherwise)");
+  o.model_calls = o.steps;
   o.steps = 2;
 }
 

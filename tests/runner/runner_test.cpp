@@ -1339,9 +1339,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a bricks run of N steps, repetitions unsaid, runs N/2 interleaved "
-    "repetitions of 2 steps, a brick's rounded up to each kind of step as "
-    "often",
+    "a bricks run of N steps, repetitions unsaid, runs each model in N "
+    "interleaved calls of 1 step and each brick in N/2 of 2 steps, rounded "
+    "up to each kind of step as often",
     "[runner][bricks]") {
   const std::string model =
       "--paradnn_case=FC/layers:2/nodes:16/input:32/output:10/batch:8/torch/"
@@ -1358,33 +1358,34 @@ TEST_CASE(
       INFO(mode << repetitions << "\n" << r.err);
       REQUIRE(r.status == 0);
       const bool split = repetitions.empty();
-      CHECK((r.err.find("bricks: --paradnn_steps=5 runs as 3 interleaved "
-                        "repetitions of 2 steps") != std::string::npos) ==
-            split);
-      const size_t model_steps = split ? 2 : 5;
+      CHECK((r.err.find("bricks: --paradnn_steps=5 runs as interleaved calls, "
+                        "each model's 5 of 1 step, each brick's 3 of 2 "
+                        "steps") != std::string::npos) == split);
+      const size_t model_steps = split ? 1 : 5;
       const size_t brick_steps = split ? kinds : 6;
-      const size_t calls = split ? 3 : 1;
-      int runs = 0;
+      const size_t model_calls = split ? 5 : 1;
+      const size_t brick_calls = split ? 3 : 1;
+      size_t runs = 0, bricks = 0;
       const json results = ParseBenchmarkJson(r.out);
       for (const json& b : results["benchmarks"]) {
         if (b["run_type"] != "iteration") continue;
         INFO(b["name"]);
         ++runs;
         const bool brick = b["name"].get<std::string>().rfind("BRICK/", 0) == 0;
+        bricks += brick;
         CHECK(b["iterations"] == (brick ? brick_steps : model_steps));
-        CHECK(b["repetitions"] == calls);
+        CHECK(b["repetitions"] == (brick ? brick_calls : model_calls));
       }
       const json j = json::parse(Slurp(out));
-      // The model and its bricks.
-      const size_t cases = 1 + j["bricks"].size();
-      CHECK(runs == static_cast<int>(cases * calls));
-      CHECK(j["models"][0]["step_times_ms"].size() == model_steps * calls);
+      CHECK(bricks == j["bricks"].size() * brick_calls);
+      CHECK(runs - bricks == model_calls);
+      CHECK(j["models"][0]["step_times_ms"].size() == model_steps * model_calls);
       for (const json& b : j["bricks"]) {
         INFO(b.dump());
         for (const std::string kind : {"", "cold_", "cold_backward_"}) {
           const size_t each = kind == "cold_backward_" && kinds == 2
                                   ? 0
-                                  : brick_steps * calls / kinds;
+                                  : brick_steps * brick_calls / kinds;
           CHECK(b[kind + "step_times_ms"].size() == each);
         }
       }
