@@ -169,8 +169,8 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     const int64_t steps = split && !e.brick ? 1 : o.steps;
     info.steps = (steps + kinds - 1) / kinds * kinds;
     if (split) {
-      info.repetitions = static_cast<int>(
-          e.brick ? (o.model_calls + 1) / 2 : o.model_calls);
+      info.repetitions =
+          static_cast<int>(e.brick ? (o.model_calls + 1) / 2 : o.model_calls);
     }
     info.manual_time = run.isolate;
     run.infos.push_back(std::move(info));

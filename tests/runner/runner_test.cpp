@@ -1379,7 +1379,8 @@ TEST_CASE(
       const json j = json::parse(Slurp(out));
       CHECK(bricks == j["bricks"].size() * brick_calls);
       CHECK(runs - bricks == model_calls);
-      CHECK(j["models"][0]["step_times_ms"].size() == model_steps * model_calls);
+      CHECK(j["models"][0]["step_times_ms"].size() ==
+            model_steps * model_calls);
       for (const json& b : j["bricks"]) {
         INFO(b.dump());
         for (const std::string kind : {"", "cold_", "cold_backward_"}) {
