@@ -128,6 +128,38 @@ foreach(style own_main benchmark_main)
   expect("${names}" ${own})
   expect("${names}" ${cnn}/real_time)
 endforeach()
+# A bricks run of N steps in this Google Benchmark too: each model in N
+# interleaved calls of 1 step (a repetition count of its own), its bricks
+# in N/2 calls.
+run(${work}/build/host_own_main --paradnn_case=${cnn} --paradnn_threads=1
+    --paradnn_steps=4 --paradnn_bricks --benchmark_filter=CNN/|BRICK/
+    --benchmark_format=json)
+expect("${err}" "interleaved calls, each model's 4 of 1 step, each brick's 2")
+# Google Benchmark writes the cv of a zero (a ReLU's FLOP/s) as NaN.
+string(REGEX REPLACE ": -?(nan|NaN)" ": null" out "${out}")
+string(JSON count LENGTH "${out}" benchmarks)
+math(EXPR last "${count} - 1")
+set(model_calls 0)
+set(brick_calls 0)
+foreach(i RANGE ${last})
+  string(JSON name GET "${out}" benchmarks ${i} name)
+  string(JSON type GET "${out}" benchmarks ${i} run_type)
+  string(JSON steps GET "${out}" benchmarks ${i} iterations)
+  if(NOT type STREQUAL "iteration")
+    continue()
+  elseif(name MATCHES "^CNN/" AND steps EQUAL 1)
+    math(EXPR model_calls "${model_calls} + 1")
+  elseif(name MATCHES "^BRICK/" AND steps EQUAL 3)
+    math(EXPR brick_calls "${brick_calls} + 1")
+  else()
+    message(FATAL_ERROR "${VARIANT}: ${name} ran ${steps} steps in a call")
+  endif()
+endforeach()
+math(EXPR per_brick "${brick_calls} % 2")
+if(NOT model_calls EQUAL 4 OR brick_calls LESS 2 OR NOT per_brick EQUAL 0)
+  message(FATAL_ERROR "${VARIANT}: ${model_calls} calls of the model, "
+                      "${brick_calls} of its bricks:\n${out}")
+endif()
 # A second Google Benchmark in the process (Debian's shared one, preloaded
 # beside the host's static copy): paradnn says so and stops.
 if(NOT benchmark STREQUAL "system")
