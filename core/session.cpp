@@ -146,6 +146,10 @@ std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
   return cases;
 }
 
+// A split bricks run's calls of each brick (InterleaveBricks): half its
+// models' calls, rounded up, each one step of each kind.
+int64_t BrickCalls(const Options& o) { return (o.model_calls + 1) / 2; }
+
 // The run's entries: each case of the sweep and, with --paradnn_bricks, its
 // unique layers, each once, with its cost from the cost model.
 void MakeEntries(Run& run, std::vector<Case>& cases,
@@ -170,7 +174,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     info.steps = (steps + kinds - 1) / kinds * kinds;
     if (split) {
       info.repetitions =
-          static_cast<int>(e.brick ? (o.model_calls + 1) / 2 : o.model_calls);
+          static_cast<int>(e.brick ? BrickCalls(o) : o.model_calls);
     }
     info.manual_time = run.isolate;
     run.infos.push_back(std::move(info));
@@ -341,15 +345,16 @@ void InterleaveBricks(Options& o, int given, int* argc, char** argv,
   }
   argv[(*argc)++] = KeptArg("--benchmark_enable_random_interleaving=true");
   argv[*argc] = nullptr;
+  o.model_calls = o.steps;
+  o.steps = 2;
   notes->push_back(
-      "bricks: --paradnn_steps=" + std::to_string(o.steps) +
-      " runs as interleaved calls, each model's " + std::to_string(o.steps) +
-      " of 1 step, each brick's " + std::to_string((o.steps + 1) / 2) +
+      "bricks: --paradnn_steps=" + std::to_string(o.model_calls) +
+      " runs as interleaved calls, each model's " +
+      std::to_string(o.model_calls) + " of 1 step, each brick's " +
+      std::to_string(BrickCalls(o)) +
       " of 2 steps (a training brick's: 3, one of each kind), so that "
       "bricks and models meet the same moments of the machine (set "
       "--benchmark_repetitions to choose otherwise)");
-  o.model_calls = o.steps;
-  o.steps = 2;
 }
 
 void LoadRun(Run& run, int* argc, char** argv) {
