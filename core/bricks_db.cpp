@@ -41,8 +41,9 @@ const json& Context(Run& run, const std::string& backend) {
               "too, and 256 MB of other pages read), oneDNN's caches "
               "refilled with twice the L3 and at least 256 MB, an add's "
               "shortcut left in memory; cold backward: flushed again "
-              "before backward and before the update, their time left "
-              "out; oneDNN's adds binary primitives"}};
+              "before backward (oneDNN's caches refilled) and, nothing "
+              "refilled, before the update, their time left out; "
+              "oneDNN's adds binary primitives"}};
 }
 
 std::string Now() {

@@ -237,19 +237,11 @@ void ReportBricks(const Run& run) {
   bool timed = false;  // a brick has a time: not a run that only listed
   std::set<std::string> step_cost_keys;
   for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
-  std::set<int> chains;  // bricks chained after their copy
   for (const Entry& e : run.entries) {
-    for (int chain : e.copy_chains) {
-      if (chain >= 0) chains.insert(chain);
-    }
-  }
-  for (size_t i = 0; i < run.entries.size(); ++i) {
-    const Entry& e = run.entries[i];
     if (e.brick) {
       ++bricks_run;
-      // Models' bricks, counted; the step cost's and the copy chains', not.
-      unique += step_cost_keys.count(e.brick->Key()) == 0 &&
-                chains.count(static_cast<int>(i)) == 0;
+      // Models' bricks, counted; the step cost's, not.
+      unique += step_cost_keys.count(e.brick->Key()) == 0;
       from_db += e.known_step_ms[0].has_value();
       timed = timed || HasStepTime(e);
       bricks_s += e.benchmark_s;
@@ -268,9 +260,6 @@ void ReportBricks(const Run& run) {
       run.unique_layers.size(), static_cast<long long>(total_layers),
       total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
       unique, run.flags.bricks_granularity);
-  if (!chains.empty()) {
-    std::fprintf(stderr, ", %zu more chained after a copy", chains.size());
-  }
   // A run that only listed its cases: the counts, and no estimates to
   // build (for a sweep of thousands of models, seconds of them).
   if (!timed && run.flags.bricks_out.empty()) {
@@ -297,21 +286,14 @@ void ReportBricks(const Run& run) {
     double estimate = step_cost;
     bool complete = true;
     ordered_json layers = ordered_json::array(),
-                 layer_caches = ordered_json::array(),
-                 copy_chains = ordered_json::array();
+                 layer_caches = ordered_json::array();
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
-      // A chain that could not run (too large, say) leaves the layer its
-      // own brick's time, as without chains.
-      int chain = k < e.copy_chains.size() ? e.copy_chains[k] : -1;
-      if (chain >= 0 && !HasStepTime(run.entries[chain])) chain = -1;
       complete = complete && HasStepTime(brick);
       // The layer's own time in caches of a kind: its brick's beyond the
-      // fixed cost, or after its copy, the chain's beyond the copy's.
+      // fixed cost.
       auto own = [&](Caches kind) {
-        return chain < 0 ? brick.QuietStepMs(kind, run.moments) - step_cost
-                         : run.entries[chain].QuietStepMs(kind, run.moments) -
-                               brick.QuietStepMs(kind, run.moments);
+        return brick.QuietStepMs(kind, run.moments) - step_cost;
       };
       const double warm = own(Caches::kWarm);
       estimate +=
@@ -319,8 +301,6 @@ void ReportBricks(const Run& run) {
           (caches[k] == Caches::kWarm ? 0 : share * (own(caches[k]) - warm));
       layers.push_back(brick.name);
       layer_caches.push_back(ToString(caches[k]));
-      copy_chains.push_back(chain < 0 ? ordered_json(nullptr)
-                                      : ordered_json(run.entries[chain].name));
     }
     const bool measured = e.status == CaseStatus::kPassed;
     const double measured_ms =
@@ -334,7 +314,6 @@ void ReportBricks(const Run& run) {
         {"step_sensitivity", e.sensitivity[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
-    m["copy_chains"] = copy_chains;
     const std::optional<double> halves = e.HalvesDifference(run.moments);
     m["measured_halves_difference"] =
         halves ? ordered_json(*halves) : ordered_json(nullptr);
@@ -352,13 +331,11 @@ void ReportBricks(const Run& run) {
     models.push_back(m);
   }
   ordered_json bricks = ordered_json::array();
-  for (size_t i = 0; i < run.entries.size(); ++i) {
-    const Entry& e = run.entries[i];
+  for (const Entry& e : run.entries) {
     if (!e.brick) continue;
     ordered_json b = {{"name", e.name},
                       {"from_db", e.known_step_ms[0].has_value()},
-                      {"step_cost", step_cost_keys.count(e.brick->Key()) > 0},
-                      {"copy_chain", chains.count(static_cast<int>(i)) > 0}};
+                      {"step_cost", step_cost_keys.count(e.brick->Key()) > 0}};
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
       b[FieldPrefix(caches) + "step_ms"] =
@@ -398,7 +375,6 @@ void ReportBricks(const Run& run) {
       {"unique_layers", run.unique_layers.size()},
       {"total_bricks", total_bricks},
       {"unique_bricks", unique},
-      {"copy_chain_bricks", chains.size()},
       {"bricks_from_db", from_db},
       {"bricks_benchmark_s", bricks_s},
       {"step_cost_ms", step_costs},

@@ -50,10 +50,7 @@ struct Entry {
   // (GradientSumsOf): the bricks its step time is constructed from.
   std::vector<int> layer_bricks;
   int gradient_sums = 0;  // how many of layer_bricks, at their end
-  // Per layer brick but the gradient sums: the brick of it chained after
-  // its copy, where it follows one (BricksOf's copy_chains), else -1.
-  std::vector<int> copy_chains;
-  int64_t layers = 0;  // of the model, as many as its layer bricks cover
+  int64_t layers = 0;     // of the model, as many as its layer bricks cover
   Cost cost;
   int64_t batch = 0;
   CaseStatus status = CaseStatus::kNotRun;

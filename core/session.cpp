@@ -211,17 +211,14 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
       };
       // Single layers are counted whatever the bricks' granularity.
       const bool one = o.bricks_granularity == 1;
-      std::vector<std::optional<Brick>> copy_chains;
-      std::vector<Brick> single =
-          BricksOf(g, c.mode, 1, one ? &copy_chains : nullptr);
+      std::vector<Brick> single = BricksOf(g, c.mode, 1);
       std::vector<std::string> single_names;
       for (const Brick& b : single) {
         single_names.push_back(name(b));
         run.unique_layers.insert(single_names.back());
       }
       std::vector<Brick> bricks =
-          one ? std::move(single)
-              : BricksOf(g, c.mode, o.bricks_granularity, &copy_chains);
+          one ? std::move(single) : BricksOf(g, c.mode, o.bricks_granularity);
       for (const Brick& b : bricks) e.layers += b.layers();
       for (Brick& b : GradientSumsOf(g, c.mode)) {
         bricks.push_back(std::move(b));
@@ -233,15 +230,6 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
                             : name(bricks[k]);
         layers.push_back(add_brick(std::move(bricks[k]), std::move(n),
                                    c.backend, c.dtype, c.mode));
-      }
-      for (std::optional<Brick>& chain : copy_chains) {
-        int index = -1;
-        if (chain) {
-          std::string n = name(*chain);
-          index = add_brick(std::move(*chain), std::move(n), c.backend, c.dtype,
-                            c.mode);
-        }
-        e.copy_chains.push_back(index);
       }
       // What each of them pays once more than the model, once per backend,
       // data type and mode.

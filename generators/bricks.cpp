@@ -272,16 +272,12 @@ Graph Brick::BuildGraph(Mode mode) const {
   return g;
 }
 
-std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
-                            std::vector<std::optional<Brick>>* copy_chains) {
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity) {
   PARADNN_CHECK(granularity >= 1, "granularity must be at least 1");
   const bool train = mode == Mode::kTrain;
   const std::vector<bool> needs_grad = g.NeedsGrad();
   const std::vector<int> readers = Readers(g);
   std::vector<Brick> bricks;
-  // Per brick, whether its first layer reads only the last layer of the
-  // brick before it, which nothing else reads.
-  std::vector<bool> follows;
   int previous = -1;  // the last layer added
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
@@ -309,26 +305,6 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
     for (int in : l.inputs) b.inputs.push_back(g.layer(in).shape);
     b.input_grad = train && l.op != Op::kEmbedding && needs_grad[l.inputs[0]];
     bricks.push_back(std::move(b));
-    follows.push_back(reads_previous);
-  }
-  if (copy_chains != nullptr) {
-    copy_chains->assign(bricks.size(), std::nullopt);
-    for (size_t k = 1; k < bricks.size(); ++k) {
-      // The cheap test first: a sweep's listing does this for every layer.
-      if (!follows[k] || bricks[k].op != bricks[k - 1].op ||
-          !(bricks[k] == bricks[k - 1])) {
-        continue;
-      }
-      Brick chain = bricks[k - 1];
-      Brick copy = bricks[k];
-      std::vector<Brick> rest = std::move(copy.then);
-      copy.then.clear();
-      copy.inputs.clear();
-      copy.input_grad = false;
-      chain.then.push_back(std::move(copy));
-      for (Brick& r : rest) chain.then.push_back(std::move(r));
-      (*copy_chains)[k] = std::move(chain);
-    }
   }
   return bricks;
 }

@@ -3,7 +3,6 @@
 // and models' step times constructed from them.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,18 +53,7 @@ BrickCase ParseBrickName(std::string_view name);
 // granularity G above one, a brick is a chain of up to G consecutive
 // layers, each after the first reading only the layer before it, which no
 // other layer reads (DLBricks' benchmark granularity).
-//
-// With `copy_chains`, also one entry per brick: where the brick reads only
-// the output of the brick before it, which nothing else reads, and is that
-// brick's copy (a recurrent stack's layers after the first), the two in a
-// chain; nullopt otherwise. Inside the model such a brick costs what the
-// chain takes beyond its first brick, which is not always what it takes on
-// its own: a LibTorch GRU layer of 100 units took 12.76 ms of the chain's
-// 24.98 ms, 12.22 ms on its own, and 13.6-13.8 ms in deeper models
-// (docs/bricks.md, "A layer after its copy").
-std::vector<Brick> BricksOf(
-    const Graph& g, Mode mode, int granularity = 1,
-    std::vector<std::optional<Brick>>* copy_chains = nullptr);
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1);
 
 // Work of a training step that belongs to no layer: where k layers read one
 // tensor, backward adds their k gradients of it, which no layer's brick

@@ -186,8 +186,10 @@ class OnednnRunner : public Runner {
   // passes (StepColdBackward) and returns the seconds that took; 0 without.
   double RunStep(StepProfile* profile, bool cold_backward);
 
-  // Flushes every buffer of the runner from the caches and fills them with
-  // other data, modified: what the layers before leave inside a model.
+  // Flushes every buffer of the runner from the caches.
+  void FlushData();
+  // FlushData, then fills the caches with other data, modified: what the
+  // layers before leave inside a model.
   void DropData();
   // Reads the gradient the loss hands the layer back into the caches.
   void ReadLossGradient();

@@ -167,54 +167,28 @@ TEST_CASE("granularity: chains of consecutive layers", "[bricks]") {
         "+maxpool/kernel:3/stride:2/pad:1/grad:0");
 }
 
-TEST_CASE("a layer after its copy is also timed in a chain after it",
+TEST_CASE("a recurrent stack's layers share one brick at every depth",
           "[bricks]") {
-  // tokens -> embedding -> 3 x gru -> dense -> loss: the second and third
-  // GRU read only the layer before them, each that layer's copy.
+  // tokens -> embedding -> 3 x gru -> dense -> loss: the GRUs after the
+  // first read only their copy, whose output has the same shape.
   const Case c = ParseCaseName(
       "RNN/cell:gru/layers:3/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
       "train");
-  std::vector<std::optional<Brick>> chains;
-  const std::vector<Brick> b =
-      BricksOf(c.model.BuildGraph(), c.mode, 1, &chains);
+  const std::vector<Brick> b = BricksOf(c.model.BuildGraph(), c.mode);
   REQUIRE(b.size() == 6);
-  REQUIRE(chains.size() == 6);
   const std::string gru = "recurrent/in:5x4x16/cell:gru/units:16";
-  for (size_t k : {0, 1, 4, 5}) CHECK_FALSE(chains[k].has_value());
-  for (size_t k : {2, 3}) {
-    REQUIRE(chains[k].has_value());
-    CHECK(chains[k]->Key() == gru + "/+recurrent/cell:gru/units:16/grad:1");
-    CHECK(chains[k]->layers() == 2);
-  }
-  // Its name reproduces it, like any brick's.
-  const BrickCase chain{*chains[2], c.backend, c.dtype, c.mode};
-  CHECK(ParseBrickName(chain.Name()).brick == *chains[2]);
-  // At granularity 2, a pair of layers after its copy: a chain of four.
-  // embedding + gru, gru + gru, gru + gru, dense; the second brick follows
-  // the first but is no copy of it.
-  std::vector<std::optional<Brick>> pairs;
+  for (size_t k : {1, 2, 3}) CHECK(b[k].Key() == gru + "/grad:1");
+  // At granularity 2: embedding + gru, then pairs of GRUs, each pair the
+  // same brick, then the dense layer.
   const std::vector<Brick> two = BricksOf(
       ParseCaseName("RNN/cell:gru/layers:5/embed:16/vocab:32/length:5/batch:4/"
                     "torch/fp32/infer")
           .model.BuildGraph(),
-      Mode::kInfer, 2, &pairs);
+      Mode::kInfer, 2);
   REQUIRE(two.size() == 4);
-  REQUIRE(pairs.size() == 4);
-  for (size_t k : {0, 1, 3}) CHECK_FALSE(pairs[k].has_value());
-  REQUIRE(pairs[2].has_value());
-  CHECK(pairs[2]->layers() == 4);
-  CHECK(pairs[2]->Key() ==
-        gru +
-            "/+recurrent/cell:gru/units:16/+recurrent/cell:gru/units:16/"
-            "+recurrent/cell:gru/units:16/grad:0");
-  // An FC model's dense layers follow a ReLU, never their copy.
-  std::vector<std::optional<Brick>> none;
-  BricksOf(ParseCaseName(
-               "FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/"
-               "train")
-               .model.BuildGraph(),
-           Mode::kTrain, 1, &none);
-  for (const auto& n : none) CHECK_FALSE(n.has_value());
+  for (size_t k : {1, 2}) {
+    CHECK(two[k].Key() == gru + "/+recurrent/cell:gru/units:16/grad:0");
+  }
 }
 
 TEST_CASE("a brick's graph does the layer's own work", "[bricks]") {

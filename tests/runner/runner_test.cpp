@@ -1426,8 +1426,8 @@ TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
 }
 
 TEST_CASE(
-    "a recurrent layer after its copy takes what a chain of the two takes "
-    "beyond one, its own brick's time where the chain did not run",
+    "a recurrent stack's layers each take their brick's time, one brick for "
+    "every depth",
     "[runner][bricks]") {
   const std::string suffix = "/torch/fp32/train";
   const std::string model =
@@ -1438,77 +1438,46 @@ TEST_CASE(
     return m;
   };
   // Embedding, GRU (every one reads a tensor that takes a gradient: the
-  // embedding trains), output dense, loss; the GRU chained after its copy
-  // once for both models.
+  // embedding trains), output dense, loss.
   const std::string embedding =
       "BRICK/embedding/in:5x4/vocab:32/units:16/grad:0";
   const std::string gru = "BRICK/recurrent/in:5x4x16/cell:gru/units:16/grad:1";
-  const std::string chain =
-      "BRICK/recurrent/in:5x4x16/cell:gru/units:16/+recurrent/cell:gru/"
-      "units:16/grad:1";
   const std::string output = "BRICK/dense/in:5x4x16/units:32/bias:1/grad:1";
   const std::string loss = "BRICK/softmax_xent/in:5x4x32/grad:1";
-  // Without the chain (Google Benchmark's filter leaves it out), a layer
-  // after its copy takes its own brick's time.
-  for (const bool chained : {true, false}) {
-    INFO("chained " << chained);
-    const auto [j, bricks] = RunBricksOut(
-        "--paradnn_case=" + of(2) + " --paradnn_case=" + of(3) +
-            " --paradnn_steps=3 --benchmark_repetitions=2"
-            " --benchmark_enable_random_interleaving=true" +
-            (chained ? "" : " '--benchmark_filter=-/\\+recurrent/'"),
-        "copy_chain_bricks.json");
-    CHECK(j["unique_layers"] == 4);
-    CHECK(j["unique_bricks"] == 4);
-    CHECK(j["copy_chain_bricks"] == 1);
-    // And the step's fixed cost's two.
-    REQUIRE(bricks.size() == 7);
-    REQUIRE(bricks.count(chain + suffix) == 1);
-    for (const auto& [name, b] : bricks) {
-      INFO(name);
-      CHECK(b["copy_chain"] == (name == chain + suffix));
-      CHECK(b["step_ms"].is_null() == (!chained && name == chain + suffix));
-    }
-    const double step_cost = StepCostMs(j, suffix);
-    REQUIRE(j["models"].size() == 2);
-    for (int k = 0; k < 2; ++k) {
-      const json& m = j["models"][k];
-      const int layers = k + 2;
-      INFO(m["name"]);
-      CHECK(m["name"] == of(layers));
-      // Small models: cold backward caches in a small share (LibTorch's
-      // training, as above).
-      const double share = ColdShareOf(j, m, 1);
-      CHECK(m["cold_share"].get<double>() == Approx(share));
-      std::vector<std::string> caches(layers + 3, "cold_backward");
-      caches.back() = "cold";
-      CHECK(m["layer_caches"] == caches);
-      auto layer = [&](const std::string& brick) {
-        return LayerMs(bricks.at(brick + suffix), "cold_backward", share,
-                       step_cost);
-      };
-      // The first GRU follows the embedding, each later one its copy, and
-      // takes the chain's time beyond the copy's.
-      std::vector<json> chains(layers + 3, nullptr);
-      double estimate = step_cost + layer(embedding) + layer(gru);
-      for (int l = 1; l < layers; ++l) {
-        if (chained) {
-          chains[1 + l] = chain + suffix;
-          auto beyond = [&](const std::string& kind) {
-            return StepMs(bricks.at(chain + suffix), kind) -
-                   StepMs(bricks.at(gru + suffix), kind);
-          };
-          estimate += std::max(0.0, beyond("warm")) +
-                      share * (beyond("cold_backward") - beyond("warm"));
-        } else {
-          estimate += layer(gru);
-        }
-      }
-      estimate += layer(output) +
-                  LayerMs(bricks.at(loss + suffix), "cold", share, step_cost);
-      CHECK(m["copy_chains"].get<std::vector<json>>() == chains);
-      CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
-    }
+  const auto [j, bricks] =
+      RunBricksOut("--paradnn_case=" + of(2) + " --paradnn_case=" + of(3) +
+                       " --paradnn_steps=3 --benchmark_repetitions=2"
+                       " --benchmark_enable_random_interleaving=true",
+                   "recurrent_bricks.json");
+  CHECK(j["unique_layers"] == 4);
+  CHECK(j["unique_bricks"] == 4);
+  // And the step's fixed cost's two.
+  REQUIRE(bricks.size() == 6);
+  for (const std::string& b : {embedding, gru, output, loss}) {
+    CHECK(bricks.count(b + suffix) == 1);
+  }
+  const double step_cost = StepCostMs(j, suffix);
+  REQUIRE(j["models"].size() == 2);
+  for (int k = 0; k < 2; ++k) {
+    const json& m = j["models"][k];
+    const int layers = k + 2;
+    INFO(m["name"]);
+    CHECK(m["name"] == of(layers));
+    // Small models: cold backward caches in a small share (LibTorch's
+    // training, as above).
+    const double share = ColdShareOf(j, m, 1);
+    CHECK(m["cold_share"].get<double>() == Approx(share));
+    std::vector<std::string> caches(layers + 3, "cold_backward");
+    caches.back() = "cold";
+    CHECK(m["layer_caches"] == caches);
+    auto layer = [&](const std::string& brick) {
+      return LayerMs(bricks.at(brick + suffix), "cold_backward", share,
+                     step_cost);
+    };
+    const double estimate =
+        step_cost + layer(embedding) + layers * layer(gru) + layer(output) +
+        LayerMs(bricks.at(loss + suffix), "cold", share, step_cost);
+    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
 
