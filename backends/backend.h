@@ -62,19 +62,6 @@ class Runner {
   // in memory follows the backend's memory management. Nothing where no
   // CPU cache holds them (a device's memory).
   virtual void Cool() {}
-  // A step whose backward pass starts as Cool() leaves a step, but with the
-  // gradient flowing into it read back in instead of the inputs: the state
-  // a layer's backward finds inside a model whose later layers, between its
-  // forward and its backward, move more data than the caches hold; its
-  // update likewise starts with the data dropped again, as after every
-  // layer's backward pass of such a model. Returns the seconds that
-  // dropping and reading took, which belong to no layer and are left out
-  // of the step's time. Without a backward pass (or a CPU
-  // cache), a step and 0.
-  virtual double StepColdBackward() {
-    Step();
-    return 0;
-  }
 };
 
 class Backend {
@@ -98,13 +85,6 @@ class Backend {
   // output and temporaries in the caches, where the layer before it of the
   // same shapes left them (the bricks' estimates, docs/bricks.md).
   virtual bool RecyclesWithinStep(Mode /*mode*/) const { return false; }
-  // Whether a training step keeps, from a layer's forward pass to its
-  // backward, state the cost model's bytes do not count: LibTorch's autograd
-  // records every operation and the tensors it saves, a recurrent layer's at
-  // each of its time steps. Inside a model beyond the caches, every layer
-  // with another after it then finds that state in memory in backward, not
-  // only those whose later layers move twice the L3 (docs/bricks.md).
-  virtual bool KeepsUncountedForBackward() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
   // models run under (paradnn calibrate). 0 when it has none.

@@ -2,7 +2,7 @@
 # Layer bricks against end-to-end runs on an FC, CNN and RNN sub-grid of the
 # paper's (bench/bricks_grid.yaml), at 30 steps a case (PARADNN_BRICKS_STEPS),
 # which a bricks run splits into calls in random interleaved order (each
-# model's 30 of 1 step, each brick's 15 of one step of each kind) so that
+# model's 30 of 1 step, each brick's 15 of a warm and a cold step) so that
 # bricks and models see the same quiet and busy moments of the machine:
 # benchmark time of the unique layers against the models (every case runs
 # about the same number of timed steps, so benchmark time follows work), and

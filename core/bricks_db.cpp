@@ -40,9 +40,7 @@ const json& Context(Run& run, const std::string& backend) {
               "series' sensitivity; cold: flushed (LibTorch: free blocks "
               "too, and 256 MB of other pages read), oneDNN's caches "
               "refilled with twice the L3 and at least 256 MB, an add's "
-              "shortcut left in memory; cold backward: flushed again "
-              "before backward (oneDNN's caches refilled) and, nothing "
-              "refilled, before the update, their time left out; "
+              "shortcut left in memory; no cold backward steps; "
               "oneDNN's adds binary primitives"}};
 }
 

@@ -21,13 +21,9 @@ using nlohmann::ordered_json;
 // their data in L2 and L3 from step to step; beyond, the L3's size decides
 // how much of them comes from memory (ColdShare).
 constexpr int64_t kColdAboveL2s = 8;
-// A layer whose later layers move more than this many times the L3 between
-// its forward and backward passes finds its data in memory in backward
-// (docs/bricks.md says why 2).
-constexpr int64_t kColdBackwardAboveL3s = 2;
 
-// How much of its brick's extra cold time (the cold or cold backward step
-// over the warm one) a model's layer takes: its data come from memory only
+// How much of its brick's extra cold time (the cold step over the warm
+// one) a model's layer takes: its data come from memory only
 // where the rest of the model's step, D bytes by the cost model, has pushed
 // them out of the caches. Beyond 8 L2s, D / (D + L3 / 2): half at half the
 // L3, which keeps part of a model far past the L2s (docs/bricks.md, "Models
@@ -115,12 +111,8 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
 // over the warm one the layer takes its model's share of (ColdShare):
 // cold, except, where the backend's step recycles the blocks it frees, a
 // layer whose brick a layer before it ran: it writes into their blocks,
-// still cached, and warm fits it better than cold. A layer's backward runs
-// after the forward and backward passes of every layer after it: when
-// their bricks move more than twice the bytes the L3 holds, or at all
-// where the backend keeps more for backward than the cost model counts, it
-// finds its own data in memory again.
-std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
+// still cached, and warm fits it better than cold.
+std::vector<Caches> CachesInside(const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
   std::vector<Caches> caches(bricks.size(), Caches::kCold);
   const Backend* backend = FindBackend(model.backend);
@@ -129,19 +121,6 @@ std::vector<Caches> CachesInside(const Run& run, const Entry& model) {
     for (size_t k = 0; k < bricks.size(); ++k) {
       if (!ran.insert(bricks[k]).second) caches[k] = Caches::kWarm;
     }
-  }
-  if (model.mode != Mode::kTrain) return caches;
-  const int64_t limit =
-      backend != nullptr && backend->KeepsUncountedForBackward()
-          ? 0
-          : kColdBackwardAboveL3s * L3Bytes();
-  int64_t later = 0;
-  const int layers = static_cast<int>(bricks.size()) - model.gradient_sums;
-  for (int k = layers - 1; k >= 0; --k) {
-    if (later > limit) {
-      caches[k] = Caches::kColdBackward;
-    }
-    later += run.entries[bricks[k]].cost.bytes;
   }
   return caches;
 }
@@ -154,8 +133,6 @@ const char* ToString(Caches caches) {
       return "warm";
     case Caches::kCold:
       return "cold";
-    case Caches::kColdBackward:
-      return "cold_backward";
   }
   return "";
 }
@@ -203,8 +180,8 @@ double Entry::QuietStepMs(Caches caches, const Moments& moments) const {
     if (t && (!bound || *t < *bound)) bound = t;
   }
   if (bound) return *bound;
-  // None of that kind or colder (an inference brick's cold backward
-  // steps): the nearest warmer kind's.
+  // None of that kind or colder (a brick from a run with fewer steps than
+  // kinds): the nearest warmer kind's.
   for (int k = static_cast<int>(caches) - 1; k >= 0; --k) {
     if (const std::optional<double> t = quiet(k)) return *t;
   }
@@ -272,7 +249,7 @@ void ReportBricks(const Run& run) {
   ordered_json step_costs = ordered_json::object();
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
-    const std::vector<Caches> caches = CachesInside(run, e);
+    const std::vector<Caches> caches = CachesInside(e);
     const double share = ColdShare(run, e);
     // Each brick paid the fixed cost of a step; the model pays it once. A
     // layer costs what its brick took beyond it, never less than nothing

@@ -27,14 +27,12 @@ namespace paradnn {
 enum class CaseStatus { kNotRun, kPassed, kSkipped, kFailed };
 
 // Where a brick's step finds its data (docs/bricks.md, "Warm and cold
-// caches"): where its last step left them; flushed but its input
-// (Runner::Cool); and in training, flushed again between its forward and
-// backward passes but the gradient flowing in (Runner::StepColdBackward).
-// A model's steps are all warm.
-enum class Caches { kWarm, kCold, kColdBackward };
-constexpr int kCachesKinds = 3;
-const char* ToString(Caches caches);  // "warm", "cold", "cold_backward"
-// "", "cold_", "cold_backward_": the prefix of their fields in outputs.
+// caches"): where its last step left them, or flushed but its input
+// (Runner::Cool). A model's steps are all warm.
+enum class Caches { kWarm, kCold };
+constexpr int kCachesKinds = 2;
+const char* ToString(Caches caches);  // "warm", "cold"
+// "", "cold_": the prefix of their fields in outputs.
 std::string FieldPrefix(Caches caches);
 
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
@@ -88,8 +86,7 @@ struct Entry {
   StepSeries Steps(Caches caches) const;
   // The quiet time (QuietMs) of the timed steps that started with `caches`
   // or colder ones, which did more work: the least of the kinds' times.
-  // Without any, of the nearest warmer kind (an inference brick's cold
-  // steps stand for cold backward ones).
+  // Without any, of the nearest warmer kind.
   double QuietStepMs(Caches caches, const Moments& moments) const;
   // |quiet time of the even calls' warm steps / the odd calls' - 1|, none
   // with fewer than two calls.
@@ -104,12 +101,9 @@ struct Entry {
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
   }
-  // How many kinds of Caches its steps take turns at: a model's all warm;
-  // a brick's warm and cold, and in training cold backward too (only
-  // training has a backward pass to start cold on its own).
-  int StepKinds() const {
-    return !brick ? 1 : mode == Mode::kTrain ? kCachesKinds : 2;
-  }
+  // How many kinds of Caches its steps take turns at: a model's all warm,
+  // a brick's warm and cold.
+  int StepKinds() const { return brick ? kCachesKinds : 1; }
 };
 
 // The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB

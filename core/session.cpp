@@ -147,7 +147,7 @@ std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
 }
 
 // A split bricks run's calls of each brick (InterleaveBricks): half its
-// models' calls, rounded up, each one step of each kind.
+// models' calls, rounded up, each one warm and one cold step.
 int64_t BrickCalls(const Options& o) { return (o.model_calls + 1) / 2; }
 
 // The run's entries: each case of the sweep and, with --paradnn_bricks, its
@@ -318,7 +318,7 @@ void SetUpRank(Run& run, Options& o, int* argc, char** argv) {
 // and the more calls, the nearer ("Calls"). So a bricks run that asks for
 // N >= 4 steps and says nothing of repetitions runs, in random order, each
 // model in N calls of 1 step, and each brick in N/2 (rounded up) calls of
-// 2 steps (a training brick's: 3, one of each kind); the interleaving flag
+// 2 steps, one warm and one cold; the interleaving flag
 // goes into an argv slot the paradnn flags left (--paradnn_steps and a
 // bricks flag took at least two).
 void InterleaveBricks(Options& o, int given, int* argc, char** argv,
@@ -340,7 +340,7 @@ void InterleaveBricks(Options& o, int given, int* argc, char** argv,
       " runs as interleaved calls, each model's " +
       std::to_string(o.model_calls) + " of 1 step, each brick's " +
       std::to_string(BrickCalls(o)) +
-      " of 2 steps (a training brick's: 3, one of each kind), so that "
+      " of 2 steps (one warm, one cold), so that "
       "bricks and models meet the same moments of the machine (set "
       "--benchmark_repetitions to choose otherwise)");
 }

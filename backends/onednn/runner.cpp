@@ -59,7 +59,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
 StepProfile OnednnRunner::Profile(int steps) {
   StepProfile profile;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) RunStep(&profile, false);
+  for (int i = 0; i < steps; ++i) RunStep(&profile);
   profile.SetWall(Seconds(start), steps);
   return profile;
 }
@@ -111,8 +111,7 @@ void OnednnRunner::RunActions(const Actions& list, StepProfile* profile) {
   }
 }
 
-double OnednnRunner::RunStep(StepProfile* profile, bool cold_backward) {
-  double untimed = 0;
+void OnednnRunner::RunStep(StepProfile* profile) {
   RunActions(forward_, profile);
   if (train_) {
     // A mean loss's gradient is constant, set in Prepare; its value is
@@ -124,12 +123,6 @@ double OnednnRunner::RunStep(StepProfile* profile, bool cold_backward) {
         profile->Add(OpClass::kElementwise, "softmax cross-entropy",
                      Seconds(start));
       }
-    }
-    if (cold_backward) {
-      const auto start = std::chrono::steady_clock::now();
-      DropData();
-      ReadLossGradient();
-      untimed = Seconds(start);
     }
     // From the loss down to the first layer.
     for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
@@ -143,36 +136,33 @@ double OnednnRunner::RunStep(StepProfile* profile, bool cold_backward) {
                      Seconds(start));
       }
     }
-    if (cold_backward) {
-      // Inside such a model the update comes after every layer's backward
-      // pass, which moved the layer's weights and gradients out too. Only
-      // those: the updates run one after another there, each finding the
-      // code, translations and caches the one before left (a bias update
-      // took 5 us in a model, 16 us after a fill, docs/bricks.md).
-      const auto start = std::chrono::steady_clock::now();
-      stream_.wait();
-      FlushData();
-      untimed += Seconds(start);
-    }
     RunActions(update_, profile);
   }
   stream_.wait();
-  return untimed;
 }
 
-void OnednnRunner::FlushData() {
+void OnednnRunner::Cool() {
   for (const memory& m : held_) {
     FlushFromCaches(m.get_data_handle(), m.get_desc().get_size(), threads_);
   }
-}
-
-void OnednnRunner::DropData() {
-  FlushData();
   // Inside a model the layers before left the caches full of their
   // outputs, modified: this layer's first writes into its own buffer
   // write them back (its ReLUs, adds and pools ran 2-4x longer in the model
   // than after a flush that left the caches clean).
   FillCachesWithOtherData(l3_bytes_, threads_);
+  // What the layers before would have just written: the data (not a
+  // shortcut an add reads), and the gradient a mean loss hands back (the
+  // next layer's, inside a model; a cross-entropy's is written later).
+  const std::vector<bool> written = graph_.InputsJustWritten();
+  for (int i = 0; i < graph_.size(); ++i) {
+    const Layer& l = graph_.layer(i);
+    if (l.op == Op::kInput && written[i]) ReadIn(out_[i]);
+    if (l.op == Op::kTokens) {
+      ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
+                     threads_);
+    }
+  }
+  if (train_ && mean_loss_) ReadLossGradient();
 }
 
 void OnednnRunner::ReadIn(const memory& m) {
@@ -187,23 +177,6 @@ void OnednnRunner::ReadLossGradient() {
     const bool loss = l.op == Op::kMeanLoss || l.op == Op::kSoftmaxCrossEntropy;
     if (loss && Grad(l.inputs[0])) ReadIn(diff_[l.inputs[0]]);
   }
-}
-
-void OnednnRunner::Cool() {
-  DropData();
-  // What the layers before would have just written: the data (not a
-  // shortcut an add reads), and the gradient a mean loss hands back (the
-  // next layer's, inside a model; a cross-entropy's is written later).
-  const std::vector<bool> written = graph_.InputsJustWritten();
-  for (int i = 0; i < graph_.size(); ++i) {
-    const Layer& l = graph_.layer(i);
-    if (l.op == Op::kInput && written[i]) ReadIn(out_[i]);
-    if (l.op == Op::kTokens) {
-      ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
-                     threads_);
-    }
-  }
-  if (train_ && mean_loss_) ReadLossGradient();
 }
 
 // The list being built: forward, a layer's backward, or the update.

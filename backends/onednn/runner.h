@@ -97,8 +97,7 @@ class OnednnRunner : public Runner {
  public:
   OnednnRunner(const Job& job, const RunOptions& opt);
 
-  void Step() override { RunStep(nullptr, false); }
-  double StepColdBackward() override { return RunStep(nullptr, true); }
+  void Step() override { RunStep(nullptr); }
 
   StepProfile Profile(int steps) override;
 
@@ -182,15 +181,8 @@ class OnednnRunner : public Runner {
   // primitive before returning, so the times are the primitives' own.
   void RunActions(const Actions& list, StepProfile* profile);
 
-  // With `cold_backward`, drops the data between the forward and backward
-  // passes (StepColdBackward) and returns the seconds that took; 0 without.
-  double RunStep(StepProfile* profile, bool cold_backward);
+  void RunStep(StepProfile* profile);
 
-  // Flushes every buffer of the runner from the caches.
-  void FlushData();
-  // FlushData, then fills the caches with other data, modified: what the
-  // layers before leave inside a model.
-  void DropData();
   // Reads the gradient the loss hands the layer back into the caches.
   void ReadLossGradient();
   // Reads one buffer into the caches.

@@ -413,15 +413,11 @@ class TorchRunner : public Runner {
           params_, torch::optim::SGDOptions(0.01));
       comm_ = opt.comm;
     }
-    for (int i = 0; i < opt.warmup; ++i) TimedStep(false);
+    for (int i = 0; i < opt.warmup; ++i) TimedStep();
   }
 
   void Step() override {
-    Translated([this] { TimedStep(false); });
-  }
-
-  double StepColdBackward() override {
-    return Translated([this] { return TimedStep(!device_.is_cuda()); });
+    Translated([this] { TimedStep(); });
   }
 
   StepProfile Profile(int steps) override {
@@ -432,7 +428,7 @@ class TorchRunner : public Runner {
       prof::enableProfilerLegacy(ProfilerConfig(
           device_.is_cuda() ? ProfilerState::CUDA : ProfilerState::CPU));
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < steps; ++i) TimedStep(false);
+      for (int i = 0; i < steps; ++i) TimedStep();
       const std::chrono::duration<double> wall =
           std::chrono::steady_clock::now() - start;
       const prof::thread_event_lists lists = prof::disableProfilerLegacy();
@@ -443,10 +439,7 @@ class TorchRunner : public Runner {
     });
   }
 
-  // With `cold_backward`, drops the data between the forward and backward
-  // passes (Runner::StepColdBackward) and returns the seconds that took.
-  double TimedStep(bool cold_backward) {
-    double untimed = 0;
+  void TimedStep() {
     if (train_) {
       // Gradients are released, not filled with zeros (LibTorch 1.13's
       // zero_grad()): backward then writes each one fresh instead of adding
@@ -458,7 +451,6 @@ class TorchRunner : public Runner {
       }
       torch::Tensor loss;
       logits_ = model_->Forward(inputs_, labels_, &loss);
-      if (cold_backward) untimed = DropData(mean_grad_);
       if (loss.defined()) {
         loss.backward();
         loss_ = loss.detach();
@@ -474,9 +466,6 @@ class TorchRunner : public Runner {
         loss_ = torch::Tensor();
       }
       if (comm_ != nullptr) AverageGradients();
-      // Inside such a model the update comes after every layer's backward
-      // pass, which moved the layer's weights and gradients out too.
-      if (cold_backward) untimed += DropData(torch::Tensor());
       RECORD_USER_SCOPE(kOptimizerScope);
       optimizer_->step();
     } else {
@@ -484,7 +473,6 @@ class TorchRunner : public Runner {
       logits_ = model_->Forward(inputs_, labels_, nullptr);
     }
     if (device_.is_cuda()) torch::cuda::synchronize();
-    return untimed;
   }
 
   double Loss() override {
@@ -527,17 +515,6 @@ class TorchRunner : public Runner {
     c10::InferenceMode guard;
     return TorchModel::CrossEntropy(logits_.to(torch::kFloat), labels_)
         .item<double>();
-  }
-
-  // Drops every block of the step allocator from the caches, then reads
-  // `back` in (if defined): returns the seconds that took.
-  double DropData(const torch::Tensor& back) {
-    const auto start = std::chrono::steady_clock::now();
-    allocator_.FlushAll(threads_);
-    ReadIntoCaches(back);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
   }
 
   void ReadIntoCaches(const torch::Tensor& t) const {
@@ -636,8 +613,6 @@ class TorchBackend : public Backend {
   bool RecyclesWithinStep(Mode mode) const override {
     return mode == Mode::kInfer;
   }
-
-  bool KeepsUncountedForBackward() const override { return true; }
 
   // torch::mm, which LibTorch hands to its BLAS on the CPU.
   double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,

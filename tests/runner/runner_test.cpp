@@ -600,13 +600,12 @@ double QuietOf(const json& bricks_out, const std::vector<double>& ms,
   return v[below] + (x - below) * (v[below + 1] - v[below]);
 }
 
-// A brick's time in caches of a kind from its steps ("cold_backward_",
-// "cold_" or ""): the least quiet time of that kind and the colder ones,
-// which did more work.
+// A brick's time in caches of a kind from its steps ("cold_" or ""): the
+// least quiet time of that kind and the colder one, which did more work.
 double BrickQuietOf(const json& bricks_out, const json& brick,
                     const std::string& kind) {
   double quiet = 1e300;
-  for (const std::string k : {"cold_backward_", "cold_", ""}) {
+  for (const std::string k : {"cold_", ""}) {
     const auto ms = brick[k + "step_times_ms"].get<std::vector<double>>();
     if (!ms.empty()) {
       quiet = std::min(
@@ -660,8 +659,8 @@ double ColdShareOf(const json& bricks_out, const json& m, int threads) {
   return bytes / (bytes + reach);
 }
 
-// A brick's time in caches of a kind ("warm", "cold" or "cold_backward"),
-// as the output gives it.
+// A brick's time in caches of a kind ("warm" or "cold"), as the output
+// gives it.
 double StepMs(const json& brick, const std::string& caches) {
   return brick[caches == "warm" ? "step_ms" : caches + "_step_ms"]
       .get<double>();
@@ -718,25 +717,25 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   for (const json& b : j["bricks"]) {
     INFO(b["name"]);
     bricks[b["name"]] = b;
-    // Steps take turns at warm, cold and cold backward caches (training),
-    // 5 rounded up to 6 per repetition, two of each kind: 12 steps, timed
-    // apart. Each kind's time is the quiet time of that kind or a colder
-    // one, which did more work.
+    // Steps take turns at warm and cold caches, 5 rounded up to 6 per
+    // repetition, three of each kind: 12 steps, timed apart. Each kind's
+    // time is the quiet time of that kind or a colder one, which did more
+    // work.
     double least = 1e300;
-    for (const std::string kind : {"cold_backward_", "cold_", ""}) {
+    for (const std::string kind : {"cold_", ""}) {
       INFO(kind);
       const auto times = b[kind + "step_times_ms"].get<std::vector<double>>();
-      REQUIRE(times.size() == 4);
+      REQUIRE(times.size() == 6);
       least = std::min(least, *std::min_element(times.begin(), times.end()));
       CHECK(b[kind + "step_ms"].get<double>() ==
             Approx(BrickQuietOf(j, b, kind)));
       // When each started, in seconds of the run: within the run, and one
-      // step after another within a call (two of each kind per call).
+      // step after another within a call (three of each kind per call).
       const auto at = b[kind + "step_at_s"].get<std::vector<double>>();
-      REQUIRE(at.size() == 4);
+      REQUIRE(at.size() == 6);
       for (double s : at) CHECK((s > 0 && s < r.seconds));
-      CHECK(at[0] < at[1]);
-      CHECK(at[2] < at[3]);
+      CHECK(std::is_sorted(at.begin(), at.begin() + 3));
+      CHECK(std::is_sorted(at.begin() + 3, at.end()));
     }
     least_ms[b["name"]] = least;
   }
@@ -766,14 +765,12 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   for (size_t k = 0; k < 2; ++k) {
     const json& m = j["models"][k];
     // Models of a few KB, far inside one thread's L2: under 1% of their
-    // layers' extra cold time, cold backward (LibTorch's autograd keeps
-    // more for backward than the cost model counts) but for the loss.
+    // layers' extra cold time.
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
     CHECK(share > 0);
     CHECK(share < 0.01);
-    std::vector<std::string> caches(layers[k].size(), "cold_backward");
-    caches.back() = "cold";
+    const std::vector<std::string> caches(layers[k].size(), "cold");
     CHECK(m["layer_caches"] == caches);
     // Each brick's step paid the fixed cost of one; the model's pays it
     // once.
@@ -849,8 +846,9 @@ std::pair<json, std::map<std::string, json>> RunBricksOut(
 constexpr int64_t kColdTestL3 = int64_t{32} << 20;
 
 // Nodes of the hidden layers of a four-layer FC model whose last three
-// layers' training bricks move more than twice kColdTestL3 per step: 4096
-// (64 MB of weights each).
+// layers' training bricks move more than twice kColdTestL3 per step, so
+// that its layers take more than 80% of their extra cold time: 4096 (64
+// MB of weights each).
 int ColdFcNodes() {
   const BrickCase b = ParseBrickName(
       "BRICK/dense/in:8x4096/units:4096/bias:1/grad:1/onednn/fp32/train");
@@ -895,16 +893,14 @@ ModelLayers LayersOf(const json& m, size_t layers) {
 }  // namespace
 
 TEST_CASE(
-    "a layer of a model beyond the caches takes its bricks' cold "
-    "times, and cold backward ones where later layers fill the L3, inside "
-    "LibTorch's wherever a layer follows, in the share the L3 misses",
+    "a layer of a model beyond the caches takes its bricks' cold times in "
+    "the share the L3 misses",
     "[runner][bricks]") {
   // Three hidden layers' bricks moving more than twice the L3 per step.
   const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
   // The run took the L3 it was given, and the L2 the kernel or CPUID
   // says.
-  const int64_t l3 = kColdTestL3;
-  CHECK(j["l3_bytes"] == l3);
+  CHECK(j["l3_bytes"] == kColdTestL3);
   CHECK(j["l3_source"] == "--paradnn_l3_bytes");
   const int64_t l2 =
       KernelCacheBytes(2) > 0 ? KernelCacheBytes(2) : CpuidCacheBytes(2);
@@ -919,37 +915,23 @@ TEST_CASE(
     // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
     CHECK(share > 0.8);
     CHECK(share < 1);
-    // From the last layer back: cold while the bricks after a layer move at
-    // most twice the L3 per step (the cost model's bytes), cold backward
-    // beyond; LibTorch's autograd keeps more than those bytes count, and
-    // there every layer but the last is cold backward.
     const double step_cost =
         StepCostMs(j, torch ? "/torch/fp32/train" : "/onednn/fp32/train");
-    int64_t later = 0;
     double estimate = step_cost;
-    int cold_backward = 0;
-    for (size_t k = layers.size(); k-- > 0;) {
+    for (size_t k = 0; k < layers.size(); ++k) {
       INFO(layers[k]);
-      const BrickCase b = ParseBrickName(layers[k]);
-      const bool beyond = later > (torch ? 0 : 2 * l3);
-      CHECK(caches[k] == (beyond ? "cold_backward" : "cold"));
-      cold_backward += beyond;
-      estimate += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
-      later += ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes;
+      CHECK(caches[k] == "cold");
+      estimate += LayerMs(bricks.at(layers[k]), "cold", share, step_cost);
     }
-    // At least the first layer's backward is cold; in LibTorch all but the
-    // loss's.
-    CHECK(cold_backward >= (torch ? 9 : 1));
-    CHECK(cold_backward < 10);
-    CHECK(caches.back() == "cold");
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
-  // Three steps each: one of each kind.
+  // Three steps rounded up to four: two of each kind.
   for (const auto& [name, b] : bricks) {
     INFO(name);
-    for (const std::string kind : {"", "cold_", "cold_backward_"}) {
-      CHECK(b[kind + "step_times_ms"].size() == 1);
+    for (const std::string kind : {"", "cold_"}) {
+      CHECK(b[kind + "step_times_ms"].size() == 2);
     }
+    CHECK_FALSE(b.contains("cold_backward_step_ms"));
   }
 }
 
@@ -1030,23 +1012,24 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
     std::string args;
     for (const std::string& n : names) args += " --paradnn_case=" + n;
     const std::string out = Scratch("isolated_bricks.json");
-    // Three steps a call, one of each kind, however long a step takes
-    // (with a minimum time, a slow first step was the call's only one).
+    // Three steps a call, rounded up to one warm and one cold twice,
+    // however long a step takes (with a minimum time, a slow first step
+    // was the call's only one).
     Result r =
         RunRunner(args + " --paradnn_steps=3 --paradnn_threads=1" + isolate +
                   " --benchmark_format=json --paradnn_bricks_out=" + out);
     INFO(isolate << "\n" << r.err);
     REQUIRE(r.status == 0);
-    // Warm, cold and cold backward steps take turns (an isolated call
-    // starts warm), pooled apart, also from an isolated process: the quiet
-    // time of each kind and the colder ones.
+    // Warm and cold steps take turns (an isolated call starts warm),
+    // pooled apart, also from an isolated process: the quiet time of each
+    // kind and the colder one.
     const json bricks_out = json::parse(Slurp(out));
     const json& bricks = bricks_out["bricks"];
     REQUIRE(bricks.size() == names.size());
     for (const json& b : bricks) {
       INFO(b.dump());
       size_t after = 0;
-      for (const std::string kind : {"cold_backward_", "cold_", ""}) {
+      for (const std::string kind : {"cold_", ""}) {
         const auto times = b[kind + "step_times_ms"].get<std::vector<double>>();
         REQUIRE(!times.empty());
         CHECK(times.size() >= after);
@@ -1203,7 +1186,8 @@ TEST_CASE(
   std::map<std::string, json> known_bricks;
   for (const json& b : known["bricks"]) {
     CHECK(b["context"]["threads"] == 1);
-    CHECK(b["steps"] == 3);
+    // 3 steps rounded up to two of each kind.
+    CHECK(b["steps"] == 4);
     known_bricks[b["name"]] = b;
   }
   // Another model, of 16 nodes: four of its bricks are new, its loss and
@@ -1224,13 +1208,13 @@ TEST_CASE(
   for (const json& b : results["benchmarks"]) ran.insert(b["run_name"]);
   CHECK(ran == std::set<std::string>{
                    "BRICK/dense/in:8x64/units:16/bias:1/grad:0/torch/fp32/"
-                   "train/iterations:3/real_time",
-                   "BRICK/relu/in:8x16/grad:1/torch/fp32/train/iterations:3/"
+                   "train/iterations:4/real_time",
+                   "BRICK/relu/in:8x16/grad:1/torch/fp32/train/iterations:4/"
                    "real_time",
                    "BRICK/dense/in:8x16/units:16/bias:1/grad:1/torch/fp32/"
-                   "train/iterations:3/real_time",
+                   "train/iterations:4/real_time",
                    "BRICK/dense/in:8x16/units:10/bias:1/grad:1/torch/fp32/"
-                   "train/iterations:3/real_time"});
+                   "train/iterations:4/real_time"});
   const json estimates = json::parse(Slurp(out));
   CHECK(estimates["bricks_from_db"] == 7);
   // Each brick's times: the database's where it had them.
@@ -1317,10 +1301,7 @@ TEST_CASE(
                         : name.rfind("BRICK/relu/in:1/+relu/grad:1/", 0) == 0
                             ? n.two
                             : 0.010;
-      for (const char* field :
-           {"step_ms", "cold_step_ms", "cold_backward_step_ms"}) {
-        b[field] = ms;
-      }
+      for (const char* field : {"step_ms", "cold_step_ms"}) b[field] = ms;
     }
     std::ofstream(db) << known.dump();
     const std::string out = Scratch("noisy_step_cost.json");
@@ -1340,16 +1321,15 @@ TEST_CASE(
 
 TEST_CASE(
     "a bricks run of N steps, repetitions unsaid, runs each model in N "
-    "interleaved calls of 1 step and each brick in N/2 of 2 steps, rounded "
-    "up to each kind of step as often",
+    "interleaved calls of 1 step and each brick in N/2 (rounded up) of 2 "
+    "steps, one warm and one cold",
     "[runner][bricks]") {
   const std::string model =
       "--paradnn_case=FC/layers:2/nodes:16/input:32/output:10/batch:8/torch/"
       "fp32/";
   for (const std::string mode : {"infer", "train"}) {
-    // Inference bricks take turns at warm and cold steps, training ones at
-    // cold backward ones too.
-    const size_t kinds = mode == "train" ? 3 : 2;
+    // Bricks take turns at warm and cold steps, in training too.
+    const size_t kinds = 2;
     for (const std::string& repetitions : {"", " --benchmark_repetitions=1"}) {
       const std::string out = Scratch("interleaved_bricks.json");
       Result r = RunRunner(
@@ -1383,12 +1363,11 @@ TEST_CASE(
             model_steps * model_calls);
       for (const json& b : j["bricks"]) {
         INFO(b.dump());
-        for (const std::string kind : {"", "cold_", "cold_backward_"}) {
-          const size_t each = kind == "cold_backward_" && kinds == 2
-                                  ? 0
-                                  : brick_steps * brick_calls / kinds;
-          CHECK(b[kind + "step_times_ms"].size() == each);
+        for (const std::string kind : {"", "cold_"}) {
+          CHECK(b[kind + "step_times_ms"].size() ==
+                brick_steps * brick_calls / kinds);
         }
+        CHECK_FALSE(b.contains("cold_backward_step_times_ms"));
       }
     }
   }
@@ -1463,20 +1442,15 @@ TEST_CASE(
     const int layers = k + 2;
     INFO(m["name"]);
     CHECK(m["name"] == of(layers));
-    // Small models: cold backward caches in a small share (LibTorch's
-    // training, as above).
+    // Small models: cold caches in a small share.
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
-    std::vector<std::string> caches(layers + 3, "cold_backward");
-    caches.back() = "cold";
-    CHECK(m["layer_caches"] == caches);
+    CHECK(m["layer_caches"] == std::vector<std::string>(layers + 3, "cold"));
     auto layer = [&](const std::string& brick) {
-      return LayerMs(bricks.at(brick + suffix), "cold_backward", share,
-                     step_cost);
+      return LayerMs(bricks.at(brick + suffix), "cold", share, step_cost);
     };
-    const double estimate =
-        step_cost + layer(embedding) + layers * layer(gru) + layer(output) +
-        LayerMs(bricks.at(loss + suffix), "cold", share, step_cost);
+    const double estimate = step_cost + layer(embedding) + layers * layer(gru) +
+                            layer(output) + layer(loss);
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
