@@ -47,8 +47,7 @@ struct Entry {
   // A model's layers, as brick entries, and its gradient sums after them
   // (GradientSumsOf): the bricks its step time is constructed from.
   std::vector<int> layer_bricks;
-  int gradient_sums = 0;  // how many of layer_bricks, at their end
-  int64_t layers = 0;     // of the model, as many as its layer bricks cover
+  int64_t layers = 0;  // of the model, as many as its layer bricks cover
   Cost cost;
   int64_t batch = 0;
   CaseStatus status = CaseStatus::kNotRun;

@@ -220,10 +220,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
       std::vector<Brick> bricks =
           one ? std::move(single) : BricksOf(g, c.mode, o.bricks_granularity);
       for (const Brick& b : bricks) e.layers += b.layers();
-      for (Brick& b : GradientSumsOf(g, c.mode)) {
-        bricks.push_back(std::move(b));
-        ++e.gradient_sums;
-      }
+      for (Brick& b : GradientSumsOf(g, c.mode)) bricks.push_back(std::move(b));
       for (size_t k = 0; k < bricks.size(); ++k) {
         std::string n = one && k < single_names.size()
                             ? std::move(single_names[k])
