@@ -684,7 +684,15 @@ class Report {
              "time constructed from its layers, each timed once on its own "
              "(<code>"
           << Html(o_.bricks) << "</code>), against the model's measured "
-          << "step time.</p>\n";
+          << "step time";
+    // The way each case's time was taken from its steps, which the run
+    // chose for the smaller difference between halves of its calls.
+    if (b.contains("case_time") && b["case_time"].is_string()) {
+      html_ << "; each case's time is its "
+            << (b["case_time"] == "least" ? "least step" : "quiet time")
+            << ", the one its calls' halves reproduced closer";
+    }
+    html_ << ".</p>\n";
     if (unmeasured > 0) {
       notes_.push_back("bricks: " + std::to_string(unmeasured) +
                        " models without a measured time (estimate only) are "

@@ -35,13 +35,21 @@ const json& Context(Run& run, const std::string& backend) {
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
-              "20th percentile of steps, each scaled to the run's median "
-              "moment of 15 s by its effect and its contrast times the "
-              "series' sensitivity; cold: flushed (LibTorch: free blocks "
+              "step_ms: 20th percentile of steps, each scaled to the run's "
+              "median moment of 15 s by its effect and its contrast times "
+              "the series' sensitivity; least_step_ms: least step; cold: "
+              "flushed (LibTorch: free blocks "
               "too, and 256 MB of other pages read), oneDNN's caches "
               "refilled with twice the L3 and at least 256 MB, an add's "
               "shortcut left in memory; no cold backward steps; "
               "oneDNN's adds binary primitives"}};
+}
+
+// A record's field for a brick's time taken `how` from steps that started
+// with `caches`: "step_ms", "cold_step_ms", "least_step_ms", ...
+std::string Field(CaseTime how, Caches caches) {
+  return (how == CaseTime::kQuiet ? "" : std::string(ToString(how)) + "_") +
+         FieldPrefix(caches) + "step_ms";
 }
 
 std::string Now() {
@@ -86,10 +94,12 @@ void UseBricksDb(Run& run) {
       ++other_context;
       continue;
     }
-    for (int k = 0; k < kCachesKinds; ++k) {
-      const std::string field = FieldPrefix(static_cast<Caches>(k)) + "step_ms";
-      if (record.contains(field) && record[field].is_number()) {
-        e.known_step_ms[k] = record[field].get<double>();
+    for (int w = 0; w < kCaseTimes; ++w) {
+      for (int k = 0; k < kCachesKinds; ++k) {
+        const std::string field = Field(CaseTime(w), static_cast<Caches>(k));
+        if (record.contains(field) && record[field].is_number()) {
+          e.known_step_ms[w][k] = record[field].get<double>();
+        }
       }
     }
     run.infos[it->second].registered = false;
@@ -112,8 +122,10 @@ void SaveBricksDb(Run& run) {
     size_t steps = 0;
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
-      record[FieldPrefix(caches) + "step_ms"] =
-          e.QuietStepMs(caches, run.moments);
+      for (int w = 0; w < kCaseTimes; ++w) {
+        record[Field(CaseTime(w), caches)] =
+            e.StepMs(caches, run.moments, CaseTime(w));
+      }
       steps += e.all_step_times_ms[k].size();
     }
     record["steps"] = steps;

@@ -41,11 +41,11 @@ double ColdShare(const Run& run, const Entry& model) {
 
 // Whether a brick has a step time: timed in this run, or from the database.
 bool HasStepTime(const Entry& brick) {
-  return brick.status == CaseStatus::kPassed || brick.known_step_ms[0];
+  return brick.status == CaseStatus::kPassed || brick.known_step_ms[0][0];
 }
 
 // The fixed cost of a step (StepCostBricks) in a context (backend, data
-// type, mode): twice the one-ReLU brick's quiet step less the two-ReLU
+// type, mode): twice the one-ReLU brick's step time less the two-ReLU
 // chain's. None where either has no time. The machine's noise can put the
 // difference below zero or above the one-ReLU step, which is the fixed
 // cost and one ReLU: it is kept between the two.
@@ -58,8 +58,8 @@ double StepCostMs(const Run& run, const std::string& backend, DType dtype,
     if (it == run.index.end() || !HasStepTime(run.entries[it->second])) {
       return 0;
     }
-    ms.push_back(
-        run.entries[it->second].QuietStepMs(Caches::kWarm, run.moments));
+    ms.push_back(run.entries[it->second].StepMs(Caches::kWarm, run.moments,
+                                                run.case_time));
   }
   return std::clamp(2 * ms[0] - ms[1], 0.0, ms[0]);
 }
@@ -150,7 +150,8 @@ StepSeries Entry::Steps(Caches caches) const {
   return steps;
 }
 
-std::optional<double> Entry::HalvesDifference(const Moments& moments) const {
+std::optional<double> Entry::HalvesDifference(const Moments& moments,
+                                              CaseTime how) const {
   if (call_warm_steps.size() < 2) return std::nullopt;
   const StepSeries warm = Steps(Caches::kWarm);
   StepSeries halves[2];
@@ -160,30 +161,32 @@ std::optional<double> Entry::HalvesDifference(const Moments& moments) const {
       halves[call % 2].push_back(warm.at(step));
     }
   }
-  return std::abs(QuietMs(halves[0], moments, sensitivity[0]) /
-                      QuietMs(halves[1], moments, sensitivity[0]) -
+  return std::abs(CaseMs(how, halves[0], moments, sensitivity[0]) /
+                      CaseMs(how, halves[1], moments, sensitivity[0]) -
                   1);
 }
 
-double Entry::QuietStepMs(Caches caches, const Moments& moments) const {
-  auto quiet = [&](int k) -> std::optional<double> {
-    if (known_step_ms[k]) return known_step_ms[k];
+double Entry::StepMs(Caches caches, const Moments& moments,
+                     CaseTime how) const {
+  auto time = [&](int k) -> std::optional<double> {
+    const auto& known = known_step_ms[static_cast<int>(how)][k];
+    if (known) return known;
     if (all_step_times_ms[k].empty()) return std::nullopt;
-    return QuietMs(Steps(static_cast<Caches>(k)), moments, sensitivity[k]);
+    return CaseMs(how, Steps(static_cast<Caches>(k)), moments, sensitivity[k]);
   };
   // A step that started colder did a warmer one's work and more (data
   // from memory): each bounds the warmer kinds' times from above, where
   // the machine's slow moments left a kind's own time too long.
   std::optional<double> bound;
   for (int k = static_cast<int>(caches); k < kCachesKinds; ++k) {
-    const std::optional<double> t = quiet(k);
+    const std::optional<double> t = time(k);
     if (t && (!bound || *t < *bound)) bound = t;
   }
   if (bound) return *bound;
   // None of that kind or colder (a brick from a run with fewer steps than
   // kinds): the nearest warmer kind's.
   for (int k = static_cast<int>(caches) - 1; k >= 0; --k) {
-    if (const std::optional<double> t = quiet(k)) return *t;
+    if (const std::optional<double> t = time(k)) return *t;
   }
   return step_ms;
 }
@@ -204,6 +207,24 @@ void FitRunMoments(Run& run) {
   for (size_t s = 0; s < of.size(); ++s) {
     of[s].first->sensitivity[of[s].second] = fit.sensitivity[s];
   }
+  // Each way's mean difference between halves of a case's calls, over the
+  // cases timed in two calls or more: without any (every brick from the
+  // database), the quiet time.
+  for (int w = 0; w < kCaseTimes; ++w) {
+    double sum = 0;
+    int cases = 0;
+    for (const Entry& e : run.entries) {
+      if (e.status != CaseStatus::kPassed) continue;
+      if (const auto h = e.HalvesDifference(run.moments, CaseTime(w))) {
+        sum += *h;
+        ++cases;
+      }
+    }
+    if (cases > 0) run.case_time_halves[w] = sum / cases;
+  }
+  const auto& [quiet, least] = run.case_time_halves;
+  run.case_time =
+      least && quiet && *least < *quiet ? CaseTime::kLeast : CaseTime::kQuiet;
 }
 
 void ReportBricks(const Run& run) {
@@ -219,7 +240,7 @@ void ReportBricks(const Run& run) {
       ++bricks_run;
       // Models' bricks, counted; the step cost's, not.
       unique += step_cost_keys.count(e.brick->Key()) == 0;
-      from_db += e.known_step_ms[0].has_value();
+      from_db += e.known_step_ms[0][0].has_value();
       timed = timed || HasStepTime(e);
       bricks_s += e.benchmark_s;
     } else {
@@ -270,7 +291,7 @@ void ReportBricks(const Run& run) {
       // The layer's own time in caches of a kind: its brick's beyond the
       // fixed cost.
       auto own = [&](Caches kind) {
-        return brick.QuietStepMs(kind, run.moments) - step_cost;
+        return brick.StepMs(kind, run.moments, run.case_time) - step_cost;
       };
       const double warm = own(Caches::kWarm);
       estimate +=
@@ -281,7 +302,7 @@ void ReportBricks(const Run& run) {
     }
     const bool measured = e.status == CaseStatus::kPassed;
     const double measured_ms =
-        measured ? e.QuietStepMs(Caches::kWarm, run.moments) : 0;
+        measured ? e.StepMs(Caches::kWarm, run.moments, run.case_time) : 0;
     ordered_json m = {
         {"name", e.name},
         {"estimated_ms", complete ? ordered_json(estimate) : nullptr},
@@ -291,7 +312,8 @@ void ReportBricks(const Run& run) {
         {"step_sensitivity", e.sensitivity[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
-    const std::optional<double> halves = e.HalvesDifference(run.moments);
+    const std::optional<double> halves =
+        e.HalvesDifference(run.moments, run.case_time);
     m["measured_halves_difference"] =
         halves ? ordered_json(*halves) : ordered_json(nullptr);
     m["cold_share"] = share;
@@ -311,13 +333,14 @@ void ReportBricks(const Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.brick) continue;
     ordered_json b = {{"name", e.name},
-                      {"from_db", e.known_step_ms[0].has_value()},
+                      {"from_db", e.known_step_ms[0][0].has_value()},
                       {"step_cost", step_cost_keys.count(e.brick->Key()) > 0}};
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
       b[FieldPrefix(caches) + "step_ms"] =
-          HasStepTime(e) ? ordered_json(e.QuietStepMs(caches, run.moments))
-                         : nullptr;
+          HasStepTime(e)
+              ? ordered_json(e.StepMs(caches, run.moments, run.case_time))
+              : nullptr;
     }
     for (int k = 0; k < kCachesKinds; ++k) {
       b[FieldPrefix(static_cast<Caches>(k)) + "step_times_ms"] =
@@ -346,6 +369,10 @@ void ReportBricks(const Run& run) {
         for (const auto& [key, ratios] : groups) out[key] = Spread(ratios);
         return out;
       };
+  auto halves_of = [&](CaseTime how) {
+    const auto& h = run.case_time_halves[static_cast<int>(how)];
+    return h ? ordered_json(*h) : ordered_json(nullptr);
+  };
   ordered_json out = {
       {"granularity", run.flags.bricks_granularity},
       {"total_layers", total_layers},
@@ -360,6 +387,10 @@ void ReportBricks(const Run& run) {
       {"l3_source", L3Source()},
       {"moment_s", run.moments.bin_s},
       {"moments", moments},
+      {"case_time", ToString(run.case_time)},
+      {"case_time_halves",
+       {{"quiet", halves_of(CaseTime::kQuiet)},
+        {"least", halves_of(CaseTime::kLeast)}}},
       {"end_to_end_benchmark_s", models_ran ? ordered_json(models_s) : nullptr},
       {"estimate_over_measured",
        {{"all", Spread(all)},
@@ -384,6 +415,16 @@ void ReportBricks(const Run& run) {
       std::fprintf(stderr, " (measured halves of calls differ by %.1f%%)",
                    100 * s["measured_halves_mean_difference"].get<double>());
     }
+  }
+  if (timed && run.case_time_halves[0]) {
+    std::fprintf(
+        stderr,
+        "; each case's %s step (calls' halves %.1f%% apart, "
+        "%s steps' %.1f%%)",
+        run.case_time == CaseTime::kQuiet ? "quiet" : "least",
+        100 * *run.case_time_halves[static_cast<int>(run.case_time)],
+        run.case_time == CaseTime::kQuiet ? "least" : "quiet",
+        100 * *run.case_time_halves[1 - static_cast<int>(run.case_time)]);
   }
   std::fprintf(stderr, "\n");
   if (!run.flags.bricks_out.empty()) {

@@ -11,7 +11,8 @@ void ReportBricks(const Run& run);
 
 // Fits the machine's moments (FitMoments) over every step of every case,
 // each case's kinds of steps a series of their own: sets run.moments and
-// each entry's sensitivity.
+// each entry's sensitivity, then the way a case's time is taken
+// (run.case_time) and each way's halves difference.
 void FitRunMoments(Run& run);
 
 }  // namespace paradnn

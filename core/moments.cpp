@@ -246,4 +246,17 @@ double QuietMs(const StepSeries& steps, const Moments& moments,
   return ms[i] + (x - static_cast<double>(i)) * (ms[i + 1] - ms[i]);
 }
 
+const char* ToString(CaseTime how) {
+  return how == CaseTime::kQuiet ? "quiet" : "least";
+}
+
+double CaseMs(CaseTime how, const StepSeries& steps, const Moments& moments,
+              double sensitivity) {
+  if (how == CaseTime::kQuiet) return QuietMs(steps, moments, sensitivity);
+  return std::min_element(
+             steps.begin(), steps.end(),
+             [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->second;
+}
+
 }  // namespace paradnn

@@ -78,18 +78,21 @@ struct Entry {
   // (FitMoments), once the moments are fit: 0 where they were not.
   std::array<double, kCachesKinds> sensitivity{};
   // A brick's step times from the bricks database (--paradnn_bricks_db),
-  // when it was measured before in this context and is not run again.
-  std::array<std::optional<double>, kCachesKinds> known_step_ms;
+  // taken each way (CaseTime), when it was measured before in this context
+  // and is not run again.
+  std::array<std::array<std::optional<double>, kCachesKinds>, kCaseTimes>
+      known_step_ms;
 
   // The steps that started with `caches`, as (start, ms).
   StepSeries Steps(Caches caches) const;
-  // The quiet time (QuietMs) of the timed steps that started with `caches`
-  // or colder ones, which did more work: the least of the kinds' times.
+  // The time (CaseMs) of the timed steps that started with `caches` or
+  // colder ones, which did more work: the least of the kinds' times.
   // Without any, of the nearest warmer kind.
-  double QuietStepMs(Caches caches, const Moments& moments) const;
-  // |quiet time of the even calls' warm steps / the odd calls' - 1|, none
-  // with fewer than two calls.
-  std::optional<double> HalvesDifference(const Moments& moments) const;
+  double StepMs(Caches caches, const Moments& moments, CaseTime how) const;
+  // |time of the even calls' warm steps / the odd calls' - 1|, none with
+  // fewer than two calls.
+  std::optional<double> HalvesDifference(const Moments& moments,
+                                         CaseTime how) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
@@ -128,8 +131,12 @@ struct Run {
   int64_t l3_bytes = 0;  // L3Bytes(), once found
   std::string l3_source;
   // The machine's moments over this run's steps (FitRunMoments), fit once
-  // the cases have run: bricks, their models and the database take them.
+  // the cases have run, and the way bricks and their models take a case's
+  // time from its steps: the one whose mean difference between the halves
+  // of each case's calls (case_time_halves, each way's) is the smaller.
   Moments moments;
+  CaseTime case_time = CaseTime::kQuiet;
+  std::array<std::optional<double>, kCaseTimes> case_time_halves;
   Options flags;
   RunOptions options;
   // Data-parallel runs: this process's rank, and the communicator, joined

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace paradnn {
@@ -152,6 +153,19 @@ TEST_CASE("moments: a quiet time is the 20th percentile, interpolated",
   slow.contrast = {{0, 0.0}, {1, std::log(2.0)}};
   CHECK(QuietMs({{1, 5}, {16, 8}}, slow, 1) == Approx(2.0 + 0.2 * 3));
   CHECK(QuietMs({{1, 5}, {16, 8}}, slow, -1) == Approx(5.0 + 0.2 * 3));
+}
+
+TEST_CASE("moments: a case's least step is taken as measured", "[moments]") {
+  // Moments that would halve the second step's time: the least step is
+  // the first, as it ran, however the moments scale the others.
+  Moments slow;
+  slow.factor = {{0, 1.0}, {1, 2.0}};
+  const StepSeries steps = {{1, 5}, {16, 8}, {2, 6}};
+  CHECK(CaseMs(CaseTime::kLeast, steps, slow, 0) == 5);
+  CHECK(CaseMs(CaseTime::kQuiet, steps, slow, 0) == Approx(4.4));
+  CHECK(CaseMs(CaseTime::kLeast, {{0, 7}}, Moments(), 1) == 7);
+  CHECK(std::string(ToString(CaseTime::kLeast)) == "least");
+  CHECK(std::string(ToString(CaseTime::kQuiet)) == "quiet");
 }
 
 }  // namespace

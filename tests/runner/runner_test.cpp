@@ -600,18 +600,50 @@ double QuietOf(const json& bricks_out, const std::vector<double>& ms,
   return v[below] + (x - below) * (v[below + 1] - v[below]);
 }
 
+// A case's time from its steps taken `way` ("quiet" or "least"): its quiet
+// time, or its least step as measured.
+double TimeOf(const json& bricks_out, const std::string& way,
+              const std::vector<double>& ms, const std::vector<double>& at_s,
+              double sensitivity) {
+  if (way == "quiet") return QuietOf(bricks_out, ms, at_s, sensitivity);
+  REQUIRE(way == "least");
+  return *std::min_element(ms.begin(), ms.end());
+}
+
+// The same, taken the way the run chose (its "case_time").
+double TimeOf(const json& bricks_out, const std::vector<double>& ms,
+              const std::vector<double>& at_s, double sensitivity) {
+  return TimeOf(bricks_out, bricks_out["case_time"], ms, at_s, sensitivity);
+}
+
+// How far apart a case's time taken `way` is between its two calls of
+// `per_call` warm steps each (at the start of "step_times_ms").
+double HalvesOf(const json& bricks_out, const std::string& way, const json& c,
+                size_t per_call) {
+  const auto ms = c["step_times_ms"].get<std::vector<double>>();
+  const auto at = c["step_at_s"].get<std::vector<double>>();
+  REQUIRE(ms.size() == 2 * per_call);
+  auto half = [&](size_t h) {
+    const auto from = static_cast<std::ptrdiff_t>(h * per_call);
+    const auto to = from + static_cast<std::ptrdiff_t>(per_call);
+    return TimeOf(bricks_out, way, {ms.begin() + from, ms.begin() + to},
+                  {at.begin() + from, at.begin() + to}, c["step_sensitivity"]);
+  };
+  return std::abs(half(0) / half(1) - 1);
+}
+
 // A brick's time in caches of a kind from its steps ("cold_" or ""): the
-// least quiet time of that kind and the colder one, which did more work.
-double BrickQuietOf(const json& bricks_out, const json& brick,
-                    const std::string& kind) {
+// least time of that kind and the colder one, which did more work.
+double BrickTimeOf(const json& bricks_out, const json& brick,
+                   const std::string& kind) {
   double quiet = 1e300;
   for (const std::string k : {"cold_", ""}) {
     const auto ms = brick[k + "step_times_ms"].get<std::vector<double>>();
     if (!ms.empty()) {
-      quiet = std::min(
-          quiet, QuietOf(bricks_out, ms,
-                         brick[k + "step_at_s"].get<std::vector<double>>(),
-                         brick[k + "step_sensitivity"]));
+      quiet = std::min(quiet,
+                       TimeOf(bricks_out, ms,
+                              brick[k + "step_at_s"].get<std::vector<double>>(),
+                              brick[k + "step_sensitivity"]));
     }
     if (k == kind) break;
   }
@@ -728,7 +760,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
       REQUIRE(times.size() == 6);
       least = std::min(least, *std::min_element(times.begin(), times.end()));
       CHECK(b[kind + "step_ms"].get<double>() ==
-            Approx(BrickQuietOf(j, b, kind)));
+            Approx(BrickTimeOf(j, b, kind)));
       // When each started, in seconds of the run: within the run, and one
       // step after another within a call (three of each kind per call).
       const auto at = b[kind + "step_at_s"].get<std::vector<double>>();
@@ -790,14 +822,9 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     REQUIRE(at.size() == 10);
     const double sensitivity = m["step_sensitivity"];
     CHECK(m["measured_ms"].get<double>() ==
-          Approx(QuietOf(j, steps, at, sensitivity)));
-    // How far the two calls' quiet times are apart: the measurement's own
-    // noise.
-    const double first = QuietOf(j, {steps.begin(), steps.begin() + 5},
-                                 {at.begin(), at.begin() + 5}, sensitivity);
-    const double second = QuietOf(j, {steps.begin() + 5, steps.end()},
-                                  {at.begin() + 5, at.end()}, sensitivity);
-    halves.push_back(std::abs(first / second - 1));
+          Approx(TimeOf(j, steps, at, sensitivity)));
+    // How far the two calls' times are apart: the measurement's own noise.
+    halves.push_back(HalvesOf(j, j["case_time"], m, 5));
     CHECK(m["measured_halves_difference"].get<double>() ==
           Approx(halves.back()));
     CHECK(std::is_sorted(at.begin(), at.begin() + 5));
@@ -819,6 +846,19 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   CHECK(all["measured_halves_max_difference"].get<double>() ==
         Approx(std::max(halves[0], halves[1])));
   CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
+  // Each way of taking a case's time, its halves' mean difference over all
+  // nine cases (a brick's calls of 3 warm steps each); the run took the way
+  // of the smaller.
+  std::map<std::string, double> way_halves;
+  for (const std::string way : {"quiet", "least"}) {
+    double sum = 0;
+    for (const json& m : j["models"]) sum += HalvesOf(j, way, m, 5);
+    for (const json& b : j["bricks"]) sum += HalvesOf(j, way, b, 3);
+    way_halves[way] = sum / 9;
+    CHECK(j["case_time_halves"][way].get<double>() == Approx(way_halves[way]));
+  }
+  CHECK(j["case_time"] ==
+        (way_halves["least"] < way_halves["quiet"] ? "least" : "quiet"));
   // The brick cases are Google Benchmark cases like any other: 9 cases,
   // each with 2 repetitions and their mean, median, stddev and cv.
   CHECK(results["benchmarks"].size() == 9 * 6);
@@ -1021,7 +1061,7 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
     INFO(isolate << "\n" << r.err);
     REQUIRE(r.status == 0);
     // Warm and cold steps take turns (an isolated call starts warm),
-    // pooled apart, also from an isolated process: the quiet time of each
+    // pooled apart, also from an isolated process: the time of each
     // kind and the colder one.
     const json bricks_out = json::parse(Slurp(out));
     const json& bricks = bricks_out["bricks"];
@@ -1035,7 +1075,7 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
         CHECK(times.size() >= after);
         after = times.size();
         CHECK(b[kind + "step_ms"].get<double>() ==
-              Approx(BrickQuietOf(bricks_out, b, kind)));
+              Approx(BrickTimeOf(bricks_out, b, kind)));
       }
     }
     CHECK_THAT(r.err, Contains("paradnn: " + std::to_string(names.size()) +
