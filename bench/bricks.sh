@@ -42,6 +42,11 @@ if f:
           f"{min(f):.2f}-{max(f):.2f}x the usual moment's time, and "
           f"{math.exp(min(c)):.2f}-{math.exp(max(c)):.2f}x more per unit "
           f"of sensitivity")
+h = d.get("case_time_halves", {})
+if d.get("case_time") and None not in h.values():
+    print(f"each case's time: its {d['case_time']} step (the halves of "
+          f"cases' calls differ {h['quiet']:.1%} with quiet times, "
+          f"{h['least']:.1%} with least steps)")
 groups = dict(d["estimate_over_measured"]["per_family"])
 groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
 for fam, s in groups.items():
