@@ -689,7 +689,10 @@ class Report {
     // chose for the smaller difference between halves of its calls.
     if (b.contains("case_time") && b["case_time"].is_string()) {
       html_ << "; each case's time is its "
-            << (b["case_time"] == "least" ? "least step" : "quiet time")
+            << (b["case_time"] == "least"    ? "least step"
+                : b["case_time"] == "midway" ? "midway between its quiet "
+                                               "time and its least step"
+                                             : "quiet time")
             << ", the one its calls' halves reproduced closer";
     }
     html_ << ".</p>\n";

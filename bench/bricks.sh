@@ -44,9 +44,9 @@ if f:
           f"of sensitivity")
 h = d.get("case_time_halves", {})
 if d.get("case_time") and None not in h.values():
-    print(f"each case's time: its {d['case_time']} step (the halves of "
-          f"cases' calls differ {h['quiet']:.1%} with quiet times, "
-          f"{h['least']:.1%} with least steps)")
+    print(f"each case's time: {d['case_time']} (the halves of cases' calls "
+          "differ " + ", ".join(f"{v:.1%} with {k}" for k, v in h.items()) +
+          ")")
 groups = dict(d["estimate_over_measured"]["per_family"])
 groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
 for fam, s in groups.items():

@@ -37,7 +37,8 @@ const json& Context(Run& run, const std::string& backend) {
              {"brick_steps",
               "step_ms: 20th percentile of steps, each scaled to the run's "
               "median moment of 15 s by its effect and its contrast times "
-              "the series' sensitivity; least_step_ms: least step; cold: "
+              "the series' sensitivity; least_step_ms: least step; "
+              "midway_step_ms: their geometric mean; cold: "
               "flushed (LibTorch: free blocks "
               "too, and 256 MB of other pages read), oneDNN's caches "
               "refilled with twice the L3 and at least 256 MB, an add's "

@@ -247,16 +247,33 @@ double QuietMs(const StepSeries& steps, const Moments& moments,
 }
 
 const char* ToString(CaseTime how) {
-  return how == CaseTime::kQuiet ? "quiet" : "least";
+  switch (how) {
+    case CaseTime::kQuiet:
+      return "quiet";
+    case CaseTime::kLeast:
+      return "least";
+    case CaseTime::kMidway:
+      return "midway";
+  }
+  return "";
 }
 
 double CaseMs(CaseTime how, const StepSeries& steps, const Moments& moments,
               double sensitivity) {
-  if (how == CaseTime::kQuiet) return QuietMs(steps, moments, sensitivity);
-  return std::min_element(
-             steps.begin(), steps.end(),
-             [](const auto& a, const auto& b) { return a.second < b.second; })
-      ->second;
+  const double least = std::min_element(steps.begin(), steps.end(),
+                                        [](const auto& a, const auto& b) {
+                                          return a.second < b.second;
+                                        })
+                           ->second;
+  switch (how) {
+    case CaseTime::kQuiet:
+      return QuietMs(steps, moments, sensitivity);
+    case CaseTime::kLeast:
+      return least;
+    case CaseTime::kMidway:
+      return std::sqrt(least * QuietMs(steps, moments, sensitivity));
+  }
+  return least;
 }
 
 }  // namespace paradnn

@@ -56,13 +56,14 @@ double QuietMs(const StepSeries& steps, const Moments& moments,
                double sensitivity);
 
 // How a run takes a case's time from its steps: its quiet time (QuietMs),
-// or its least step as measured. On a calm machine the moments take out
-// the slow stretches and the quiet time is the closer; on a busy one a
-// moment's steps are not slowed alike, and the least step is
-// (docs/bricks.md, "Least steps on a busy machine"). A run takes the one
-// its cases' own calls reproduce better.
-enum class CaseTime { kQuiet, kLeast };
-constexpr int kCaseTimes = 2;
+// its least step as measured, or midway between the two (their geometric
+// mean). On a calm machine the moments take out the slow stretches and the
+// quiet time is the closer; on a busy one a moment's steps are not slowed
+// alike, and the least step or the midway is (docs/bricks.md, "Least steps
+// on a busy machine"). A run takes the one its cases' own calls reproduce
+// best.
+enum class CaseTime { kQuiet, kLeast, kMidway };
+constexpr int kCaseTimes = 3;
 const char* ToString(CaseTime how);
 
 // A case's time from its steps (not empty), taken `how`.

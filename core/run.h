@@ -133,7 +133,7 @@ struct Run {
   // The machine's moments over this run's steps (FitRunMoments), fit once
   // the cases have run, and the way bricks and their models take a case's
   // time from its steps: the one whose mean difference between the halves
-  // of each case's calls (case_time_halves, each way's) is the smaller.
+  // of each case's calls (case_time_halves, each way's) is the smallest.
   Moments moments;
   CaseTime case_time = CaseTime::kQuiet;
   std::array<std::optional<double>, kCaseTimes> case_time_halves;

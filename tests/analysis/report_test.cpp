@@ -388,6 +388,7 @@ TEST_CASE("bricks: constructed against measured times, errors per group",
   const fs::path dir = Dir("bricks");
   std::ofstream(dir / "results.json") << ResultsJson();
   std::ofstream(dir / "bricks.json") << R"({
+    "case_time": "least",
     "estimate_over_measured": {
       "all": {"geomean": 1.0, "models": 2},
       "per_family": {"CNN": {"geomean": 0.9, "min": 0.9, "max": 0.9,
@@ -418,6 +419,8 @@ TEST_CASE("bricks: constructed against measured times, errors per group",
         "torch/fp32/train,CNN,9,10\n");
   CHECK(fs::file_size(dir / "report/bricks.svg") > 0);
   const std::string html = Slurp(dir / "report/index.html");
+  CHECK_THAT(html, Contains("each case's time is its least step, the one "
+                            "its calls' halves reproduced closer"));
   // A file from before the halves were measured has an empty cell there.
   CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>0.9</td><td>10%"
                             "</td><td>10%</td><td></td></tr>"));

@@ -155,7 +155,10 @@ TEST_CASE("moments: a quiet time is the 20th percentile, interpolated",
   CHECK(QuietMs({{1, 5}, {16, 8}}, slow, -1) == Approx(5.0 + 0.2 * 3));
 }
 
-TEST_CASE("moments: a case's least step is taken as measured", "[moments]") {
+TEST_CASE(
+    "moments: a case's least step is taken as measured, midway "
+    "is the geometric mean of it and the quiet time",
+    "[moments]") {
   // Moments that would halve the second step's time: the least step is
   // the first, as it ran, however the moments scale the others.
   Moments slow;
@@ -164,8 +167,12 @@ TEST_CASE("moments: a case's least step is taken as measured", "[moments]") {
   CHECK(CaseMs(CaseTime::kLeast, steps, slow, 0) == 5);
   CHECK(CaseMs(CaseTime::kQuiet, steps, slow, 0) == Approx(4.4));
   CHECK(CaseMs(CaseTime::kLeast, {{0, 7}}, Moments(), 1) == 7);
+  // Midway: the geometric mean of the two.
+  CHECK(CaseMs(CaseTime::kMidway, steps, slow, 0) ==
+        Approx(std::sqrt(5 * 4.4)));
   CHECK(std::string(ToString(CaseTime::kLeast)) == "least");
   CHECK(std::string(ToString(CaseTime::kQuiet)) == "quiet");
+  CHECK(std::string(ToString(CaseTime::kMidway)) == "midway");
 }
 
 }  // namespace
