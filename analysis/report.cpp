@@ -686,14 +686,15 @@ class Report {
           << Html(o_.bricks) << "</code>), against the model's measured "
           << "step time";
     // The way each case's time was taken from its steps, which the run
-    // chose for the smaller difference between halves of its calls.
+    // chose of three for the smallest difference between halves of its
+    // calls.
     if (b.contains("case_time") && b["case_time"].is_string()) {
       html_ << "; each case's time is its "
             << (b["case_time"] == "least"    ? "least step"
                 : b["case_time"] == "midway" ? "midway between its quiet "
                                                "time and its least step"
                                              : "quiet time")
-            << ", the one its calls' halves reproduced closer";
+            << ", the way its calls' halves reproduced closest";
     }
     html_ << ".</p>\n";
     if (unmeasured > 0) {

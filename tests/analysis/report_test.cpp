@@ -419,8 +419,8 @@ TEST_CASE("bricks: constructed against measured times, errors per group",
         "torch/fp32/train,CNN,9,10\n");
   CHECK(fs::file_size(dir / "report/bricks.svg") > 0);
   const std::string html = Slurp(dir / "report/index.html");
-  CHECK_THAT(html, Contains("each case's time is its least step, the one "
-                            "its calls' halves reproduced closer"));
+  CHECK_THAT(html, Contains("each case's time is its least step, the way "
+                            "its calls' halves reproduced closest"));
   // A file from before the halves were measured has an empty cell there.
   CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>0.9</td><td>10%"
                             "</td><td>10%</td><td></td></tr>"));

@@ -1242,7 +1242,7 @@ TEST_CASE(
     CHECK(b["context"]["threads"] == 1);
     // 3 steps rounded up to two of each kind.
     CHECK(b["steps"] == 4);
-    // Both ways of taking its time, from the steps the run's output has.
+    // Each way of taking its time, from the steps the run's output has.
     for (const json& timed : first_bricks["bricks"]) {
       if (timed["name"] != b["name"]) continue;
       for (const std::string w : {"quiet", "least", "midway"}) {
