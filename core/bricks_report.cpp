@@ -25,17 +25,23 @@ constexpr int64_t kColdAboveL2s = 8;
 // How much of its brick's extra cold time (the cold step over the warm
 // one) a model's layer takes: its data come from memory only
 // where the rest of the model's step, D bytes by the cost model, has pushed
-// them out of the caches. Beyond 8 L2s, D / (D + L3 / 2): half at half the
-// L3, which keeps part of a model far past the L2s (docs/bricks.md, "Models
-// the L3 partly holds"). Within, D / (D + 8 L2s): a model past its L2s finds
-// part of its data gone from an L3 that other work shares too, half at the
-// threshold ("Models past the L2s").
+// them out of the caches: D / (D + R), half where D is the reach R. Where
+// half the L3 is within 8 L2s, R is 8 L2s for a model within them (a model
+// past its L2s finds part of its data gone from an L3 that other work
+// shares too: docs/bricks.md, "Models past the L2s") and half the L3
+// beyond ("Models the L3 partly holds"). Where half the L3 is past 8 L2s
+// (a large L3 that other machines' work shares), that rule gave a model
+// just past 8 L2s far less than one just within them: every model's R is
+// then the geometric mean of the two ("One reach on a large L3").
 double ColdShare(const Run& run, const Entry& model) {
   const double bytes = static_cast<double>(model.cost.bytes);
-  const int64_t l2s = kColdAboveL2s * run.options.threads * L2Bytes();
-  const double reach = model.cost.memory > l2s
-                           ? static_cast<double>(L3Bytes()) / 2
-                           : static_cast<double>(l2s);
+  const double l2s =
+      static_cast<double>(kColdAboveL2s * run.options.threads * L2Bytes());
+  const double half_l3 = static_cast<double>(L3Bytes()) / 2;
+  double reach = std::sqrt(l2s * half_l3);
+  if (half_l3 <= l2s) {
+    reach = static_cast<double>(model.cost.memory) > l2s ? half_l3 : l2s;
+  }
   return bytes / (bytes + reach);
 }
 

@@ -688,15 +688,18 @@ double BeyondStepCost(double brick_ms, double step_cost) {
 
 // How much of its brick's extra cold time a model's layer takes, from the
 // cost model: the model's bytes per step D over D and what reaches past
-// the caches, for a model of up to 8 times its threads' L2s those L2s,
-// beyond them half the L3 (the output's `l2_bytes` and `l3_bytes`).
+// the caches (the output's `l2_bytes` and `l3_bytes`): where half the L3
+// is past 8 times its threads' L2s, the geometric mean of the two for
+// every model; else for a model of up to 8 L2s those L2s, beyond them half
+// the L3.
 double ColdShareOf(const json& bricks_out, const json& m, int threads) {
   const Case c = ParseCaseName(m["name"].get<std::string>());
   const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
   const double l2s = 8.0 * threads * bricks_out["l2_bytes"].get<double>();
-  const double reach = static_cast<double>(cost.memory) > l2s
-                           ? bricks_out["l3_bytes"].get<double>() / 2
-                           : l2s;
+  const double half_l3 = bricks_out["l3_bytes"].get<double>() / 2;
+  const double reach = half_l3 > l2s ? std::sqrt(l2s * half_l3)
+                       : static_cast<double>(cost.memory) > l2s ? half_l3
+                                                                : l2s;
   const double bytes = static_cast<double>(cost.bytes);
   return bytes / (bytes + reach);
 }
@@ -1187,6 +1190,47 @@ TEST_CASE("profiles: shares of step time per operation class",
   const json b = json::parse(isolated.out)["benchmarks"][0];
   CHECK(b.contains("time_gemm_frac"));
   CHECK(b.contains("time_other_frac"));
+}
+
+TEST_CASE(
+    "a model's layers take their cold extra in one share for every model "
+    "where half the L3 is past 8 L2s, else in the share of their side of 8 "
+    "L2s",
+    "[runner][bricks]") {
+  // One thread: 8 L2s are 8 of its L2. A model far within them, and one
+  // of 33 MB of weights past them on any L2 of up to 2 MB.
+  const std::string small =
+      "FC/layers:1/nodes:16/input:32/output:4/batch:8/onednn/fp32/infer";
+  const std::string large =
+      "FC/layers:1/nodes:4096/input:2000/output:10/batch:8/onednn/fp32/infer";
+  constexpr double kMb = 1 << 20;
+  for (const int l3_mb : {256, 3}) {
+    INFO(l3_mb << " MB of L3");
+    const json j =
+        RunBricksOut("--paradnn_case=" + small + " --paradnn_case=" + large +
+                         " --paradnn_steps=2 --paradnn_l3_bytes=" +
+                         std::to_string(l3_mb) + "M",
+                     "shares.json")
+            .first;
+    const double l2s = 8 * j["l2_bytes"].get<double>();
+    REQUIRE(l2s <= 16 * kMb);
+    REQUIRE(j["models"].size() == 2);
+    for (const json& m : j["models"]) {
+      INFO(m["name"]);
+      const Case c = ParseCaseName(m["name"].get<std::string>());
+      const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
+      const bool past = static_cast<double>(cost.memory) > l2s;
+      REQUIRE(past == (m["name"] == large));
+      // Half of 256 MB is past 8 L2s of up to 16 MB: one reach for both,
+      // the geometric mean. Half of 3 MB is within them: the L2s for the
+      // model within, half the L3 for the one past.
+      const double reach = l3_mb == 256 ? std::sqrt(l2s * 128 * kMb)
+                           : past       ? 1.5 * kMb
+                                        : l2s;
+      const double d = static_cast<double>(cost.bytes);
+      CHECK(m["cold_share"].get<double>() == Approx(d / (d + reach)));
+    }
+  }
 }
 
 TEST_CASE(
