@@ -38,10 +38,9 @@ double ColdShare(const Run& run, const Entry& model) {
   const double l2s =
       static_cast<double>(kColdAboveL2s * run.options.threads * L2Bytes());
   const double half_l3 = static_cast<double>(L3Bytes()) / 2;
-  double reach = std::sqrt(l2s * half_l3);
-  if (half_l3 <= l2s) {
-    reach = static_cast<double>(model.cost.memory) > l2s ? half_l3 : l2s;
-  }
+  const double reach = half_l3 > l2s ? std::sqrt(l2s * half_l3)
+                       : static_cast<double>(model.cost.memory) > l2s ? half_l3
+                                                                      : l2s;
   return bytes / (bytes + reach);
 }
 
