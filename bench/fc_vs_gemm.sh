@@ -8,6 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
 "$root/scripts/build.sh" -DPARADNN_BUILD_BENCH=ON >/dev/null
+. "$root/bench/openblas_core.sh"
 model=${PARADNN_BENCH_MODEL:-FC/layers:8/nodes:4096/input:2000/output:1000/batch:1024}
 out=$(mktemp)
 "$root/build/bench/gemm_bench" --paradnn_case="$model/torch/fp32/train" \

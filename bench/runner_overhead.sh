@@ -8,6 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
 "$root/scripts/build.sh" -DPARADNN_BUILD_BENCH=ON >/dev/null
+. "$root/bench/openblas_core.sh"
 model=FC/layers:4/nodes:32/input:64/output:10/batch:8
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

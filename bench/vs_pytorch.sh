@@ -9,6 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --bench >/dev/null
 "$root/scripts/build.sh" >/dev/null
+. "$root/bench/openblas_core.sh"
 threads=${1:-$(nproc)}
 cases=()
 for mode in train infer; do

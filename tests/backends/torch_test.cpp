@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 
 #include "backends/torch/torch_backend.h"
 #include "generators/cost.h"
@@ -155,6 +156,18 @@ TEST_CASE("LibTorch runs as many threads as it is given", "[torch][threads]") {
   for (int threads : {1, 2}) {
     INFO(threads << " threads");
     CHECK(test::BusyThreadsOf(*MakeTorchBackend(false), threads) == threads);
+  }
+}
+
+TEST_CASE("LibTorch's OpenBLAS runs no generic kernels where the CPU has AVX2",
+          "[torch]") {
+  const std::string described = MakeTorchBackend(false)->Describe();
+  INFO(described);
+  // scripts/setup.sh makes libblas.so.3 OpenBLAS.
+  REQUIRE_THAT(described, Catch::Matchers::Contains("OpenBLAS core "));
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    CHECK_THAT(described, !Catch::Matchers::Contains("OpenBLAS core Prescott"));
   }
 }
 

@@ -243,6 +243,35 @@ TEST_CASE("a case that cannot run is skipped and the sweep goes on",
   CHECK_THAT(r.err, Contains("paradnn: 1 passed, 1 skipped, 0 failed"));
 }
 
+TEST_CASE(
+    "LibTorch's BLAS runs the kernels the user names, else none generic "
+    "where the CPU has AVX2",
+    "[runner]") {
+  const std::string tiny =
+      "--paradnn_case=FC/layers:1/nodes:8/input:8/output:2/batch:2/torch/"
+      "fp32/infer --benchmark_format=json" +
+      std::string(kFast);
+  auto torch = [](const Result& r) {
+    return json::parse(r.out)["context"]["paradnn_backend_torch"]
+        .get<std::string>();
+  };
+  const Result named = RunRunner(tiny, "OPENBLAS_CORETYPE=Prescott ");
+  INFO(named.err);
+  REQUIRE(named.status == 0);
+  // scripts/setup.sh makes libblas.so.3 OpenBLAS.
+  CHECK_THAT(torch(named),
+             Catch::Matchers::EndsWith(", OpenBLAS core Prescott, CPU"));
+  CHECK_THAT(named.err, !Contains("OpenBLAS does not know"));
+  if (std::getenv("OPENBLAS_CORETYPE") == nullptr &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    const Result chosen = RunRunner(tiny);
+    INFO(chosen.err);
+    REQUIRE(chosen.status == 0);
+    CHECK_THAT(torch(chosen), Contains("OpenBLAS core "));
+    CHECK_THAT(torch(chosen), !Contains("OpenBLAS core Prescott"));
+  }
+}
+
 TEST_CASE("a case whose warm-up exceeds the time limit is skipped",
           "[runner]") {
   Result r = RunRunner(
