@@ -78,13 +78,14 @@ class Backend {
   virtual std::string Describe() const = 0;
   // The device it runs on: "cpu" or "gpu"; peaks are per device.
   virtual std::string Device() const { return "cpu"; }
-  // Whether, in `mode`, a step makes its tensors in blocks the same step
-  // freed (LibTorch's inference: an activation freed after its last reader,
-  // a reorder's temporary after its call) rather than in buffers of their
-  // own (oneDNN's). A layer repeated inside such a model then finds its
-  // output and temporaries in the caches, where the layer before it of the
-  // same shapes left them (the bricks' estimates, docs/bricks.md).
-  virtual bool RecyclesWithinStep(Mode /*mode*/) const { return false; }
+  // Whether a step makes its tensors in blocks the same step freed
+  // (LibTorch's: in inference an activation freed after its last reader, in
+  // training the gradients and temporaries backward frees as it goes, and
+  // in both a reorder's temporary after its call) rather than in buffers of
+  // their own (oneDNN's). A layer repeated inside such a model then finds
+  // its output and temporaries in the caches, where the layer before it of
+  // the same shapes left them (the bricks' estimates, docs/bricks.md).
+  virtual bool RecyclesWithinStep() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
   // models run under (paradnn calibrate). 0 when it has none.

@@ -121,7 +121,7 @@ std::vector<Caches> CachesInside(const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
   std::vector<Caches> caches(bricks.size(), Caches::kCold);
   const Backend* backend = FindBackend(model.backend);
-  if (backend != nullptr && backend->RecyclesWithinStep(model.mode)) {
+  if (backend != nullptr && backend->RecyclesWithinStep()) {
     std::set<int> ran;
     for (size_t k = 0; k < bricks.size(); ++k) {
       if (!ran.insert(bricks[k]).second) caches[k] = Caches::kWarm;

@@ -683,10 +683,8 @@ class TorchBackend : public Backend {
 
   std::string Device() const override { return cuda_ ? "gpu" : "cpu"; }
 
-  // In training, the activations stay until backward.
-  bool RecyclesWithinStep(Mode mode) const override {
-    return mode == Mode::kInfer;
-  }
+  // The step allocator hands a tensor the block of its size freed last.
+  bool RecyclesWithinStep() const override { return true; }
 
   // torch::mm, which LibTorch hands to its BLAS on the CPU.
   double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,

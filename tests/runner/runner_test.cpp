@@ -844,7 +844,13 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     CHECK(m["cold_share"].get<double>() == Approx(share));
     CHECK(share > 0);
     CHECK(share < 0.01);
-    const std::vector<std::string> caches(layers[k].size(), "cold");
+    // LibTorch's step recycles what it frees: a layer whose brick ran
+    // earlier in the model takes the warm time, the others the cold one.
+    std::vector<std::string> caches;
+    std::set<std::string> ran;
+    for (const std::string& layer : layers[k]) {
+      caches.push_back(ran.insert(layer).second ? "cold" : "warm");
+    }
     CHECK(m["layer_caches"] == caches);
     // Each brick's step paid the fixed cost of one; the model's pays it
     // once.
@@ -973,11 +979,45 @@ ModelLayers LayersOf(const json& m, size_t layers) {
   return o;
 }
 
+// Checks every model of a RunColdFcModels run: a layer takes its brick's
+// cold time in the model's share, except, inside LibTorch's models, whose
+// step recycles the blocks it frees in either mode, a layer whose brick ran
+// earlier in the model: the hidden dense layer twice after its first, the
+// ReLU three times after its first, take their warm times.
+void CheckColdFcEstimates(const json& j,
+                          const std::map<std::string, json>& bricks,
+                          const std::string& mode) {
+  for (const json& m : j["models"]) {
+    INFO(m["name"]);
+    // 4 dense, 4 ReLUs, output, and in training the loss.
+    const auto [torch, layers, caches] = LayersOf(m, mode == "train" ? 10 : 9);
+    const double share = ColdShareOf(j, m, 1);
+    CHECK(m["cold_share"].get<double>() == Approx(share));
+    // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
+    CHECK(share > 0.8);
+    CHECK(share < 1);
+    const double step_cost =
+        StepCostMs(j, (torch ? "/torch/fp32/" : "/onednn/fp32/") + mode);
+    std::set<std::string> ran;
+    double estimate = step_cost;
+    int warm = 0;
+    for (size_t k = 0; k < layers.size(); ++k) {
+      INFO(layers[k]);
+      const bool expect_warm = torch && !ran.insert(layers[k]).second;
+      CHECK(caches[k] == (expect_warm ? "warm" : "cold"));
+      warm += expect_warm;
+      estimate += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
+    }
+    CHECK(warm == (torch ? 5 : 0));
+    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
+  }
+}
+
 }  // namespace
 
 TEST_CASE(
     "a layer of a model beyond the caches takes its bricks' cold times in "
-    "the share the L3 misses",
+    "the share the L3 misses, a repeated one inside LibTorch's its warm time",
     "[runner][bricks]") {
   // Three hidden layers' bricks moving more than twice the L3 per step.
   const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
@@ -989,25 +1029,7 @@ TEST_CASE(
       KernelCacheBytes(2) > 0 ? KernelCacheBytes(2) : CpuidCacheBytes(2);
   REQUIRE(l2 > 0);
   CHECK(j["l2_bytes"] == l2);
-  for (const json& m : j["models"]) {
-    INFO(m["name"]);
-    // 4 dense, 4 ReLUs, output, loss.
-    const auto [torch, layers, caches] = LayersOf(m, 10);
-    const double share = ColdShareOf(j, m, 1);
-    CHECK(m["cold_share"].get<double>() == Approx(share));
-    // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
-    CHECK(share > 0.8);
-    CHECK(share < 1);
-    const double step_cost =
-        StepCostMs(j, torch ? "/torch/fp32/train" : "/onednn/fp32/train");
-    double estimate = step_cost;
-    for (size_t k = 0; k < layers.size(); ++k) {
-      INFO(layers[k]);
-      CHECK(caches[k] == "cold");
-      estimate += LayerMs(bricks.at(layers[k]), "cold", share, step_cost);
-    }
-    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
-  }
+  CheckColdFcEstimates(j, bricks, "train");
   // Three steps rounded up to four: two of each kind.
   for (const auto& [name, b] : bricks) {
     INFO(name);
@@ -1022,32 +1044,8 @@ TEST_CASE(
     "inside a LibTorch inference model beyond the caches a repeated layer "
     "takes its brick's warm time, inside oneDNN's its cold one",
     "[runner][bricks]") {
-  // Its three hidden layers after the first are one brick, their ReLUs
-  // another.
   const auto [j, bricks] = RunColdFcModels("infer", 2, "recycled_bricks.json");
-  for (const json& m : j["models"]) {
-    INFO(m["name"]);
-    // 4 dense, 4 ReLUs, output.
-    const auto [torch, layers, caches] = LayersOf(m, 9);
-    const double share = ColdShareOf(j, m, 1);
-    const double step_cost =
-        StepCostMs(j, torch ? "/torch/fp32/infer" : "/onednn/fp32/infer");
-    std::set<std::string> ran;
-    double estimate = step_cost;
-    int warm = 0;
-    for (size_t k = 0; k < layers.size(); ++k) {
-      INFO(layers[k]);
-      const bool repeated = !ran.insert(layers[k]).second;
-      const bool expect_warm = torch && repeated;
-      CHECK(caches[k] == (expect_warm ? "warm" : "cold"));
-      warm += expect_warm;
-      estimate += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
-    }
-    // The hidden dense layer twice after its first, the ReLU three
-    // times after its first.
-    CHECK(warm == (torch ? 5 : 0));
-    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
-  }
+  CheckColdFcEstimates(j, bricks, "infer");
 }
 
 TEST_CASE(
@@ -1592,12 +1590,18 @@ TEST_CASE(
     // Small models: cold caches in a small share.
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
-    CHECK(m["layer_caches"] == std::vector<std::string>(layers + 3, "cold"));
-    auto layer = [&](const std::string& brick) {
-      return LayerMs(bricks.at(brick + suffix), "cold", share, step_cost);
+    // LibTorch's step recycles what it frees: the GRUs after the first find
+    // their blocks where the one before left them, and take the warm time.
+    std::vector<std::string> caches(layers + 3, "cold");
+    std::fill_n(caches.begin() + 2, layers - 1, "warm");
+    CHECK(m["layer_caches"] == caches);
+    auto layer = [&](const std::string& brick, const std::string& kind) {
+      return LayerMs(bricks.at(brick + suffix), kind, share, step_cost);
     };
-    const double estimate = step_cost + layer(embedding) + layers * layer(gru) +
-                            layer(output) + layer(loss);
+    const double estimate = step_cost + layer(embedding, "cold") +
+                            layer(gru, "cold") +
+                            (layers - 1) * layer(gru, "warm") +
+                            layer(output, "cold") + layer(loss, "cold");
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
