@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Step time of paradnn's LibTorch backend against the same models written in
 # PyTorch eager Python (Debian's python3-torch, the same LibTorch), small and
-# mid-sized models of every family, train and infer, measured alternately in
-# one run (three rounds, the fastest of each kept). Prints paradnn's time
-# over eager's per case (below 1: paradnn faster) and their geometric mean.
-#   bench/vs_pytorch.sh [threads]
+# mid-sized models of every family, train and infer. The two take turns in
+# short rounds (a quarter second per case and side), so that both meet the
+# same moments of a shared machine; each side's fastest round per case is
+# kept. Prints paradnn's time over eager's per case (below 1: paradnn
+# faster), beside the ratio of the two sides' rounds taken in turn (median,
+# least and most), which shows how far the machine moves one case's
+# ratio, and the geometric means and worst cases of both.
+#   bench/vs_pytorch.sh [threads] [rounds]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --bench >/dev/null
 "$root/scripts/build.sh" >/dev/null
 . "$root/bench/openblas_core.sh"
 threads=${1:-$(nproc)}
+rounds=${2:-9}
 cases=()
 for mode in train infer; do
   cases+=(
@@ -26,30 +31,37 @@ done
 work=$(mktemp -d)
 args=()
 for c in "${cases[@]}"; do args+=(--paradnn_case="$c"); done
-for round in 1 2 3; do
+for round in $(seq "$rounds"); do
   /usr/bin/python3 "$root/bench/pytorch_eager.py" --threads "$threads" \
-    "${cases[@]}" >"$work/python$round.json"
+    --min_seconds 0.25 "${cases[@]}" >"$work/python$round.json"
   "$root/build/paradnn" "${args[@]}" --paradnn_threads="$threads" \
-    --paradnn_progress=false --benchmark_min_time=1 \
+    --paradnn_progress=false --benchmark_min_time=0.25 \
     --benchmark_format=json >"$work/paradnn$round.json"
 done
-/usr/bin/python3 - "$work" <<'PY'
-import json, sys, os
-work = sys.argv[1]
+/usr/bin/python3 - "$work" "$rounds" <<'PY'
+import json, math, os, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
 py, pd = {}, {}
-for r in (1, 2, 3):
+for r in range(1, rounds + 1):
     for k, v in json.load(open(os.path.join(work, f"python{r}.json"))).items():
-        py[k] = min(py.get(k, v), v)
+        py.setdefault(k, []).append(v)
     for b in json.load(open(os.path.join(work, f"paradnn{r}.json")))["benchmarks"]:
-        k, v = b["run_name"].removesuffix("/real_time"), b["real_time"] / 1e3
-        pd[k] = min(pd.get(k, v), v)
-import math
-print(f"{'case':<92} {'python ms':>10} {'paradnn ms':>10} {'ratio':>6}")
+        k = b["run_name"].removesuffix("/real_time")
+        pd.setdefault(k, []).append(b["real_time"] / 1e3)
+print(f"{'case':<92} {'python ms':>10} {'paradnn ms':>10} {'ratio':>6}"
+      f"  rounds: median (least-most)")
+ratios, medians = [], []
 for k in py:
-    print(f"{k:<92} {py[k]*1e3:10.3f} {pd[k]*1e3:10.3f} {pd[k]/py[k]:6.3f}")
-ratios = [pd[k] / py[k] for k in py]
-print(f"paradnn over eager: geometric mean "
-      f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}, "
-      f"worst {max(ratios):.3f}")
+    ratio = min(pd[k]) / min(py[k])
+    ratios.append(ratio)
+    turns = [a / b for a, b in zip(pd[k], py[k])]
+    medians.append(statistics.median(turns))
+    print(f"{k:<92} {min(py[k])*1e3:10.3f} {min(pd[k])*1e3:10.3f} {ratio:6.3f}"
+          f"  {statistics.median(turns):.3f} ({min(turns):.3f}-{max(turns):.3f})")
+def summary(xs):
+    return (f"geometric mean {math.exp(sum(map(math.log, xs)) / len(xs)):.3f}, "
+            f"worst {max(xs):.3f}")
+print(f"paradnn over eager ({rounds} rounds): fastest rounds {summary(ratios)}; "
+      f"rounds in turn, median {summary(medians)}")
 PY
 rm -rf "$work"
