@@ -31,12 +31,25 @@ done
 work=$(mktemp -d)
 args=()
 for c in "${cases[@]}"; do args+=(--paradnn_case="$c"); done
-for round in $(seq "$rounds"); do
+python() {
   /usr/bin/python3 "$root/bench/pytorch_eager.py" --threads "$threads" \
-    --min_seconds 0.25 "${cases[@]}" >"$work/python$round.json"
+    --min_seconds 0.25 "${cases[@]}" >"$work/python$1.json"
+}
+paradnn() {
   "$root/build/paradnn" "${args[@]}" --paradnn_threads="$threads" \
     --paradnn_progress=false --benchmark_min_time=0.25 \
-    --benchmark_format=json >"$work/paradnn$round.json"
+    --benchmark_format=json >"$work/paradnn$1.json"
+}
+# Each side goes first in every other round: neither always meets what the
+# other leaves behind.
+for round in $(seq "$rounds"); do
+  if ((round % 2)); then
+    python "$round"
+    paradnn "$round"
+  else
+    paradnn "$round"
+    python "$round"
+  fi
 done
 /usr/bin/python3 - "$work" "$rounds" <<'PY'
 import json, math, os, statistics, sys
