@@ -31,11 +31,11 @@ done
 work=$(mktemp -d)
 args=()
 for c in "${cases[@]}"; do args+=(--paradnn_case="$c"); done
-python() {
+time_eager() {
   /usr/bin/python3 "$root/bench/pytorch_eager.py" --threads "$threads" \
     --min_seconds 0.25 "${cases[@]}" >"$work/python$1.json"
 }
-paradnn() {
+time_paradnn() {
   "$root/build/paradnn" "${args[@]}" --paradnn_threads="$threads" \
     --paradnn_progress=false --benchmark_min_time=0.25 \
     --benchmark_format=json >"$work/paradnn$1.json"
@@ -44,11 +44,11 @@ paradnn() {
 # other leaves behind.
 for round in $(seq "$rounds"); do
   if ((round % 2)); then
-    python "$round"
-    paradnn "$round"
+    time_eager "$round"
+    time_paradnn "$round"
   else
-    paradnn "$round"
-    python "$round"
+    time_paradnn "$round"
+    time_eager "$round"
   fi
 done
 /usr/bin/python3 - "$work" "$rounds" <<'PY'
@@ -70,7 +70,7 @@ for k in py:
     turns = [a / b for a, b in zip(pd[k], py[k])]
     medians.append(statistics.median(turns))
     print(f"{k:<92} {min(py[k])*1e3:10.3f} {min(pd[k])*1e3:10.3f} {ratio:6.3f}"
-          f"  {statistics.median(turns):.3f} ({min(turns):.3f}-{max(turns):.3f})")
+          f"  {medians[-1]:.3f} ({min(turns):.3f}-{max(turns):.3f})")
 def summary(xs):
     return (f"geometric mean {math.exp(sum(map(math.log, xs)) / len(xs)):.3f}, "
             f"worst {max(xs):.3f}")
