@@ -367,6 +367,17 @@ void AddSelfTimes(
   }
 }
 
+// LibTorch's set_num_threads rebuilds its pthreadpool on every call, to
+// the same count too, and the new worker spins for about 20 ms of a core
+// before it sleeps (21-25 ms each, LibTorch 1.13 here). Called as each case
+// was prepared, it took a core from the first steps after: in a bricks run,
+// which times a brick in one or two steps right after preparing it, a third
+// of the small LibTorch bricks' steps came out about 4 ms (a scheduler
+// tick) longer (docs/bricks.md, "A thread pool built again").
+void UseThreads(int threads) {
+  if (torch::get_num_threads() != threads) torch::set_num_threads(threads);
+}
+
 class TorchRunner : public Runner {
  public:
   TorchRunner(const Job& job, const RunOptions& opt, torch::Device device)
@@ -374,7 +385,7 @@ class TorchRunner : public Runner {
         train_(job.mode == Mode::kTrain),
         device_(device),
         threads_(opt.threads) {
-    torch::set_num_threads(opt.threads);
+    UseThreads(opt.threads);
     model_ = std::make_shared<TorchModel>(graph_);
     params_ = model_->OrderedParams();
     {
@@ -691,7 +702,7 @@ class TorchBackend : public Backend {
                    int threads) const override {
     if (cuda_ && !TorchHasCuda()) return 0;
     return Translated([&] {
-      torch::set_num_threads(threads);
+      UseThreads(threads);
       const auto options =
           torch::TensorOptions()
               .dtype(dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat)

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "backends/torch/torch_backend.h"
 #include "generators/cost.h"
@@ -157,6 +158,27 @@ TEST_CASE("LibTorch runs as many threads as it is given", "[torch][threads]") {
     INFO(threads << " threads");
     CHECK(test::BusyThreadsOf(*MakeTorchBackend(false), threads) == threads);
   }
+}
+
+// A thread started while a case is prepared competes with its first steps
+// (LibTorch's set_num_threads starts a spinning one on every call).
+TEST_CASE("preparing a model at the threads LibTorch has starts no thread",
+          "[torch][threads]") {
+  auto tids = [] {
+    std::set<int> ids;
+    for (const auto& [tid, ticks] : test::ThreadTicks()) ids.insert(tid);
+    return ids;
+  };
+  const Case c = ParseCaseName(
+      "FC/layers:2/nodes:64/input:64/output:10/batch:32/torch/fp32/train");
+  const Graph g = c.model.BuildGraph();
+  RunOptions opt;
+  opt.threads = 2;
+  const std::unique_ptr<Backend> backend = MakeTorchBackend(false);
+  backend->Prepare({g, c.dtype, c.mode}, opt)->Step();
+  const std::set<int> before = tids();
+  backend->Prepare({g, c.dtype, c.mode}, opt)->Step();
+  CHECK(tids() == before);
 }
 
 TEST_CASE("LibTorch's OpenBLAS runs no generic kernels where the CPU has AVX2",
