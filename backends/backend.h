@@ -83,8 +83,9 @@ class Backend {
   // training the gradients and temporaries backward frees as it goes, and
   // in both a reorder's temporary after its call) rather than in buffers of
   // their own (oneDNN's). A layer repeated inside such a model then finds
-  // its output and temporaries in the caches, where the layer before it of
-  // the same shapes left them (the bricks' estimates, docs/bricks.md).
+  // the tensors that go through those blocks in the caches, where the layer
+  // before it of the same shapes left them (the bricks' estimates,
+  // docs/bricks.md).
   virtual bool RecyclesWithinStep() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's

@@ -112,22 +112,35 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
   return spread;
 }
 
-// The caches each of a model's bricks finds inside it, whose extra time
-// over the warm one the layer takes its model's share of (ColdShare):
-// cold, except, where the backend's step recycles the blocks it frees, a
-// layer whose brick a layer before it ran: it writes into their blocks,
-// still cached, and warm fits it better than cold.
-std::vector<Caches> CachesInside(const Entry& model) {
+// How much of its brick's extra cold time (the cold step over the warm
+// one) each of a model's layers takes before the model's share (ColdShare):
+// all, except where the backend's step recycles the blocks it frees (hands
+// a tensor the block of its size freed last) and a layer before it ran the
+// same brick. That layer's tensors go to blocks the one before it of their
+// shapes just used, still cached, and it takes the part of its brick's
+// bytes (the cost model's) the step does not recycle. In inference each
+// activation is freed once the next layer has read it: only the weights,
+// the layer's own, come from memory. In training the forward pass keeps its
+// outputs for backward, which frees the gradients of the layers' outputs
+// as it goes: only those go through recycled blocks (docs/bricks.md,
+// "Layers that write where the layer before them wrote").
+std::vector<double> ColdParts(const Run& run, const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
-  std::vector<Caches> caches(bricks.size(), Caches::kCold);
+  std::vector<double> parts(bricks.size(), 1);
   const Backend* backend = FindBackend(model.backend);
-  if (backend != nullptr && backend->RecyclesWithinStep()) {
-    std::set<int> ran;
-    for (size_t k = 0; k < bricks.size(); ++k) {
-      if (!ran.insert(bricks[k]).second) caches[k] = Caches::kWarm;
-    }
+  if (backend == nullptr || !backend->RecyclesWithinStep()) return parts;
+  std::set<int> ran;
+  for (size_t k = 0; k < bricks.size(); ++k) {
+    if (ran.insert(bricks[k]).second) continue;
+    const Entry& brick = run.entries[bricks[k]];
+    const Cost& c = brick.cost;
+    const int64_t recycled =
+        brick.mode == Mode::kTrain
+            ? c.gradient_bytes
+            : c.bytes - c.params * ElementSize(brick.dtype);
+    parts[k] = 1 - static_cast<double>(recycled) / c.bytes;
   }
-  return caches;
+  return parts;
 }
 
 }  // namespace
@@ -278,7 +291,7 @@ void ReportBricks(const Run& run) {
   ordered_json step_costs = ordered_json::object();
   for (const Entry& e : run.entries) {
     if (!e.model) continue;
-    const std::vector<Caches> caches = CachesInside(e);
+    const std::vector<double> parts = ColdParts(run, e);
     const double share = ColdShare(run, e);
     // Each brick paid the fixed cost of a step; the model pays it once. A
     // layer costs what its brick took beyond it, never less than nothing
@@ -292,7 +305,8 @@ void ReportBricks(const Run& run) {
     double estimate = step_cost;
     bool complete = true;
     ordered_json layers = ordered_json::array(),
-                 layer_caches = ordered_json::array();
+                 layer_caches = ordered_json::array(),
+                 layer_cold_parts = ordered_json::array();
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
       complete = complete && HasStepTime(brick);
@@ -303,10 +317,10 @@ void ReportBricks(const Run& run) {
       };
       const double warm = own(Caches::kWarm);
       estimate +=
-          std::max(0.0, warm) +
-          (caches[k] == Caches::kWarm ? 0 : share * (own(caches[k]) - warm));
+          std::max(0.0, warm) + parts[k] * share * (own(Caches::kCold) - warm);
       layers.push_back(brick.name);
-      layer_caches.push_back(ToString(caches[k]));
+      layer_caches.push_back(parts[k] < 1 ? "recycled" : "cold");
+      layer_cold_parts.push_back(parts[k]);
     }
     const bool measured = e.status == CaseStatus::kPassed;
     const double measured_ms =
@@ -320,6 +334,7 @@ void ReportBricks(const Run& run) {
         {"step_sensitivity", e.sensitivity[0]}};
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
+    m["layer_cold_parts"] = layer_cold_parts;
     const std::optional<double> halves =
         e.HalvesDifference(run.moments, run.case_time);
     m["measured_halves_difference"] =

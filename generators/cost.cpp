@@ -130,6 +130,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   const int64_t weight_bytes = c.params * e;
   if (train) {
     c.bytes = 2 * weight_bytes + activation_bytes + gradient_bytes;
+    c.gradient_bytes = gradient_bytes;
     // Everything above is alive at once in the backward pass.
     c.memory = c.bytes + saved;
   } else {

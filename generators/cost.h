@@ -9,12 +9,13 @@
 namespace paradnn {
 
 struct Cost {
-  int64_t params = 0;       // trainable values
-  int64_t flops = 0;        // matrix-like work per step, 2 per multiply-add
-  int64_t elementwise = 0;  // elementwise operations per step, not in flops
-  int64_t bytes = 0;        // minimum traffic of one step
-  double intensity = 0;     // flops / bytes
-  int64_t memory = 0;       // estimated peak bytes a backend holds
+  int64_t params = 0;          // trainable values
+  int64_t flops = 0;           // matrix-like work per step, 2 per multiply-add
+  int64_t elementwise = 0;     // elementwise operations per step, not in flops
+  int64_t bytes = 0;           // minimum traffic of one step
+  int64_t gradient_bytes = 0;  // of which layer outputs' gradients (training)
+  double intensity = 0;        // flops / bytes
+  int64_t memory = 0;          // estimated peak bytes a backend holds
 };
 
 Cost ComputeCost(const Graph& g, Mode mode, DType dtype);

@@ -40,6 +40,8 @@ TEST_CASE("FC: a model small enough to count every number", "[cost]") {
   // weights and their gradients 2·25, activations 60 + loss 1, activation
   // gradients 15 + 15 + 20 + 1 (none for the input)
   CHECK(train.bytes == 4 * (50 + 61 + 51));
+  CHECK(train.gradient_bytes == 4 * 51);
+  CHECK(infer.gradient_bytes == 0);
   // forward and backward elementwise (50 + softmax 20) x 2, SGD 2 x 25
   CHECK(train.elementwise == 2 * 70 + 50);
 
@@ -112,7 +114,7 @@ TEST_CASE("RNN: cells, embedding and per-step dense", "[cost]") {
   // zero and constant.
   const int64_t lstm_fwd = 2 * 20 * 4 * 16 * 32;  // per layer
   const int64_t dense_fwd = 2 * 20 * 16 * 32;
-  const int64_t lstm_input_grad = 2 * 20 * 4 * 16 * 16;   // into x, 5 steps
+  const int64_t lstm_input_grad = 2 * 20 * 4 * 16 * 16;       // into x, 5 steps
   const int64_t lstm_through_time = 2 * 4 * 4 * 4 * 16 * 16;  // 4 steps of 5
   const int64_t train =
       CostOf("RNN", {"lstm", "2", "16", "32", "5", "4"}, Mode::kTrain).flops;

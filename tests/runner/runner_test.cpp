@@ -740,26 +740,57 @@ double StepMs(const json& brick, const std::string& caches) {
       .get<double>();
 }
 
-// A layer's time inside a model that takes `share` of its brick's extra
-// time at `caches`, beyond a step's fixed cost.
-double LayerMs(const json& brick, const std::string& caches, double share,
-               double step_cost) {
+// A layer's time inside a model: its brick's warm time beyond a step's
+// fixed cost, and `part` of the brick's extra cold time in the model's
+// `share`.
+double LayerMs(const json& brick, double part, double share, double step_cost) {
   const double warm = StepMs(brick, "warm");
   return BeyondStepCost(warm, step_cost) +
-         share * (StepMs(brick, caches) - warm);
+         part * share * (StepMs(brick, "cold") - warm);
 }
 
-// The caches each of a model's layers takes its brick's time at: cold,
-// except, where the backend's step recycles what it frees (LibTorch's), a
-// layer whose brick ran earlier in the model, warm.
-std::vector<std::string> ExpectedCaches(const std::vector<std::string>& layers,
-                                        bool recycles) {
+// The part of its brick's extra cold time a layer takes inside a model
+// where an earlier layer ran the same brick and the step recycles the
+// blocks it frees: the brick's bytes, by the cost model, that do not go
+// through such blocks (in training all but the layer outputs' gradients,
+// in inference the weights) over all of them.
+double RecycledColdPart(const std::string& brick) {
+  const BrickCase b = ParseBrickName(brick);
+  const Cost c = ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype);
+  const int64_t kept = b.mode == Mode::kTrain ? c.bytes - c.gradient_bytes
+                                              : c.params * ElementSize(b.dtype);
+  return static_cast<double>(kept) / c.bytes;
+}
+
+// Each of a model's layers, what it takes of its brick's extra cold time,
+// and which caches that says it finds: all of it, cold, except, where the
+// backend's step recycles what it frees (LibTorch's), a layer whose brick
+// ran earlier in the model: RecycledColdPart, recycled.
+struct ExpectedInside {
+  std::vector<double> parts;
   std::vector<std::string> caches;
+};
+
+ExpectedInside ExpectedCaches(const std::vector<std::string>& layers,
+                              bool recycles) {
+  ExpectedInside o;
   std::set<std::string> ran;
   for (const std::string& layer : layers) {
-    caches.push_back(recycles && !ran.insert(layer).second ? "warm" : "cold");
+    const bool recycled = recycles && !ran.insert(layer).second;
+    o.parts.push_back(recycled ? RecycledColdPart(layer) : 1);
+    o.caches.push_back(recycled ? "recycled" : "cold");
   }
-  return caches;
+  return o;
+}
+
+// Whether a model's layer_cold_parts are `parts`.
+bool SameParts(const json& m, const std::vector<double>& parts) {
+  const auto got = m["layer_cold_parts"].get<std::vector<double>>();
+  if (got.size() != parts.size()) return false;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (got[k] != Approx(parts[k])) return false;
+  }
+  return true;
 }
 
 TEST_CASE("bricks: unique layers timed, model times constructed from them",
@@ -828,6 +859,12 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   }
   for (const std::string& brick : {in, hidden, relu, output, loss})
     CHECK(bricks.count(brick + suffix) == 1);
+  // By hand: what of a recycled layer's traffic is not gradients. The
+  // hidden dense brick's weights (32 x 32 + 32) and their gradients, its
+  // input, output and loss (256 + 256 + 1) against those and their
+  // gradients, 4 bytes each; the ReLU's half.
+  CHECK(RecycledColdPart(hidden + suffix) == Approx(2625.0 / 3138));
+  CHECK(RecycledColdPart(relu + suffix) == Approx(0.5));
   const double step_cost = StepCostMs(j, suffix);
   std::map<std::string, std::vector<double>> repetition_ms;
   for (const json& b : results["benchmarks"]) {
@@ -857,18 +894,19 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     CHECK(m["cold_share"].get<double>() == Approx(share));
     CHECK(share > 0);
     CHECK(share < 0.01);
-    // LibTorch models: repeated layers warm.
-    const std::vector<std::string> caches = ExpectedCaches(layers[k], true);
-    CHECK(m["layer_caches"] == caches);
+    std::vector<std::string> names;
+    for (const std::string& layer : layers[k]) names.push_back(layer + suffix);
+    CHECK(m["layers"].get<std::vector<std::string>>() == names);
+    // LibTorch models: repeated layers recycled.
+    const ExpectedInside inside = ExpectedCaches(names, true);
+    CHECK(m["layer_caches"] == inside.caches);
+    CHECK(SameParts(m, inside.parts));
     // Each brick's step paid the fixed cost of one; the model's pays it
     // once.
     double sum = step_cost;
-    std::vector<std::string> names;
-    for (size_t l = 0; l < layers[k].size(); ++l) {
-      names.push_back(layers[k][l] + suffix);
-      sum += LayerMs(bricks.at(names.back()), caches[l], share, step_cost);
+    for (size_t l = 0; l < names.size(); ++l) {
+      sum += LayerMs(bricks.at(names[l]), inside.parts[l], share, step_cost);
     }
-    CHECK(m["layers"].get<std::vector<std::string>>() == names);
     CHECK(m["step_cost_ms"].get<double>() == Approx(step_cost));
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     // Its quiet time over both repetitions.
@@ -991,7 +1029,9 @@ ModelLayers LayersOf(const json& m, size_t layers) {
 // cold time in the model's share, except, inside LibTorch's models, whose
 // step recycles the blocks it frees in either mode, a layer whose brick ran
 // earlier in the model: the hidden dense layer twice after its first, the
-// ReLU three times after its first, take their warm times.
+// ReLU three times after its first, take the part of it RecycledColdPart
+// says: the hidden dense layer's weights (64 MB) are most of its bytes in
+// either mode, the ReLU's none.
 void CheckColdFcEstimates(const json& j,
                           const std::map<std::string, json>& bricks,
                           const std::string& mode) {
@@ -1006,11 +1046,22 @@ void CheckColdFcEstimates(const json& j,
     CHECK(share < 1);
     const double step_cost =
         StepCostMs(j, (torch ? "/torch/fp32/" : "/onednn/fp32/") + mode);
-    CHECK(caches == ExpectedCaches(layers, torch));
-    CHECK(std::count(caches.begin(), caches.end(), "warm") == (torch ? 5 : 0));
+    const ExpectedInside inside = ExpectedCaches(layers, torch);
+    CHECK(caches == inside.caches);
+    CHECK(SameParts(m, inside.parts));
+    CHECK(std::count(caches.begin(), caches.end(), "recycled") ==
+          (torch ? 5 : 0));
+    if (torch) {
+      const std::string hidden = "BRICK/dense/in:8x4096/units:4096/bias:1/";
+      CHECK(RecycledColdPart(hidden + "grad:1/torch/fp32/" + mode) > 0.99);
+      const std::string relu = "BRICK/relu/in:8x4096/grad:1/torch/fp32/";
+      CHECK(RecycledColdPart(relu + mode) ==
+            Approx(mode == "train" ? 0.5 : 0.0));
+    }
     double estimate = step_cost;
     for (size_t k = 0; k < layers.size(); ++k) {
-      estimate += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
+      estimate +=
+          LayerMs(bricks.at(layers[k]), inside.parts[k], share, step_cost);
     }
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
@@ -1376,11 +1427,10 @@ TEST_CASE(
   for (const json& m : estimates["models"]) {
     const double share = ColdShareOf(estimates, m, 1);
     const auto layers = m["layers"].get<std::vector<std::string>>();
-    const auto caches = m["layer_caches"].get<std::vector<std::string>>();
-    REQUIRE(caches.size() == layers.size());
+    const std::vector<double> parts = ExpectedCaches(layers, true).parts;
     double sum = step_cost;
     for (size_t k = 0; k < layers.size(); ++k) {
-      sum += LayerMs(bricks.at(layers[k]), caches[k], share, step_cost);
+      sum += LayerMs(bricks.at(layers[k]), parts[k], share, step_cost);
     }
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     CHECK(m["measured_ms"].is_null());
@@ -1594,17 +1644,23 @@ TEST_CASE(
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
     // LibTorch's step recycles what it frees: the GRUs after the first find
-    // their blocks where the one before left them, and take the warm time.
+    // their gradients' blocks where the one before left them, and take the
+    // rest of their bricks' extra cold time.
     std::vector<std::string> caches(layers + 3, "cold");
-    std::fill_n(caches.begin() + 2, layers - 1, "warm");
+    std::fill_n(caches.begin() + 2, layers - 1, "recycled");
     CHECK(m["layer_caches"] == caches);
-    auto layer = [&](const std::string& brick, const std::string& kind) {
-      return LayerMs(bricks.at(brick + suffix), kind, share, step_cost);
+    const double recycled = RecycledColdPart(gru + suffix);
+    CHECK(recycled > 0);
+    CHECK(recycled < 1);
+    std::vector<double> parts(layers + 3, 1);
+    std::fill_n(parts.begin() + 2, layers - 1, recycled);
+    CHECK(SameParts(m, parts));
+    auto layer = [&](const std::string& brick, double part) {
+      return LayerMs(bricks.at(brick + suffix), part, share, step_cost);
     };
-    const double estimate = step_cost + layer(embedding, "cold") +
-                            layer(gru, "cold") +
-                            (layers - 1) * layer(gru, "warm") +
-                            layer(output, "cold") + layer(loss, "cold");
+    const double estimate = step_cost + layer(embedding, 1) + layer(gru, 1) +
+                            (layers - 1) * layer(gru, recycled) +
+                            layer(output, 1) + layer(loss, 1);
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
