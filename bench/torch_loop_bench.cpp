@@ -14,7 +14,12 @@ static void BM_TorchLoop(benchmark::State& state) {
   const int64_t layers = state.range(0), nodes = state.range(1),
                 input = state.range(2), output = state.range(3),
                 batch = state.range(4);
-  torch::set_num_threads(static_cast<int>(state.range(5)));
+  // Only where it changes, as paradnn's backend does: every call of
+  // set_num_threads starts a thread that spins for ~20 ms (docs/bricks.md,
+  // "A thread pool built again"), and Google Benchmark calls this function
+  // several times a case.
+  const int threads = static_cast<int>(state.range(5));
+  if (torch::get_num_threads() != threads) torch::set_num_threads(threads);
   torch::nn::Sequential model;
   int64_t width = input;
   for (int64_t i = 0; i < layers; ++i) {
