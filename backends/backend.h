@@ -87,6 +87,13 @@ class Backend {
   // before it of the same shapes left them (the bricks' estimates,
   // docs/bricks.md).
   virtual bool RecyclesWithinStep() const { return false; }
+  // Whether an activation (ReLU, GELU) costs more right after the layer
+  // that wrote its input than in a brick of its own, by more than the
+  // bricks' noise: its brick is then that layer's, the two timed together.
+  // LibTorch's at 2 threads (a ReLU of 64x128 between two dense layers
+  // about 17 us of a training step, 7 on its own: docs/bricks.md, "An
+  // activation after its producer").
+  virtual bool ActivationsJoinProducer() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
   // models run under (paradnn calibrate). 0 when it has none.
@@ -126,6 +133,9 @@ std::string RegisterBackend(std::unique_ptr<Backend> backend);
 // the reason in *error) when there is none or it cannot be loaded.
 const Backend* FindBackend(const std::string& name,
                            std::string* error = nullptr);
+// The backend's ActivationsJoinProducer() without loading a built-in's
+// module (false where there is no such backend).
+bool ActivationsJoinProducer(const std::string& name);
 // Built-in, registered and PARADNN_BACKEND_PATH backends, none loaded.
 std::vector<std::string> BackendNames();
 

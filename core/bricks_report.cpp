@@ -252,7 +252,7 @@ void ReportBricks(const Run& run) {
   int64_t total_layers = 0, total_bricks = 0;
   double bricks_s = 0, models_s = 0;
   bool models_ran = false;
-  int bricks_run = 0, unique = 0, from_db = 0;
+  int bricks_run = 0, unique = 0, from_db = 0, longest = 0;
   bool timed = false;  // a brick has a time: not a run that only listed
   std::set<std::string> step_cost_keys;
   for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
@@ -260,7 +260,10 @@ void ReportBricks(const Run& run) {
     if (e.brick) {
       ++bricks_run;
       // Models' bricks, counted; the step cost's, not.
-      unique += step_cost_keys.count(e.brick->Key()) == 0;
+      if (step_cost_keys.count(e.brick->Key()) == 0) {
+        ++unique;
+        longest = std::max(longest, e.brick->layers());
+      }
       from_db += e.known_step_ms[0][0].has_value();
       timed = timed || HasStepTime(e);
       bricks_s += e.benchmark_s;
@@ -278,7 +281,7 @@ void ReportBricks(const Run& run) {
       "unique bricks of up to %d layers",
       run.unique_layers.size(), static_cast<long long>(total_layers),
       total_layers ? 100.0 * run.unique_layers.size() / total_layers : 0.0,
-      unique, run.flags.bricks_granularity);
+      unique, longest);
   // A run that only listed its cases: the counts, and no estimates to
   // build (for a sweep of thousands of models, seconds of them).
   if (!timed && run.flags.bricks_out.empty()) {

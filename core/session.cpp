@@ -210,7 +210,8 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         return BrickCase{b, c.backend, c.dtype, c.mode}.Name();
       };
       // Single layers are counted whatever the bricks' granularity.
-      const bool one = o.bricks_granularity == 1;
+      const bool join = ActivationsJoinProducer(c.backend);
+      const bool one = o.bricks_granularity == 1 && !join;
       std::vector<Brick> single = BricksOf(g, c.mode, 1);
       std::vector<std::string> single_names;
       for (const Brick& b : single) {
@@ -218,7 +219,8 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         run.unique_layers.insert(single_names.back());
       }
       std::vector<Brick> bricks =
-          one ? std::move(single) : BricksOf(g, c.mode, o.bricks_granularity);
+          one ? std::move(single)
+              : BricksOf(g, c.mode, o.bricks_granularity, join);
       for (const Brick& b : bricks) e.layers += b.layers();
       for (Brick& b : GradientSumsOf(g, c.mode)) bricks.push_back(std::move(b));
       for (size_t k = 0; k < bricks.size(); ++k) {

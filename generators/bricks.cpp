@@ -272,7 +272,8 @@ Graph Brick::BuildGraph(Mode mode) const {
   return g;
 }
 
-std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity) {
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
+                            bool activations_join) {
   PARADNN_CHECK(granularity >= 1, "granularity must be at least 1");
   const bool train = mode == Mode::kTrain;
   const std::vector<bool> needs_grad = g.NeedsGrad();
@@ -298,7 +299,9 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity) {
         previous >= 0 && l.inputs.size() == 1 && l.inputs[0] == previous &&
         readers[previous] == 1 && l.op != Op::kEmbedding;
     previous = i;
-    if (reads_previous && bricks.back().layers() < granularity) {
+    const bool joins =
+        activations_join && (l.op == Op::kReLU || l.op == Op::kGelu);
+    if (reads_previous && (joins || bricks.back().layers() < granularity)) {
       bricks.back().then.push_back(std::move(b));
       continue;
     }

@@ -52,8 +52,14 @@ BrickCase ParseBrickName(std::string_view name);
 // data inputs are not layers; the loss is one in training only). With a
 // granularity G above one, a brick is a chain of up to G consecutive
 // layers, each after the first reading only the layer before it, which no
-// other layer reads (DLBricks' benchmark granularity).
-std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1);
+// other layer reads (DLBricks' benchmark granularity). With
+// `activations_join`, an activation (ReLU, GELU) that reads only the layer
+// before it, which no other layer reads, is also timed in that layer's
+// brick, whatever the granularity: for backends where an activation costs
+// more after the layer that wrote its input than on its own
+// (Backend::ActivationsJoinProducer, docs/bricks.md).
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1,
+                            bool activations_join = false);
 
 // Work of a training step that belongs to no layer: where k layers read one
 // tensor, backward adds their k gradients of it, which no layer's brick

@@ -696,6 +696,7 @@ class TorchBackend : public Backend {
 
   // The step allocator hands a tensor the block of its size freed last.
   bool RecyclesWithinStep() const override { return true; }
+  bool ActivationsJoinProducer() const override { return true; }
 
   // torch::mm, which LibTorch hands to its BLAS on the CPU.
   double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,

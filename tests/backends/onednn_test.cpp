@@ -67,6 +67,13 @@ void CheckUpdates(Runner& a, Runner& b, const Graph& g) {
   }
 }
 
+TEST_CASE("the table of built-in backends says what oneDNN's says",
+          "[onednn][bricks]") {
+  // Bricks are made before any module loads, from the table.
+  CHECK_FALSE(ActivationsJoinProducer("onednn"));
+  CHECK_FALSE(MakeOnednnBackend()->ActivationsJoinProducer());
+}
+
 TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
           "[onednn]") {
   auto torch = MakeTorchBackend(false);

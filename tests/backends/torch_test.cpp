@@ -51,6 +51,15 @@ TEST_CASE("LibTorch's modules hold exactly the cost model's params",
   }
 }
 
+TEST_CASE("the table of built-in backends says what LibTorch's say",
+          "[torch][bricks]") {
+  // Bricks are made before any module loads, from the table.
+  CHECK(ActivationsJoinProducer("torch"));
+  CHECK(MakeTorchBackend(false)->ActivationsJoinProducer());
+  CHECK(ActivationsJoinProducer("torch_cuda"));
+  CHECK(MakeTorchBackend(true)->ActivationsJoinProducer());
+}
+
 TEST_CASE("every smoke case runs, with the loss of an untrained model",
           "[torch]") {
   for (const Case& c : SmokeCases()) {

@@ -167,6 +167,54 @@ TEST_CASE("granularity: chains of consecutive layers", "[bricks]") {
         "+maxpool/kernel:3/stride:2/pad:1/grad:0");
 }
 
+TEST_CASE("an activation joins the brick of the layer it reads, if asked",
+          "[bricks]") {
+  const Case fc = ParseCaseName(
+      "FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/train");
+  const Graph g = fc.model.BuildGraph();
+  // Each ReLU with its dense layer; the output layer and the loss alone:
+  // the same 10 layers in 6 bricks.
+  std::vector<Brick> b = BricksOf(g, fc.mode, 1, true);
+  REQUIRE(b.size() == 6);
+  CHECK(b[0].Key() == "dense/in:8x64/units:32/bias:1/+relu/grad:0");
+  for (int k = 1; k < 4; ++k) {
+    CHECK(b[k].Key() == "dense/in:8x32/units:32/bias:1/+relu/grad:1");
+  }
+  CHECK(b[4].Key() == "dense/in:8x32/units:10/bias:1/grad:1");
+  CHECK(b[5].Key() == "softmax_xent/in:8x10/grad:1");
+  // Past the granularity too: at 3, dense and ReLU and the next dense,
+  // whose ReLU joins them.
+  b = BricksOf(g, fc.mode, 3, true);
+  REQUIRE(b.size() == 3);
+  CHECK(b[0].Key() ==
+        "dense/in:8x64/units:32/bias:1/+relu/+dense/units:32/bias:1/+relu/"
+        "grad:0");
+  CHECK(b[2].Key() == "dense/in:8x32/units:10/bias:1/+softmax_xent/grad:1");
+  // A residual block: the ReLU after the add joins it; the stem's ReLU its
+  // batch norm; a ReLU never joins a layer that another layer reads too.
+  const Case resnet = ParseCaseName(
+      "CNN/block:residual/blocks:1/filters:8/image:64/output:10/batch:2/torch/"
+      "fp32/train");
+  const Graph r = resnet.model.BuildGraph();
+  const std::vector<Brick> single = BricksOf(r, resnet.mode);
+  const std::vector<Brick> joined = BricksOf(r, resnet.mode, 1, true);
+  int relus = 0, covered = 0;
+  for (const Brick& brick : single) relus += brick.op == Op::kReLU;
+  CHECK(relus > 0);
+  for (const Brick& brick : joined) {
+    INFO(brick.Key());
+    covered += brick.layers();
+    CHECK(brick.op != Op::kReLU);
+    CHECK(brick.layers() <= 2);
+    if (brick.layers() == 2) CHECK(brick.then[0].op == Op::kReLU);
+  }
+  CHECK(covered == static_cast<int>(single.size()));
+  CHECK(joined.size() + relus == single.size());
+  CHECK(joined[0].Key() ==
+        "conv2d/in:2x3x64x64/units:8/kernel:7/stride:2/pad:3/grad:0");
+  CHECK(joined[1].Key() == "batchnorm/in:2x8x32x32/+relu/grad:1");
+}
+
 TEST_CASE("a recurrent stack's layers share one brick at every depth",
           "[bricks]") {
   // tokens -> embedding -> 3 x gru -> dense -> loss: the GRUs after the

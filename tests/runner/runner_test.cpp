@@ -807,25 +807,25 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
   INFO(r.err);
   REQUIRE(r.status == 0);
   json j = json::parse(Slurp(out));
-  // 8 and 12 layers in training; 5 distinct ones between them.
+  // 8 and 12 layers in training; 5 distinct ones between them, in 4
+  // bricks: LibTorch's ReLUs are timed with the dense layers before them.
   CHECK(j["total_layers"] == 20);
   CHECK(j["unique_layers"] == 5);
-  CHECK(j["unique_bricks"] == 5);
+  CHECK(j["unique_bricks"] == 4);
   // And the two that measure a step's fixed cost.
-  CHECK(j["bricks"].size() == 7);
+  CHECK(j["bricks"].size() == 6);
   CHECK(j["bricks_benchmark_s"].get<double>() > 0);
   CHECK(j["end_to_end_benchmark_s"].get<double>() > 0);
-  // The layers of each model in order, written out by hand: the first
-  // dense layer's input needs no gradient, the others' do.
-  const std::string in = "BRICK/dense/in:8x64/units:32/bias:1/grad:0";
-  const std::string hidden = "BRICK/dense/in:8x32/units:32/bias:1/grad:1";
-  const std::string relu = "BRICK/relu/in:8x32/grad:1";
+  // The bricks of each model in order, written out by hand: the first
+  // dense layer's input needs no gradient, the others' do; each ReLU is in
+  // the brick of the dense layer it reads.
+  const std::string in = "BRICK/dense/in:8x64/units:32/bias:1/+relu/grad:0";
+  const std::string hidden = "BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1";
   const std::string output = "BRICK/dense/in:8x32/units:10/bias:1/grad:1";
   const std::string loss = "BRICK/softmax_xent/in:8x10/grad:1";
   const std::vector<std::vector<std::string>> layers = {
-      {in, relu, hidden, relu, hidden, relu, output, loss},
-      {in, relu, hidden, relu, hidden, relu, hidden, relu, hidden, relu, output,
-       loss}};
+      {in, hidden, hidden, output, loss},
+      {in, hidden, hidden, hidden, hidden, output, loss}};
   const std::string suffix = "/torch/fp32/train";
   // Each brick's step time, and Google Benchmark's own report of it: two
   // repetitions of 5 steps each (the cv of a ReLU's zero FLOP/s is NaN).
@@ -857,14 +857,17 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     }
     least_ms[b["name"]] = least;
   }
-  for (const std::string& brick : {in, hidden, relu, output, loss})
+  for (const std::string& brick : {in, hidden, output, loss})
     CHECK(bricks.count(brick + suffix) == 1);
-  // By hand: what of a recycled layer's traffic is not gradients. The
-  // hidden dense brick's weights (32 x 32 + 32) and their gradients, its
-  // input, output and loss (256 + 256 + 1) against those and their
-  // gradients, 4 bytes each; the ReLU's half.
-  CHECK(RecycledColdPart(hidden + suffix) == Approx(2625.0 / 3138));
-  CHECK(RecycledColdPart(relu + suffix) == Approx(0.5));
+  // By hand: what of a recycled brick's traffic is not gradients. The
+  // hidden brick's weights (32 x 32 + 32) and their gradients, its input,
+  // the dense layer's and the ReLU's outputs and the loss (3 x 256 + 1)
+  // against those and their gradients, 4 bytes each; a dense layer's
+  // alone (one output fewer); a ReLU's half.
+  CHECK(RecycledColdPart(hidden + suffix) == Approx(2881.0 / 3650));
+  CHECK(RecycledColdPart("BRICK/dense/in:8x32/units:32/bias:1/grad:1" +
+                         suffix) == Approx(2625.0 / 3138));
+  CHECK(RecycledColdPart("BRICK/relu/in:8x32/grad:1" + suffix) == Approx(0.5));
   const double step_cost = StepCostMs(j, suffix);
   std::map<std::string, std::vector<double>> repetition_ms;
   for (const json& b : results["benchmarks"]) {
@@ -875,7 +878,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     repetition_ms[name.substr(0, name.find(suffix) + suffix.size())].push_back(
         b["real_time"]);
   }
-  REQUIRE(repetition_ms.size() == 7);
+  REQUIRE(repetition_ms.size() == 6);
   for (const auto& [brick, ms] : repetition_ms) {
     INFO(brick);
     // Google Benchmark reports each repetition's mean step, of all kinds
@@ -941,22 +944,22 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
         Approx(std::max(halves[0], halves[1])));
   CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
   // Each way of taking a case's time, its halves' mean difference over all
-  // nine cases (a brick's calls of 3 warm steps each); the run took the way
-  // of the smallest.
+  // eight cases (a brick's calls of 3 warm steps each); the run took the
+  // way of the smallest.
   std::string best;
   std::map<std::string, double> way_halves;
   for (const std::string way : {"quiet", "least", "midway"}) {
     double sum = 0;
     for (const json& m : j["models"]) sum += HalvesOf(j, way, m, 5);
     for (const json& b : j["bricks"]) sum += HalvesOf(j, way, b, 3);
-    way_halves[way] = sum / 9;
+    way_halves[way] = sum / 8;
     CHECK(j["case_time_halves"][way].get<double>() == Approx(way_halves[way]));
     if (best.empty() || way_halves[way] < way_halves[best]) best = way;
   }
   CHECK(j["case_time"] == best);
-  // The brick cases are Google Benchmark cases like any other: 9 cases,
+  // The brick cases are Google Benchmark cases like any other: 8 cases,
   // each with 2 repetitions and their mean, median, stddev and cv.
-  CHECK(results["benchmarks"].size() == 9 * 6);
+  CHECK(results["benchmarks"].size() == 8 * 6);
   CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
 }
 
@@ -1027,18 +1030,22 @@ ModelLayers LayersOf(const json& m, size_t layers) {
 
 // Checks every model of a RunColdFcModels run: a layer takes its brick's
 // cold time in the model's share, except, inside LibTorch's models, whose
-// step recycles the blocks it frees in either mode, a layer whose brick ran
-// earlier in the model: the hidden dense layer twice after its first, the
-// ReLU three times after its first, take the part of it RecycledColdPart
-// says: the hidden dense layer's weights (64 MB) are most of its bytes in
-// either mode, the ReLU's none.
+// step recycles the blocks it frees in either mode, a brick that ran
+// earlier in the model: the hidden dense layer and its ReLU (one brick in
+// LibTorch) twice after their first take the part of it RecycledColdPart
+// says: the dense layer's weights (64 MB) are most of its bytes in either
+// mode (a ReLU's alone, half of them in training, none in inference).
 void CheckColdFcEstimates(const json& j,
                           const std::map<std::string, json>& bricks,
                           const std::string& mode) {
   for (const json& m : j["models"]) {
     INFO(m["name"]);
-    // 4 dense, 4 ReLUs, output, and in training the loss.
-    const auto [torch, layers, caches] = LayersOf(m, mode == "train" ? 10 : 9);
+    // 4 dense, 4 ReLUs (in LibTorch in the dense layers' bricks), output,
+    // and in training the loss.
+    const bool in_torch =
+        m["name"].get<std::string>().find("/torch/") != std::string::npos;
+    const auto [torch, layers, caches] =
+        LayersOf(m, (mode == "train" ? 10 : 9) - (in_torch ? 4 : 0));
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
     // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
@@ -1050,10 +1057,11 @@ void CheckColdFcEstimates(const json& j,
     CHECK(caches == inside.caches);
     CHECK(SameParts(m, inside.parts));
     CHECK(std::count(caches.begin(), caches.end(), "recycled") ==
-          (torch ? 5 : 0));
+          (torch ? 2 : 0));
     if (torch) {
       const std::string hidden = "BRICK/dense/in:8x4096/units:4096/bias:1/";
-      CHECK(RecycledColdPart(hidden + "grad:1/torch/fp32/" + mode) > 0.99);
+      CHECK(RecycledColdPart(hidden + "+relu/grad:1/torch/fp32/" + mode) >
+            0.99);
       const std::string relu = "BRICK/relu/in:8x4096/grad:1/torch/fp32/";
       CHECK(RecycledColdPart(relu + mode) ==
             Approx(mode == "train" ? 0.5 : 0.0));
@@ -1112,11 +1120,12 @@ TEST_CASE(
   Result listed = RunRunner(fc + " --paradnn_bricks");
   INFO(listed.err);
   REQUIRE(listed.status == 0);
-  // The model, its 5 distinct layers' bricks and the step's fixed cost's 2.
-  CHECK(std::count(listed.out.begin(), listed.out.end(), '\n') == 8);
+  // The model, the 4 bricks of its 5 distinct layers (each ReLU with the
+  // dense layer it reads) and the step's fixed cost's 2.
+  CHECK(std::count(listed.out.begin(), listed.out.end(), '\n') == 7);
   CHECK_THAT(listed.err,
-             Contains("paradnn: bricks: 5 unique of 8 layers (62%); 5 unique "
-                      "bricks of up to 1 layers\n"));
+             Contains("paradnn: bricks: 5 unique of 8 layers (62%); 4 unique "
+                      "bricks of up to 2 layers\n"));
   CHECK(listed.err.find("benchmarked") == std::string::npos);
   // With the output asked for: every model's bricks, none timed.
   const std::string out = Scratch("listed_bricks.json");
@@ -1124,9 +1133,9 @@ TEST_CASE(
   REQUIRE(written.status == 0);
   const json j = json::parse(Slurp(out));
   REQUIRE(j["models"].size() == 1);
-  CHECK(j["models"][0]["layers"].size() == 8);
+  CHECK(j["models"][0]["layers"].size() == 5);
   CHECK(j["models"][0]["estimated_ms"].is_null());
-  CHECK(j["bricks"].size() == 7);
+  CHECK(j["bricks"].size() == 6);
 }
 
 TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
@@ -1360,8 +1369,8 @@ TEST_CASE(
   REQUIRE(first.status == 0);
   const json known = json::parse(Slurp(db));
   const json first_bricks = json::parse(Slurp(first_out));
-  // 5 layers' and the 2 of a step's fixed cost.
-  REQUIRE(known["bricks"].size() == 7);
+  // The 4 bricks of its 5 layers and the 2 of a step's fixed cost.
+  REQUIRE(known["bricks"].size() == 6);
   std::map<std::string, json> known_bricks;
   for (const json& b : known["bricks"]) {
     CHECK(b["context"]["threads"] == 1);
@@ -1381,7 +1390,7 @@ TEST_CASE(
     }
     known_bricks[b["name"]] = b;
   }
-  // Another model, of 16 nodes: four of its bricks are new, its loss and
+  // Another model, of 16 nodes: three of its bricks are new, its loss and
   // the step's fixed cost are known. Models estimated only.
   const std::string out = Scratch("bricks_db_out.json");
   const std::string other = "FC/layers:2/nodes:16/input:64/output:10/batch:8/";
@@ -1398,16 +1407,14 @@ TEST_CASE(
   const json results = json::parse(second.out);
   for (const json& b : results["benchmarks"]) ran.insert(b["run_name"]);
   CHECK(ran == std::set<std::string>{
-                   "BRICK/dense/in:8x64/units:16/bias:1/grad:0/torch/fp32/"
-                   "train/iterations:4/real_time",
-                   "BRICK/relu/in:8x16/grad:1/torch/fp32/train/iterations:4/"
-                   "real_time",
-                   "BRICK/dense/in:8x16/units:16/bias:1/grad:1/torch/fp32/"
-                   "train/iterations:4/real_time",
+                   "BRICK/dense/in:8x64/units:16/bias:1/+relu/grad:0/torch/"
+                   "fp32/train/iterations:4/real_time",
+                   "BRICK/dense/in:8x16/units:16/bias:1/+relu/grad:1/torch/"
+                   "fp32/train/iterations:4/real_time",
                    "BRICK/dense/in:8x16/units:10/bias:1/grad:1/torch/fp32/"
                    "train/iterations:4/real_time"});
   const json estimates = json::parse(Slurp(out));
-  CHECK(estimates["bricks_from_db"] == 7);
+  CHECK(estimates["bricks_from_db"] == 6);
   // The database's bricks take the time of the way this run chose.
   if (estimates["case_time"] != "quiet") {
     const std::string prefix = estimates["case_time"].get<std::string>() + "_";
@@ -1435,14 +1442,16 @@ TEST_CASE(
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
     CHECK(m["measured_ms"].is_null());
   }
-  CHECK(json::parse(Slurp(db))["bricks"].size() == 11);
+  CHECK(json::parse(Slurp(db))["bricks"].size() == 9);
   // Another thread count is another context: timed again, and said so.
   Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
                            " --paradnn_threads=2 " + "--benchmark_list_tests");
   REQUIRE(third.status == 0);
-  CHECK_THAT(third.err, Contains("7 of this sweep's bricks were measured in "
+  CHECK_THAT(third.err, Contains("6 of this sweep's bricks were measured in "
                                  "another context"));
-  CHECK_THAT(third.out, Contains("BRICK/relu/in:8x32/grad:1/torch/fp32/train"));
+  CHECK_THAT(third.out,
+             Contains("BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1/torch/"
+                      "fp32/train"));
   // The L3 is of the context too. Where the kernel does not say it, the
   // second run took the one the database's bricks were measured with.
   const int64_t l3 = known["bricks"][0]["context"]["l3_bytes"];
@@ -1454,7 +1463,7 @@ TEST_CASE(
                 " --paradnn_threads=1 --paradnn_l3_bytes=" +
                 std::to_string(l3 + (1 << 20)) + " --benchmark_list_tests");
   REQUIRE(fourth.status == 0);
-  CHECK_THAT(fourth.err, Contains("7 of this sweep's bricks were measured in "
+  CHECK_THAT(fourth.err, Contains("6 of this sweep's bricks were measured in "
                                   "another context (CPU, threads, L3,"));
   // Bad content is refused with the file's name.
   std::ofstream(db) << "{\"bricks\": [{\"name\": 3}]}";
@@ -1477,9 +1486,10 @@ TEST_CASE(
   INFO(first.err);
   REQUIRE(first.status == 0);
   json known = json::parse(Slurp(db));
-  REQUIRE(known["bricks"].size() == 7);
-  // Every layer's brick 10 µs, warm or cold; the model has 8 of them. The
-  // one-ReLU and two-ReLU bricks' steps, and the estimate, by hand.
+  REQUIRE(known["bricks"].size() == 6);
+  // Every layer's brick 10 µs, warm or cold; the model has 5 of them (its
+  // 8 layers, each ReLU with its dense layer). The one-ReLU and two-ReLU
+  // bricks' steps, and the estimate, by hand.
   struct Noise {
     double one, two, step_cost, estimate;
   };
@@ -1488,9 +1498,9 @@ TEST_CASE(
            // every layer's 10 µs is within it.
            Noise{0.030, 0.020, 0.030, 0.030},
            // 2 * 5 - 20 < 0: none, the bricks' sum.
-           Noise{0.005, 0.020, 0, 0.080},
-           // 2 * 4 - 6 = 2 µs, taken out of every layer, paid once.
-           Noise{0.004, 0.006, 0.002, 0.002 + 8 * 0.008},
+           Noise{0.005, 0.020, 0, 0.050},
+           // 2 * 4 - 6 = 2 µs, taken out of every brick, paid once.
+           Noise{0.004, 0.006, 0.002, 0.002 + 5 * 0.008},
        }) {
     INFO(n.one << " " << n.two);
     for (json& b : known["bricks"]) {
@@ -1510,7 +1520,7 @@ TEST_CASE(
     INFO(r.err);
     REQUIRE(r.status == 0);
     const json j = json::parse(Slurp(out));
-    CHECK(j["bricks_from_db"] == 7);
+    CHECK(j["bricks_from_db"] == 6);
     CHECK(StepCostMs(j, "/torch/fp32/train") == Approx(n.step_cost));
     REQUIRE(j["models"].size() == 1);
     CHECK(j["models"][0]["estimated_ms"].get<double>() == Approx(n.estimate));
