@@ -221,13 +221,22 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
       std::vector<Brick> bricks =
           one ? std::move(single)
               : BricksOf(g, c.mode, o.bricks_granularity, join);
-      for (const Brick& b : bricks) e.layers += b.layers();
-      for (Brick& b : GradientSumsOf(g, c.mode)) bricks.push_back(std::move(b));
+      // A brick of one layer is that layer's: named once (names are most
+      // of the time a bricks sweep takes to list).
+      std::vector<std::string> names;
+      size_t first = 0;  // the brick's first layer, in single_names
+      for (const Brick& b : bricks) {
+        e.layers += b.layers();
+        names.push_back(b.layers() == 1 ? std::move(single_names[first])
+                                        : name(b));
+        first += b.layers();
+      }
+      for (Brick& b : GradientSumsOf(g, c.mode)) {
+        names.push_back(name(b));
+        bricks.push_back(std::move(b));
+      }
       for (size_t k = 0; k < bricks.size(); ++k) {
-        std::string n = one && k < single_names.size()
-                            ? std::move(single_names[k])
-                            : name(bricks[k]);
-        layers.push_back(add_brick(std::move(bricks[k]), std::move(n),
+        layers.push_back(add_brick(std::move(bricks[k]), std::move(names[k]),
                                    c.backend, c.dtype, c.mode));
       }
       // What each of them pays once more than the model, once per backend,
