@@ -10,7 +10,8 @@ set -euo pipefail
 # Debian's libdnnl-dev is built with its OpenCL GPU runtime, so its CMake
 # package calls find_package(OpenCL REQUIRED): OpenCL's headers and loader
 # are needed to configure, though paradnn runs oneDNN on the CPU only.
-packages=(cmake g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
+# make too: cmake only recommends it, and a minimal Debian 12 has none.
+packages=(cmake make g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           ocl-icd-opencl-dev opencl-headers
           libyaml-cpp-dev libboost-program-options-dev catch2
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox
