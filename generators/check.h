@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define PARADNN_CHECK(cond, msg)                                       \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
+#define PARADNN_CHECK(cond, msg)                                          \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       std::fprintf(stderr, "paradnn: internal error at %s:%d: %s (%s)\n", \
-                   __FILE__, __LINE__, msg, #cond);                    \
-      std::abort();                                                    \
-    }                                                                  \
+                   __FILE__, __LINE__, msg, #cond);                       \
+      std::abort();                                                       \
+    }                                                                     \
   } while (0)

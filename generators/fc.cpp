@@ -5,11 +5,11 @@ namespace paradnn {
 namespace {
 
 Graph BuildFc(const ModelSpec& s) {
+  const int64_t layers = s.Int("layers"), nodes = s.Int("nodes");
   Graph g;
+  g.Reserve(2 * layers + 3);
   int x = g.Input({s.Int("batch"), s.Int("input")});
-  for (int64_t i = 0; i < s.Int("layers"); ++i) {
-    x = g.ReLU(g.Dense(x, s.Int("nodes")));
-  }
+  for (int64_t i = 0; i < layers; ++i) x = g.ReLU(g.Dense(x, nodes));
   g.SoftmaxCrossEntropy(g.Dense(x, s.Int("output")));
   return g;
 }

@@ -269,6 +269,7 @@ int Graph::MeanLoss(int x) {
 
 std::vector<ParamTensor> Graph::Params() const {
   std::vector<ParamTensor> params;
+  params.reserve(size());
   auto add = [&](int i, const char* role, Shape shape, int64_t fan_in) {
     ParamTensor p;
     p.layer = i;

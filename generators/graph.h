@@ -102,6 +102,10 @@ class Graph {
   int SoftmaxCrossEntropy(int logits);
   int MeanLoss(int x);
 
+  // Room for n layers, so that a generator that knows its model's size
+  // appends without moving the layers (listing builds thousands of graphs).
+  void Reserve(int n) { layers_.reserve(n); }
+
   const std::vector<Layer>& layers() const { return layers_; }
   const Layer& layer(int i) const { return layers_.at(i); }
   int size() const { return static_cast<int>(layers_.size()); }

@@ -37,8 +37,9 @@ std::optional<Shard> ShardFromEnvironment(
   if (auto id = number("SLURM_ARRAY_TASK_ID")) {
     const auto count = number("SLURM_ARRAY_TASK_COUNT");
     if (!count) {
-      throw SpecError("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT "
-                      "is not: expected a Slurm job array");
+      throw SpecError(
+          "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT "
+          "is not: expected a Slurm job array");
     }
     const int min = number("SLURM_ARRAY_TASK_MIN").value_or(0);
     return ParseShard(std::to_string(*id - min) + "/" + std::to_string(*count));
@@ -47,9 +48,10 @@ std::optional<Shard> ShardFromEnvironment(
     const int count =
         count_flag > 0 ? count_flag : number("PARADNN_SHARD_COUNT").value_or(0);
     if (count <= 0) {
-      throw SpecError("JOB_COMPLETION_INDEX is set: expected the number of "
-                      "shards in --paradnn_shard_count or PARADNN_SHARD_COUNT "
-                      "(the Job's completions)");
+      throw SpecError(
+          "JOB_COMPLETION_INDEX is set: expected the number of "
+          "shards in --paradnn_shard_count or PARADNN_SHARD_COUNT "
+          "(the Job's completions)");
     }
     return ParseShard(std::to_string(*index) + "/" + std::to_string(count));
   }
@@ -64,14 +66,13 @@ double EstimatedSeconds(const Cost& cost) {
 std::vector<int> AssignShards(const std::vector<double>& seconds, int count) {
   std::vector<size_t> order(seconds.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return seconds[a] > seconds[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return seconds[a] > seconds[b]; });
   std::vector<double> load(count, 0);
   std::vector<int> shard(seconds.size());
   for (size_t i : order) {
-    const int s = static_cast<int>(
-        std::min_element(load.begin(), load.end()) - load.begin());
+    const int s = static_cast<int>(std::min_element(load.begin(), load.end()) -
+                                   load.begin());
     shard[i] = s;
     load[s] += seconds[i];
   }

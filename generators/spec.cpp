@@ -136,7 +136,8 @@ const std::string& ModelSpec::Str(std::string_view key) const {
 }
 
 int64_t ModelSpec::Int(std::string_view key) const {
-  if (Str(key).find('-') == std::string::npos) return std::stoll(Str(key));
+  const std::string& value = Str(key);
+  if (value.find('-') == std::string::npos) return std::stoll(value);
   const std::vector<int64_t> groups = Ints(key);
   int64_t total = 0;
   for (int64_t v : groups) total += v;

@@ -10,15 +10,18 @@ namespace {
 Graph BuildTransformer(const ModelSpec& s) {
   const int64_t d = s.Int("d_model");
   const int64_t vocab = s.Int("vocab");
+  const int64_t layers = s.Int("layers"), heads = s.Int("heads");
+  const int64_t ffn = s.Int("ffn");
   const bool causal = s.Str("causal") == "true";
   Graph g;
+  g.Reserve(12 * layers + 5);
   int x = g.Positional(
       g.Embedding(g.Tokens(s.Int("length"), s.Int("batch"), vocab), d));
-  for (int64_t i = 0; i < s.Int("layers"); ++i) {
-    const int a = g.Attention(g.Dense(x, d), g.Dense(x, d), g.Dense(x, d),
-                              s.Int("heads"), causal);
+  for (int64_t i = 0; i < layers; ++i) {
+    const int a =
+        g.Attention(g.Dense(x, d), g.Dense(x, d), g.Dense(x, d), heads, causal);
     x = g.LayerNorm(g.Add(g.Dense(a, d), x));
-    const int f = g.Dense(g.Gelu(g.Dense(x, s.Int("ffn"))), d);
+    const int f = g.Dense(g.Gelu(g.Dense(x, ffn)), d);
     x = g.LayerNorm(g.Add(f, x));
   }
   g.SoftmaxCrossEntropy(g.Dense(x, vocab));
