@@ -1013,16 +1013,13 @@ std::pair<json, std::map<std::string, json>> RunColdFcModels(
   return o;
 }
 
-// A model's bricks, one per layer, and which time of each it took.
+// A model's bricks and which time of each it took.
 struct ModelLayers {
-  bool torch;
   std::vector<std::string> layers, caches;
 };
 
 ModelLayers LayersOf(const json& m, size_t layers) {
-  ModelLayers o{
-      m["name"].get<std::string>().find("/torch/") != std::string::npos,
-      m["layers"], m["layer_caches"]};
+  ModelLayers o{m["layers"], m["layer_caches"]};
   REQUIRE(o.layers.size() == layers);
   REQUIRE(o.caches.size() == layers);
   return o;
@@ -1042,10 +1039,10 @@ void CheckColdFcEstimates(const json& j,
     INFO(m["name"]);
     // 4 dense, 4 ReLUs (in LibTorch in the dense layers' bricks), output,
     // and in training the loss.
-    const bool in_torch =
+    const bool torch =
         m["name"].get<std::string>().find("/torch/") != std::string::npos;
-    const auto [torch, layers, caches] =
-        LayersOf(m, (mode == "train" ? 10 : 9) - (in_torch ? 4 : 0));
+    const auto [layers, caches] =
+        LayersOf(m, (mode == "train" ? 10 : 9) - (torch ? 4 : 0));
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
     // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
