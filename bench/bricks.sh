@@ -9,8 +9,9 @@
 # constructed over measured step time per family, backend and mode, and the
 # model furthest off in each family; next to each, how far the models'
 # measured steps move between the halves of their calls (the even calls'
-# quiet time against the odd ones'): the measurements' own noise, closer
-# than which no estimate can be seen to agree.
+# quiet time against the odd ones'), and the estimates between the halves
+# of their bricks' calls: each side's own noise, closer than which no
+# estimate can be seen to agree.
 #   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +56,10 @@ for fam, s in groups.items():
           f"{s['mean_abs_error']:.1%}, worst {s['max_abs_error']:.1%} "
           f"({s['models']} models); measured halves of calls differ "
           f"{s.get('measured_halves_mean_difference', float('nan')):.1%}, "
-          f"worst {s.get('measured_halves_max_difference', float('nan')):.1%}")
+          f"worst {s.get('measured_halves_max_difference', float('nan')):.1%}"
+          "; estimates from halves of the bricks' calls "
+          f"{s.get('estimated_halves_mean_difference', float('nan')):.1%}, "
+          f"worst {s.get('estimated_halves_max_difference', float('nan')):.1%}")
 # The model furthest off in each family: where to look next.
 worst = {}
 for m in d["models"]:

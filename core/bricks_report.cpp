@@ -49,44 +49,113 @@ bool HasStepTime(const Entry& brick) {
   return brick.status == CaseStatus::kPassed || brick.known_step_ms[0][0];
 }
 
-// The fixed cost of a step (StepCostBricks) in a context (backend, data
-// type, mode): twice the one-ReLU brick's step time less the two-ReLU
-// chain's. None where either has no time. The machine's noise can put the
-// difference below zero or above the one-ReLU step, which is the fixed
-// cost and one ReLU: it is kept between the two.
-double StepCostMs(const Run& run, const std::string& backend, DType dtype,
-                  Mode mode) {
-  std::vector<double> ms;
+// The bricks of a step's fixed cost (StepCostBricks) in a model's context
+// (backend, data type, mode), where the run has both with a time.
+std::vector<const Entry*> StepCostEntries(const Run& run, const Entry& model) {
+  std::vector<const Entry*> entries;
   for (Brick& b : StepCostBricks()) {
-    const auto it =
-        run.index.find(BrickCase{std::move(b), backend, dtype, mode}.Name());
+    const auto it = run.index.find(
+        BrickCase{std::move(b), model.backend, model.dtype, model.mode}.Name());
     if (it == run.index.end() || !HasStepTime(run.entries[it->second])) {
-      return 0;
+      return {};
     }
-    ms.push_back(run.entries[it->second].StepMs(Caches::kWarm, run.moments,
-                                                run.case_time));
+    entries.push_back(&run.entries[it->second]);
+  }
+  return entries;
+}
+
+// The fixed cost of a step from its bricks' times of `calls`: twice the
+// one-ReLU brick's step time less the two-ReLU chain's. None without them.
+// The machine's noise can put the difference below zero or above the
+// one-ReLU step, which is the fixed cost and one ReLU: it is kept between
+// the two.
+double StepCostMs(const Run& run, const std::vector<const Entry*>& bricks,
+                  Calls calls) {
+  if (bricks.empty()) return 0;
+  std::vector<double> ms;
+  for (const Entry* b : bricks) {
+    ms.push_back(b->StepMs(Caches::kWarm, run.moments, run.case_time, calls));
   }
   return std::clamp(2 * ms[0] - ms[1], 0.0, ms[0]);
 }
 
-// A model's estimate over its measured time, and how far its measured
-// time moves between halves of its calls (Entry::HalvesDifference).
+// A model's step time constructed from its bricks' times of `calls`: the
+// fixed cost of a step once and, for each layer, what its brick took
+// beyond it warm (never less than nothing: a small brick's quick step
+// against a noisy fixed cost) and its part of the brick's extra cold time
+// in the model's share.
+double EstimateMs(const Run& run, const Entry& model,
+                  const std::vector<double>& parts, double share,
+                  double step_cost, Calls calls) {
+  double estimate = step_cost;
+  for (size_t k = 0; k < model.layer_bricks.size(); ++k) {
+    const Entry& brick = run.entries[model.layer_bricks[k]];
+    auto own = [&](Caches kind) {
+      return brick.StepMs(kind, run.moments, run.case_time, calls) - step_cost;
+    };
+    const double warm = own(Caches::kWarm);
+    estimate +=
+        std::max(0.0, warm) + parts[k] * share * (own(Caches::kCold) - warm);
+  }
+  return estimate;
+}
+
+// How far a model's estimate moves between halves of its bricks' calls:
+// the estimate from their even calls against the one from their odd
+// calls, the bricks' counterpart of the measurement's HalvesDifference.
+// None where a brick was timed in fewer than two calls.
+std::optional<double> EstimateHalvesDifference(
+    const Run& run, const Entry& model, const std::vector<double>& parts,
+    double share, const std::vector<const Entry*>& step_cost_bricks) {
+  for (const Entry* b : step_cost_bricks) {
+    if (!b->TimedInHalves()) return std::nullopt;
+  }
+  for (int k : model.layer_bricks) {
+    if (!run.entries[k].TimedInHalves()) return std::nullopt;
+  }
+  double half[2];
+  for (const Calls calls : {Calls::kEven, Calls::kOdd}) {
+    half[calls == Calls::kOdd] =
+        EstimateMs(run, model, parts, share,
+                   StepCostMs(run, step_cost_bricks, calls), calls);
+  }
+  return std::abs(half[0] / half[1] - 1);
+}
+
+// A model's estimate over its measured time, how far its measured time
+// moves between halves of its calls (Entry::HalvesDifference), and how far
+// its estimate does between halves of its bricks' calls
+// (EstimateHalvesDifference).
 struct Agreement {
   double ratio = 0;
-  std::optional<double> halves;
+  std::optional<double> halves, estimate_halves;
 };
+
+// The mean and the largest of `values` into `spread` as PREFIX_mean_difference
+// and PREFIX_max_difference, where there are any.
+void AddDifferences(const std::vector<double>& values,
+                    const std::string& prefix, ordered_json& spread) {
+  if (values.empty()) return;
+  double sum = 0;
+  for (double v : values) sum += v;
+  spread[prefix + "_mean_difference"] = sum / values.size();
+  spread[prefix + "_max_difference"] =
+      *std::max_element(values.begin(), values.end());
+}
 
 // Estimate over measured per model: their geometric mean and range, and
 // the error of the estimates, |ratio - 1|, mean and worst; beside them,
 // how far the measurements themselves move between halves of their calls,
-// mean and worst: on a shared machine the estimates cannot agree better
-// than the measurements do among themselves.
+// and the estimates between halves of their bricks' calls, mean and worst:
+// on a shared machine the estimates cannot agree better than either does
+// with itself.
 ordered_json Spread(const std::vector<Agreement>& agreements) {
   if (agreements.empty()) return nullptr;
-  std::vector<double> ratios, halves;
+  std::vector<double> ratios, halves, estimate_halves;
   for (const Agreement& a : agreements) {
     ratios.push_back(a.ratio);
     if (a.halves) halves.push_back(*a.halves);
+    if (a.estimate_halves) estimate_halves.push_back(*a.estimate_halves);
   }
   double log_sum = 0, lo = ratios[0], hi = ratios[0], error_sum = 0, worst = 0;
   for (double r : ratios) {
@@ -102,13 +171,8 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
                          {"mean_abs_error", error_sum / ratios.size()},
                          {"max_abs_error", worst},
                          {"models", ratios.size()}};
-  if (!halves.empty()) {
-    double sum = 0;
-    for (double h : halves) sum += h;
-    spread["measured_halves_mean_difference"] = sum / halves.size();
-    spread["measured_halves_max_difference"] =
-        *std::max_element(halves.begin(), halves.end());
-  }
+  AddDifferences(halves, "measured_halves", spread);
+  AddDifferences(estimate_halves, "estimated_halves", spread);
   return spread;
 }
 
@@ -159,38 +223,46 @@ std::string FieldPrefix(Caches caches) {
   return caches == Caches::kWarm ? "" : std::string(ToString(caches)) + "_";
 }
 
-StepSeries Entry::Steps(Caches caches) const {
+StepSeries Entry::Steps(Caches caches, Calls calls) const {
   const int k = static_cast<int>(caches);
   StepSeries steps;
-  for (size_t i = 0; i < all_step_times_ms[k].size(); ++i) {
-    steps.emplace_back(all_step_at_s[k][i], all_step_times_ms[k][i]);
+  size_t step = 0;
+  for (size_t call = 0; call < call_steps[k].size(); ++call) {
+    const bool wanted =
+        calls == Calls::kAll || (call % 2 == 0) == (calls == Calls::kEven);
+    for (size_t i = 0; i < call_steps[k][call]; ++i, ++step) {
+      if (wanted) {
+        steps.emplace_back(all_step_at_s[k].at(step),
+                           all_step_times_ms[k].at(step));
+      }
+    }
   }
   return steps;
 }
 
+bool Entry::TimedInHalves() const {
+  return known_step_ms[0][0] || (!Steps(Caches::kWarm, Calls::kEven).empty() &&
+                                 !Steps(Caches::kWarm, Calls::kOdd).empty());
+}
+
 std::optional<double> Entry::HalvesDifference(const Moments& moments,
                                               CaseTime how) const {
-  if (call_warm_steps.size() < 2) return std::nullopt;
-  const StepSeries warm = Steps(Caches::kWarm);
-  StepSeries halves[2];
-  size_t step = 0;
-  for (size_t call = 0; call < call_warm_steps.size(); ++call) {
-    for (size_t i = 0; i < call_warm_steps[call]; ++i, ++step) {
-      halves[call % 2].push_back(warm.at(step));
-    }
-  }
-  return std::abs(CaseMs(how, halves[0], moments, sensitivity[0]) /
-                      CaseMs(how, halves[1], moments, sensitivity[0]) -
+  const StepSeries even = Steps(Caches::kWarm, Calls::kEven);
+  const StepSeries odd = Steps(Caches::kWarm, Calls::kOdd);
+  if (even.empty() || odd.empty()) return std::nullopt;
+  return std::abs(CaseMs(how, even, moments, sensitivity[0]) /
+                      CaseMs(how, odd, moments, sensitivity[0]) -
                   1);
 }
 
-double Entry::StepMs(Caches caches, const Moments& moments,
-                     CaseTime how) const {
+double Entry::StepMs(Caches caches, const Moments& moments, CaseTime how,
+                     Calls calls) const {
   auto time = [&](int k) -> std::optional<double> {
     const auto& known = known_step_ms[static_cast<int>(how)][k];
     if (known) return known;
-    if (all_step_times_ms[k].empty()) return std::nullopt;
-    return CaseMs(how, Steps(static_cast<Caches>(k)), moments, sensitivity[k]);
+    const StepSeries steps = Steps(static_cast<Caches>(k), calls);
+    if (steps.empty()) return std::nullopt;
+    return CaseMs(how, steps, moments, sensitivity[k]);
   };
   // A step that started colder did a warmer one's work and more (data
   // from memory): each bounds the warmer kinds' times from above, where
@@ -296,16 +368,14 @@ void ReportBricks(const Run& run) {
     if (!e.model) continue;
     const std::vector<double> parts = ColdParts(run, e);
     const double share = ColdShare(run, e);
-    // Each brick paid the fixed cost of a step; the model pays it once. A
-    // layer costs what its brick took beyond it, never less than nothing
-    // (a small brick's quick step against a noisy fixed cost). One per
-    // context, which its models share.
+    // Each brick paid the fixed cost of a step; the model pays it once
+    // (EstimateMs). One per context, which its models share.
     const std::string context = ContextName(e.backend, e.dtype, e.mode);
+    const std::vector<const Entry*> step_cost_bricks = StepCostEntries(run, e);
     if (!step_costs.contains(context)) {
-      step_costs[context] = StepCostMs(run, e.backend, e.dtype, e.mode);
+      step_costs[context] = StepCostMs(run, step_cost_bricks, Calls::kAll);
     }
     const double step_cost = step_costs[context].get<double>();
-    double estimate = step_cost;
     bool complete = true;
     ordered_json layers = ordered_json::array(),
                  layer_caches = ordered_json::array(),
@@ -313,18 +383,16 @@ void ReportBricks(const Run& run) {
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       const Entry& brick = run.entries[e.layer_bricks[k]];
       complete = complete && HasStepTime(brick);
-      // The layer's own time in caches of a kind: its brick's beyond the
-      // fixed cost.
-      auto own = [&](Caches kind) {
-        return brick.StepMs(kind, run.moments, run.case_time) - step_cost;
-      };
-      const double warm = own(Caches::kWarm);
-      estimate +=
-          std::max(0.0, warm) + parts[k] * share * (own(Caches::kCold) - warm);
       layers.push_back(brick.name);
       layer_caches.push_back(parts[k] < 1 ? "recycled" : "cold");
       layer_cold_parts.push_back(parts[k]);
     }
+    const double estimate =
+        complete ? EstimateMs(run, e, parts, share, step_cost, Calls::kAll) : 0;
+    const std::optional<double> estimate_halves =
+        complete
+            ? EstimateHalvesDifference(run, e, parts, share, step_cost_bricks)
+            : std::nullopt;
     const bool measured = e.status == CaseStatus::kPassed;
     const double measured_ms =
         measured ? e.StepMs(Caches::kWarm, run.moments, run.case_time) : 0;
@@ -342,10 +410,13 @@ void ReportBricks(const Run& run) {
         e.HalvesDifference(run.moments, run.case_time);
     m["measured_halves_difference"] =
         halves ? ordered_json(*halves) : ordered_json(nullptr);
+    m["estimated_halves_difference"] = estimate_halves
+                                           ? ordered_json(*estimate_halves)
+                                           : ordered_json(nullptr);
     m["cold_share"] = share;
     m["step_cost_ms"] = step_cost;
     if (complete && measured) {
-      const Agreement a{estimate / measured_ms, halves};
+      const Agreement a{estimate / measured_ms, halves, estimate_halves};
       m["estimate_over_measured"] = a.ratio;
       all.push_back(a);
       by_family[e.model->model.family].push_back(a);
@@ -438,8 +509,14 @@ void ReportBricks(const Run& run) {
                  s["max"].get<double>(),
                  100 * s["mean_abs_error"].get<double>());
     if (s.contains("measured_halves_mean_difference")) {
-      std::fprintf(stderr, " (measured halves of calls differ by %.1f%%)",
+      std::fprintf(stderr, " (measured halves of calls differ by %.1f%%",
                    100 * s["measured_halves_mean_difference"].get<double>());
+      if (s.contains("estimated_halves_mean_difference")) {
+        std::fprintf(stderr,
+                     ", estimates from halves of the bricks' calls by %.1f%%",
+                     100 * s["estimated_halves_mean_difference"].get<double>());
+      }
+      std::fprintf(stderr, ")");
     }
   }
   if (timed && run.case_time_halves[0]) {

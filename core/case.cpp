@@ -404,16 +404,20 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
   const double call_at_s =
       std::chrono::duration<double>(run.call_start - run.epoch).count();
-  size_t warm = 0;
+  std::array<size_t, kCachesKinds> of_kind{};
   for (size_t i = 0; i < e.step_times_ms.size(); ++i) {
     const Caches caches =
         i < e.step_caches.size() ? e.step_caches[i] : Caches::kWarm;
     e.all_step_times_ms[static_cast<int>(caches)].push_back(e.step_times_ms[i]);
     e.all_step_at_s[static_cast<int>(caches)].push_back(
         i < e.step_at_s.size() ? e.step_at_s[i] : call_at_s);
-    warm += caches == Caches::kWarm;
+    ++of_kind[static_cast<int>(caches)];
   }
-  if (warm > 0) e.call_warm_steps.push_back(warm);
+  if (!e.step_times_ms.empty()) {
+    for (int k = 0; k < kCachesKinds; ++k) {
+      e.call_steps[k].push_back(of_kind[k]);
+    }
+  }
   if (!run.isolate) {
     double loss = 0;
     try {

@@ -35,6 +35,11 @@ const char* ToString(Caches caches);  // "warm", "cold"
 // "", "cold_": the prefix of their fields in outputs.
 std::string FieldPrefix(Caches caches);
 
+// Which of a case's calls its steps come from: all, or the even or the odd
+// ones, whose times set side by side say how far a time moves between
+// halves of the calls that made it.
+enum class Calls { kAll, kEven, kOdd };
+
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
 // their unique layers on its own.
 struct Entry {
@@ -70,10 +75,9 @@ struct Entry {
   // When each of them started, in seconds of the run (an isolated child's
   // steps: when their call started): the machine's moment it met.
   std::array<std::vector<double>, kCachesKinds> all_step_at_s;
-  // How many warm steps each call that timed some added to them: the even
-  // calls' time against the odd ones' says how far the measurement itself
-  // moves (HalvesDifference).
-  std::vector<size_t> call_warm_steps;
+  // How many steps of each kind each call that timed some added to them,
+  // call by call (Calls).
+  std::array<std::vector<size_t>, kCachesKinds> call_steps;
   // How strongly each kind's steps follow the moments' contrast
   // (FitMoments), once the moments are fit: 0 where they were not.
   std::array<double, kCachesKinds> sensitivity{};
@@ -83,14 +87,18 @@ struct Entry {
   std::array<std::array<std::optional<double>, kCachesKinds>, kCaseTimes>
       known_step_ms;
 
-  // The steps that started with `caches`, as (start, ms).
-  StepSeries Steps(Caches caches) const;
-  // The time (CaseMs) of the timed steps that started with `caches` or
-  // colder ones, which did more work: the least of the kinds' times.
-  // Without any, of the nearest warmer kind.
-  double StepMs(Caches caches, const Moments& moments, CaseTime how) const;
-  // |time of the even calls' warm steps / the odd calls' - 1|, none with
-  // fewer than two calls.
+  // The steps of `calls` that started with `caches`, as (start, ms).
+  StepSeries Steps(Caches caches, Calls calls = Calls::kAll) const;
+  // The time (CaseMs) of the timed steps of `calls` that started with
+  // `caches` or colder ones, which did more work: the least of the kinds'
+  // times. Without any, of the nearest warmer kind.
+  double StepMs(Caches caches, const Moments& moments, CaseTime how,
+                Calls calls = Calls::kAll) const;
+  // Whether its times can be taken from the even and the odd calls apart:
+  // two calls timed, or times from the bricks database, the same for both.
+  bool TimedInHalves() const;
+  // |time of the even calls' warm steps / the odd calls' - 1|: how far the
+  // measurement itself moves. None with fewer than two calls.
   std::optional<double> HalvesDifference(const Moments& moments,
                                          CaseTime how) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls

@@ -398,7 +398,9 @@ TEST_CASE("bricks: constructed against measured times, errors per group",
                             "mean_abs_error": 0.1, "max_abs_error": 0.1,
                             "models": 1,
                             "measured_halves_mean_difference": 0.04,
-                            "measured_halves_max_difference": 0.05}}},
+                            "measured_halves_max_difference": 0.05,
+                            "estimated_halves_mean_difference": 0.03,
+                            "estimated_halves_max_difference": 0.06}}},
     "models": [
       {"name": "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
        "estimated_ms": 1.1, "measured_ms": 1.0},
@@ -421,11 +423,12 @@ TEST_CASE("bricks: constructed against measured times, errors per group",
   const std::string html = Slurp(dir / "report/index.html");
   CHECK_THAT(html, Contains("each case's time is its least step, the way "
                             "its calls' halves reproduced closest"));
-  // A file from before the halves were measured has an empty cell there.
+  // A file from before the halves were measured has empty cells there.
   CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>0.9</td><td>10%"
-                            "</td><td>10%</td><td></td></tr>"));
+                            "</td><td>10%</td><td></td><td></td></tr>"));
   CHECK_THAT(html, Contains("<tr><td>FC</td><td>1</td><td>1.1</td><td>10%"
-                            "</td><td>10%</td><td>4%, 5%</td></tr>"));
+                            "</td><td>10%</td><td>4%, 5%</td><td>3%, 6%"
+                            "</td></tr>"));
   CHECK(std::find(notes.begin(), notes.end(),
                   "bricks: 1 models without a measured time (estimate only) "
                   "are not plotted") != notes.end());

@@ -689,6 +689,27 @@ double BrickTimeOf(const json& bricks_out, const json& brick,
   return BrickTimeOf(bricks_out, brick, kind, bricks_out["case_time"]);
 }
 
+// A brick of a bricks run's output with the steps of one of its two calls
+// alone (`call` 0 or 1, `per_call` steps of each kind in each), its times
+// taken again from them.
+json BrickCallOf(const json& bricks_out, json brick, size_t call,
+                 size_t per_call) {
+  for (const std::string kind : {"", "cold_"}) {
+    for (const std::string field : {"step_times_ms", "step_at_s"}) {
+      const auto v = brick[kind + field].get<std::vector<double>>();
+      REQUIRE(v.size() == 2 * per_call);
+      const auto from =
+          v.begin() + static_cast<std::ptrdiff_t>(call * per_call);
+      brick[kind + field] = std::vector<double>(
+          from, from + static_cast<std::ptrdiff_t>(per_call));
+    }
+  }
+  for (const std::string kind : {"", "cold_"}) {
+    brick[kind + "step_ms"] = BrickTimeOf(bricks_out, brick, kind);
+  }
+  return brick;
+}
+
 // The fixed cost of a step in a context ("/torch/fp32/train") from a
 // bricks run's output, computed here from its step-cost bricks: twice a
 // one-element ReLU's quiet step less that of two in a chain, none below
@@ -887,8 +908,15 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     CHECK(least_ms.at(brick) > 0);
     CHECK(least_ms.at(brick) <= 1.0001 * std::min(ms[0], ms[1]));
   }
+  // The bricks as each of their two calls alone timed them.
+  std::map<std::string, json> call_bricks[2];
+  for (size_t call : {0, 1}) {
+    for (const auto& [name, b] : bricks) {
+      call_bricks[call][name] = BrickCallOf(j, b, call, 3);
+    }
+  }
   REQUIRE(j["models"].size() == 2);
-  std::vector<double> ratios, halves;
+  std::vector<double> ratios, halves, estimate_halves;
   for (size_t k = 0; k < 2; ++k) {
     const json& m = j["models"][k];
     // Models of a few KB, far inside one thread's L2: under 1% of their
@@ -912,6 +940,24 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
     }
     CHECK(m["step_cost_ms"].get<double>() == Approx(step_cost));
     CHECK(m["estimated_ms"].get<double>() == Approx(sum));
+    // The same from each call of the bricks alone, the fixed cost too: how
+    // far the estimate moves with the moments its bricks met.
+    double call_sum[2];
+    for (size_t call : {0, 1}) {
+      const double one =
+          call_bricks[call].at("BRICK/relu/in:1/grad:1" + suffix)["step_ms"];
+      const double two = call_bricks[call].at("BRICK/relu/in:1/+relu/grad:1" +
+                                              suffix)["step_ms"];
+      const double cost = std::clamp(2 * one - two, 0.0, one);
+      call_sum[call] = cost;
+      for (size_t l = 0; l < names.size(); ++l) {
+        call_sum[call] += LayerMs(call_bricks[call].at(names[l]),
+                                  inside.parts[l], share, cost);
+      }
+    }
+    estimate_halves.push_back(std::abs(call_sum[0] / call_sum[1] - 1));
+    CHECK(m["estimated_halves_difference"].get<double>() ==
+          Approx(estimate_halves.back()));
     // Its quiet time over both repetitions.
     const auto steps = m["step_times_ms"].get<std::vector<double>>();
     const auto at = m["step_at_s"].get<std::vector<double>>();
@@ -942,6 +988,10 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
         Approx((halves[0] + halves[1]) / 2));
   CHECK(all["measured_halves_max_difference"].get<double>() ==
         Approx(std::max(halves[0], halves[1])));
+  CHECK(all["estimated_halves_mean_difference"].get<double>() ==
+        Approx((estimate_halves[0] + estimate_halves[1]) / 2));
+  CHECK(all["estimated_halves_max_difference"].get<double>() ==
+        Approx(std::max(estimate_halves[0], estimate_halves[1])));
   CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
   // Each way of taking a case's time, its halves' mean difference over all
   // eight cases (a brick's calls of 3 warm steps each); the run took the
