@@ -3,12 +3,15 @@
 #include "core/bricks_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "backends/backend.h"
 
@@ -49,19 +52,53 @@ bool HasStepTime(const Entry& brick) {
   return brick.status == CaseStatus::kPassed || brick.known_step_ms[0][0];
 }
 
+// Each brick's step times (Entry::StepMs) by the calls they come from and
+// the caches their steps started with, taken once before the models' loop:
+// taking one sorts the brick's steps, and a sweep's models share their
+// bricks, each estimated from all calls and from either half of them.
+class BrickTimes {
+ public:
+  explicit BrickTimes(const Run& run) : ms_(run.entries.size()) {
+    for (size_t i = 0; i < run.entries.size(); ++i) {
+      const Entry& e = run.entries[i];
+      if (!e.brick || !HasStepTime(e)) continue;
+      const bool halves = e.TimedInHalves();
+      for (const Calls calls : {Calls::kAll, Calls::kEven, Calls::kOdd}) {
+        if (calls != Calls::kAll && !halves) continue;
+        for (int k = 0; k < kCachesKinds; ++k) {
+          ms_[i][static_cast<int>(calls)][k] = e.StepMs(
+              static_cast<Caches>(k), run.moments, run.case_time, calls);
+        }
+      }
+    }
+  }
+  // The brick's time; a brick without one of these calls (not timed, or
+  // timed in one call only and asked for a half) is not asked for it.
+  double Ms(int brick, Caches caches, Calls calls) const {
+    return *ms_[brick][static_cast<int>(calls)][static_cast<int>(caches)];
+  }
+  bool HasMs(int brick, Calls calls) const {
+    return ms_[brick][static_cast<int>(calls)][0].has_value();
+  }
+
+ private:
+  std::vector<std::array<std::array<std::optional<double>, kCachesKinds>, 3>>
+      ms_;
+};
+
 // The bricks of a step's fixed cost (StepCostBricks) in a model's context
 // (backend, data type, mode), where the run has both with a time.
-std::vector<const Entry*> StepCostEntries(const Run& run, const Entry& model) {
-  std::vector<const Entry*> entries;
+std::vector<int> StepCostBricksOf(const Run& run, const Entry& model) {
+  std::vector<int> bricks;
   for (Brick& b : StepCostBricks()) {
     const auto it = run.index.find(
         BrickCase{std::move(b), model.backend, model.dtype, model.mode}.Name());
     if (it == run.index.end() || !HasStepTime(run.entries[it->second])) {
       return {};
     }
-    entries.push_back(&run.entries[it->second]);
+    bricks.push_back(it->second);
   }
-  return entries;
+  return bricks;
 }
 
 // The fixed cost of a step from its bricks' times of `calls`: twice the
@@ -69,14 +106,12 @@ std::vector<const Entry*> StepCostEntries(const Run& run, const Entry& model) {
 // The machine's noise can put the difference below zero or above the
 // one-ReLU step, which is the fixed cost and one ReLU: it is kept between
 // the two.
-double StepCostMs(const Run& run, const std::vector<const Entry*>& bricks,
+double StepCostMs(const BrickTimes& times, const std::vector<int>& bricks,
                   Calls calls) {
   if (bricks.empty()) return 0;
-  std::vector<double> ms;
-  for (const Entry* b : bricks) {
-    ms.push_back(b->StepMs(Caches::kWarm, run.moments, run.case_time, calls));
-  }
-  return std::clamp(2 * ms[0] - ms[1], 0.0, ms[0]);
+  const double one = times.Ms(bricks[0], Caches::kWarm, calls);
+  const double two = times.Ms(bricks[1], Caches::kWarm, calls);
+  return std::clamp(2 * one - two, 0.0, one);
 }
 
 // A model's step time constructed from its bricks' times of `calls`: the
@@ -84,14 +119,13 @@ double StepCostMs(const Run& run, const std::vector<const Entry*>& bricks,
 // beyond it warm (never less than nothing: a small brick's quick step
 // against a noisy fixed cost) and its part of the brick's extra cold time
 // in the model's share.
-double EstimateMs(const Run& run, const Entry& model,
+double EstimateMs(const BrickTimes& times, const Entry& model,
                   const std::vector<double>& parts, double share,
                   double step_cost, Calls calls) {
   double estimate = step_cost;
   for (size_t k = 0; k < model.layer_bricks.size(); ++k) {
-    const Entry& brick = run.entries[model.layer_bricks[k]];
     auto own = [&](Caches kind) {
-      return brick.StepMs(kind, run.moments, run.case_time, calls) - step_cost;
+      return times.Ms(model.layer_bricks[k], kind, calls) - step_cost;
     };
     const double warm = own(Caches::kWarm);
     estimate +=
@@ -105,19 +139,20 @@ double EstimateMs(const Run& run, const Entry& model,
 // calls, the bricks' counterpart of the measurement's HalvesDifference.
 // None where a brick was timed in fewer than two calls.
 std::optional<double> EstimateHalvesDifference(
-    const Run& run, const Entry& model, const std::vector<double>& parts,
-    double share, const std::vector<const Entry*>& step_cost_bricks) {
-  for (const Entry* b : step_cost_bricks) {
-    if (!b->TimedInHalves()) return std::nullopt;
-  }
-  for (int k : model.layer_bricks) {
-    if (!run.entries[k].TimedInHalves()) return std::nullopt;
+    const BrickTimes& times, const Entry& model,
+    const std::vector<double>& parts, double share,
+    const std::vector<int>& step_cost_bricks) {
+  for (const std::vector<int>* bricks :
+       {&step_cost_bricks, &model.layer_bricks}) {
+    for (int b : *bricks) {
+      if (!times.HasMs(b, Calls::kEven)) return std::nullopt;
+    }
   }
   double half[2];
   for (const Calls calls : {Calls::kEven, Calls::kOdd}) {
     half[calls == Calls::kOdd] =
-        EstimateMs(run, model, parts, share,
-                   StepCostMs(run, step_cost_bricks, calls), calls);
+        EstimateMs(times, model, parts, share,
+                   StepCostMs(times, step_cost_bricks, calls), calls);
   }
   return std::abs(half[0] / half[1] - 1);
 }
@@ -241,8 +276,13 @@ StepSeries Entry::Steps(Caches caches, Calls calls) const {
 }
 
 bool Entry::TimedInHalves() const {
-  return known_step_ms[0][0] || (!Steps(Caches::kWarm, Calls::kEven).empty() &&
-                                 !Steps(Caches::kWarm, Calls::kOdd).empty());
+  if (known_step_ms[0][0]) return true;
+  bool timed[2] = {false, false};  // in an even call, in an odd one
+  const std::vector<size_t>& warm = call_steps[static_cast<int>(Caches::kWarm)];
+  for (size_t call = 0; call < warm.size(); ++call) {
+    timed[call % 2] = timed[call % 2] || warm[call] > 0;
+  }
+  return timed[0] && timed[1];
 }
 
 std::optional<double> Entry::HalvesDifference(const Moments& moments,
@@ -360,6 +400,7 @@ void ReportBricks(const Run& run) {
     std::fprintf(stderr, "\n");
     return;
   }
+  const BrickTimes times(run);
   std::vector<Agreement> all;
   std::map<std::string, std::vector<Agreement>> by_family, by_group;
   ordered_json models = ordered_json::array();
@@ -371,9 +412,9 @@ void ReportBricks(const Run& run) {
     // Each brick paid the fixed cost of a step; the model pays it once
     // (EstimateMs). One per context, which its models share.
     const std::string context = ContextName(e.backend, e.dtype, e.mode);
-    const std::vector<const Entry*> step_cost_bricks = StepCostEntries(run, e);
+    const std::vector<int> step_cost_bricks = StepCostBricksOf(run, e);
     if (!step_costs.contains(context)) {
-      step_costs[context] = StepCostMs(run, step_cost_bricks, Calls::kAll);
+      step_costs[context] = StepCostMs(times, step_cost_bricks, Calls::kAll);
     }
     const double step_cost = step_costs[context].get<double>();
     bool complete = true;
@@ -388,10 +429,11 @@ void ReportBricks(const Run& run) {
       layer_cold_parts.push_back(parts[k]);
     }
     const double estimate =
-        complete ? EstimateMs(run, e, parts, share, step_cost, Calls::kAll) : 0;
+        complete ? EstimateMs(times, e, parts, share, step_cost, Calls::kAll)
+                 : 0;
     const std::optional<double> estimate_halves =
         complete
-            ? EstimateHalvesDifference(run, e, parts, share, step_cost_bricks)
+            ? EstimateHalvesDifference(times, e, parts, share, step_cost_bricks)
             : std::nullopt;
     const bool measured = e.status == CaseStatus::kPassed;
     const double measured_ms =
@@ -427,7 +469,8 @@ void ReportBricks(const Run& run) {
     models.push_back(m);
   }
   ordered_json bricks = ordered_json::array();
-  for (const Entry& e : run.entries) {
+  for (size_t i = 0; i < run.entries.size(); ++i) {
+    const Entry& e = run.entries[i];
     if (!e.brick) continue;
     ordered_json b = {{"name", e.name},
                       {"from_db", e.known_step_ms[0][0].has_value()},
@@ -435,8 +478,8 @@ void ReportBricks(const Run& run) {
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
       b[FieldPrefix(caches) + "step_ms"] =
-          HasStepTime(e)
-              ? ordered_json(e.StepMs(caches, run.moments, run.case_time))
+          times.HasMs(i, Calls::kAll)
+              ? ordered_json(times.Ms(i, caches, Calls::kAll))
               : nullptr;
     }
     for (int k = 0; k < kCachesKinds; ++k) {

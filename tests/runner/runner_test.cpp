@@ -710,10 +710,16 @@ json BrickCallOf(const json& bricks_out, json brick, size_t call,
   return brick;
 }
 
+// The fixed cost of a step from the step times of its two bricks: twice a
+// one-element ReLU's step less that of two in a chain, none below zero and
+// none above the one ReLU's step.
+double FixedCostMs(double one, double two) {
+  return std::clamp(2 * one - two, 0.0, one);
+}
+
 // The fixed cost of a step in a context ("/torch/fp32/train") from a
-// bricks run's output, computed here from its step-cost bricks: twice a
-// one-element ReLU's quiet step less that of two in a chain, none below
-// zero and none above the one ReLU's step; the output says the same.
+// bricks run's output, computed here from its step-cost bricks' quiet
+// steps (FixedCostMs); the output says the same.
 double StepCostMs(const json& bricks_out, const std::string& context) {
   double one = 0, two = 0;
   for (const json& b : bricks_out["bricks"]) {
@@ -724,7 +730,7 @@ double StepCostMs(const json& bricks_out, const std::string& context) {
   }
   REQUIRE(one > 0);
   REQUIRE(two > 0);
-  const double cost = std::clamp(2 * one - two, 0.0, one);
+  const double cost = FixedCostMs(one, two);
   CHECK(bricks_out["step_cost_ms"][context.substr(1)].get<double>() ==
         Approx(cost));
   return cost;
@@ -948,7 +954,7 @@ TEST_CASE("bricks: unique layers timed, model times constructed from them",
           call_bricks[call].at("BRICK/relu/in:1/grad:1" + suffix)["step_ms"];
       const double two = call_bricks[call].at("BRICK/relu/in:1/+relu/grad:1" +
                                               suffix)["step_ms"];
-      const double cost = std::clamp(2 * one - two, 0.0, one);
+      const double cost = FixedCostMs(one, two);
       call_sum[call] = cost;
       for (size_t l = 0; l < names.size(); ++l) {
         call_sum[call] += LayerMs(call_bricks[call].at(names[l]),
@@ -1616,6 +1622,9 @@ TEST_CASE(
       CHECK(runs - bricks == model_calls);
       CHECK(j["models"][0]["step_times_ms"].size() ==
             model_steps * model_calls);
+      // Either side's halves need two calls: of one call, neither has any.
+      CHECK(j["models"][0]["measured_halves_difference"].is_number() == split);
+      CHECK(j["models"][0]["estimated_halves_difference"].is_number() == split);
       for (const json& b : j["bricks"]) {
         INFO(b.dump());
         for (const std::string kind : {"", "cold_"}) {
