@@ -28,23 +28,28 @@ constexpr int64_t kColdAboveL2s = 8;
 // How much of its brick's extra cold time (the cold step over the warm
 // one) a model's layer takes: its data come from memory only
 // where the rest of the model's step, D bytes by the cost model, has pushed
-// them out of the caches: D / (D + R), half where D is the reach R. Where
-// half the L3 is within 8 L2s, R is 8 L2s for a model within them (a model
-// past its L2s finds part of its data gone from an L3 that other work
-// shares too: docs/bricks.md, "Models past the L2s") and half the L3
-// beyond ("Models the L3 partly holds"). Where half the L3 is past 8 L2s
-// (a large L3 that other machines' work shares), that rule gave a model
-// just past 8 L2s far less than one just within them: every model's R is
-// then the geometric mean of the two ("One reach on a large L3").
+// them out of the caches. Where half the L3 is past 8 L2s (a large L3 that
+// other machines' work shares), D / (D + R), half where D is the reach R,
+// R the geometric mean of 8 L2s and half the L3 for every model ("One
+// reach on a large L3"). Where half the L3 is within 8 L2s, R is 8 L2s for
+// a model within them (a model past its L2s finds part of its data gone
+// from an L3 that other work shares too: docs/bricks.md, "Models past the
+// L2s") and half the L3 beyond ("Models the L3 partly holds"), and the
+// share rises more sharply, D^2 / (D^2 + R^2): such an L3 (the EPYC's
+// 32 MB, its cores' own) keeps a model's data until its step's bytes
+// near it, then loses them fast ("A sharper rise on a core's own L3").
 double ColdShare(const Run& run, const Entry& model) {
   const double bytes = static_cast<double>(model.cost.bytes);
   const double l2s =
       static_cast<double>(kColdAboveL2s * run.options.threads * L2Bytes());
   const double half_l3 = static_cast<double>(L3Bytes()) / 2;
-  const double reach = half_l3 > l2s ? std::sqrt(l2s * half_l3)
-                       : static_cast<double>(model.cost.memory) > l2s ? half_l3
-                                                                      : l2s;
-  return bytes / (bytes + reach);
+  if (half_l3 > l2s) {
+    const double reach = std::sqrt(l2s * half_l3);
+    return bytes / (bytes + reach);
+  }
+  const double reach =
+      static_cast<double>(model.cost.memory) > l2s ? half_l3 : l2s;
+  return bytes * bytes / (bytes * bytes + reach * reach);
 }
 
 // Whether a brick has a step time: timed in this run, or from the database.

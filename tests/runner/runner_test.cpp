@@ -745,19 +745,18 @@ double BeyondStepCost(double brick_ms, double step_cost) {
 // How much of its brick's extra cold time a model's layer takes, from the
 // cost model: the model's bytes per step D over D and what reaches past
 // the caches (the output's `l2_bytes` and `l3_bytes`): where half the L3
-// is past 8 times its threads' L2s, the geometric mean of the two for
-// every model; else for a model of up to 8 L2s those L2s, beyond them half
-// the L3.
+// is past 8 times its threads' L2s, D / (D + R), R the geometric mean of
+// the two for every model; else D^2 / (D^2 + R^2), R those L2s for a model
+// of up to 8 L2s, beyond them half the L3.
 double ColdShareOf(const json& bricks_out, const json& m, int threads) {
   const Case c = ParseCaseName(m["name"].get<std::string>());
   const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
   const double l2s = 8.0 * threads * bricks_out["l2_bytes"].get<double>();
   const double half_l3 = bricks_out["l3_bytes"].get<double>() / 2;
-  const double reach = half_l3 > l2s ? std::sqrt(l2s * half_l3)
-                       : static_cast<double>(cost.memory) > l2s ? half_l3
-                                                                : l2s;
-  const double bytes = static_cast<double>(cost.bytes);
-  return bytes / (bytes + reach);
+  const double d = static_cast<double>(cost.bytes);
+  if (half_l3 > l2s) return d / (d + std::sqrt(l2s * half_l3));
+  const double reach = static_cast<double>(cost.memory) > l2s ? half_l3 : l2s;
+  return d * d / (d * d + reach * reach);
 }
 
 // A brick's time in caches of a kind ("warm" or "cold"), as the output
@@ -1101,7 +1100,7 @@ void CheckColdFcEstimates(const json& j,
         LayersOf(m, (mode == "train" ? 10 : 9) - (torch ? 4 : 0));
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
-    // More than twice the L3 per step: D / (D + L3 / 2) > 0.8.
+    // More than twice the L3 per step: over 0.8 by either rule.
     CHECK(share > 0.8);
     CHECK(share < 1);
     const double step_cost =
@@ -1366,12 +1365,16 @@ TEST_CASE(
       REQUIRE(past == (m["name"] == large));
       // Half of 256 MB is past 8 L2s of up to 16 MB: one reach for both,
       // the geometric mean. Half of 3 MB is within them: the L2s for the
-      // model within, half the L3 for the one past.
-      const double reach = l3_mb == 256 ? std::sqrt(l2s * 128 * kMb)
-                           : past       ? 1.5 * kMb
-                                        : l2s;
+      // model within, half the L3 for the one past, and a sharper rise.
       const double d = static_cast<double>(cost.bytes);
-      CHECK(m["cold_share"].get<double>() == Approx(d / (d + reach)));
+      if (l3_mb == 256) {
+        const double reach = std::sqrt(l2s * 128 * kMb);
+        CHECK(m["cold_share"].get<double>() == Approx(d / (d + reach)));
+      } else {
+        const double reach = past ? 1.5 * kMb : l2s;
+        CHECK(m["cold_share"].get<double>() ==
+              Approx(d * d / (d * d + reach * reach)));
+      }
     }
   }
 }
