@@ -20,35 +20,30 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// Models of up to this many times their threads' L2 caches keep most of
-// their data in L2 and L3 from step to step; beyond, the L3's size decides
-// how much of them comes from memory (ColdShare).
+// A model's data within this many times its threads' L2 caches stay cached
+// from step to step; the L3 decides how far beyond (ColdShare).
 constexpr int64_t kColdAboveL2s = 8;
 
 // How much of its brick's extra cold time (the cold step over the warm
 // one) a model's layer takes: its data come from memory only
 // where the rest of the model's step, D bytes by the cost model, has pushed
-// them out of the caches. Where half the L3 is past 8 L2s (a large L3 that
-// other machines' work shares), D / (D + R), half where D is the reach R,
-// R the geometric mean of 8 L2s and half the L3 for every model ("One
-// reach on a large L3"). Where half the L3 is within 8 L2s, R is 8 L2s for
-// a model within them (a model past its L2s finds part of its data gone
-// from an L3 that other work shares too: docs/bricks.md, "Models past the
-// L2s") and half the L3 beyond ("Models the L3 partly holds"), and the
-// share rises more sharply, D^2 / (D^2 + R^2): such an L3 (the EPYC's
-// 32 MB, its cores' own) keeps a model's data until its step's bytes
-// near it, then loses them fast ("A sharper rise on a core's own L3").
+// them out of the caches, half of them at a reach R. Where half the L3 is
+// past 8 L2s (a large L3 that other machines' work shares), D / (D + R),
+// R the geometric mean of 8 L2s and half the L3 ("One reach on a large
+// L3"). Where half the L3 is within 8 L2s (the EPYC's 32 MB, its cores'
+// own), the caches keep a model's data until its step's bytes near what
+// they hold, the larger of 8 L2s and the L3, then lose them fast:
+// D^2 / (D^2 + R^2), R that larger ("A sharper rise on a core's own L3").
 double ColdShare(const Run& run, const Entry& model) {
   const double bytes = static_cast<double>(model.cost.bytes);
   const double l2s =
       static_cast<double>(kColdAboveL2s * run.options.threads * L2Bytes());
-  const double half_l3 = static_cast<double>(L3Bytes()) / 2;
-  if (half_l3 > l2s) {
-    const double reach = std::sqrt(l2s * half_l3);
+  const double l3 = static_cast<double>(L3Bytes());
+  if (l3 / 2 > l2s) {
+    const double reach = std::sqrt(l2s * l3 / 2);
     return bytes / (bytes + reach);
   }
-  const double reach =
-      static_cast<double>(model.cost.memory) > l2s ? half_l3 : l2s;
+  const double reach = std::max(l2s, l3);
   return bytes * bytes / (bytes * bytes + reach * reach);
 }
 

@@ -746,16 +746,15 @@ double BeyondStepCost(double brick_ms, double step_cost) {
 // cost model: the model's bytes per step D over D and what reaches past
 // the caches (the output's `l2_bytes` and `l3_bytes`): where half the L3
 // is past 8 times its threads' L2s, D / (D + R), R the geometric mean of
-// the two for every model; else D^2 / (D^2 + R^2), R those L2s for a model
-// of up to 8 L2s, beyond them half the L3.
+// the two; else D^2 / (D^2 + R^2), R the larger of those L2s and the L3.
 double ColdShareOf(const json& bricks_out, const json& m, int threads) {
   const Case c = ParseCaseName(m["name"].get<std::string>());
   const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
   const double l2s = 8.0 * threads * bricks_out["l2_bytes"].get<double>();
-  const double half_l3 = bricks_out["l3_bytes"].get<double>() / 2;
+  const double l3 = bricks_out["l3_bytes"].get<double>();
   const double d = static_cast<double>(cost.bytes);
-  if (half_l3 > l2s) return d / (d + std::sqrt(l2s * half_l3));
-  const double reach = static_cast<double>(cost.memory) > l2s ? half_l3 : l2s;
+  if (l3 / 2 > l2s) return d / (d + std::sqrt(l2s * l3 / 2));
+  const double reach = std::max(l2s, l3);
   return d * d / (d * d + reach * reach);
 }
 
@@ -1335,47 +1334,46 @@ TEST_CASE("profiles: shares of step time per operation class",
 }
 
 TEST_CASE(
-    "a model's layers take their cold extra in one share for every model "
-    "where half the L3 is past 8 L2s, else in the share of their side of 8 "
-    "L2s",
+    "a model's layers take their cold extra in D / (D + R) where half the L3 "
+    "is past 8 L2s, else in D^2 / (D^2 + R^2) reaching the larger of 8 L2s "
+    "and the L3",
     "[runner][bricks]") {
   // One thread: 8 L2s are 8 of its L2. A model far within them, and one
   // of 33 MB of weights past them on any L2 of up to 2 MB.
-  const std::string small =
-      "FC/layers:1/nodes:16/input:32/output:4/batch:8/onednn/fp32/infer";
-  const std::string large =
-      "FC/layers:1/nodes:4096/input:2000/output:10/batch:8/onednn/fp32/infer";
+  const std::string cases =
+      "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/onednn/"
+      "fp32/infer --paradnn_case=FC/layers:1/nodes:4096/input:2000/output:10/"
+      "batch:8/onednn/fp32/infer --paradnn_steps=2";
   constexpr double kMb = 1 << 20;
-  for (const int l3_mb : {256, 3}) {
-    INFO(l3_mb << " MB of L3");
-    const json j =
-        RunBricksOut("--paradnn_case=" + small + " --paradnn_case=" + large +
-                         " --paradnn_steps=2 --paradnn_l3_bytes=" +
-                         std::to_string(l3_mb) + "M",
-                     "shares.json")
-            .first;
-    const double l2s = 8 * j["l2_bytes"].get<double>();
-    REQUIRE(l2s <= 16 * kMb);
+  const auto run = [&](double l3) {
+    INFO(l3 / kMb << " MB of L3");
+    const json j = RunBricksOut(cases + " --paradnn_l3_bytes=" +
+                                    std::to_string(static_cast<int64_t>(l3)),
+                                "shares.json")
+                       .first;
+    REQUIRE(j["l3_bytes"].get<double>() == l3);
     REQUIRE(j["models"].size() == 2);
+    return j;
+  };
+  const json large = run(256 * kMb);
+  const double l2s = 8 * large["l2_bytes"].get<double>();
+  REQUIRE(l2s <= 16 * kMb);
+  const auto shares = [](const json& j, auto share) {
     for (const json& m : j["models"]) {
       INFO(m["name"]);
       const Case c = ParseCaseName(m["name"].get<std::string>());
-      const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
-      const bool past = static_cast<double>(cost.memory) > l2s;
-      REQUIRE(past == (m["name"] == large));
-      // Half of 256 MB is past 8 L2s of up to 16 MB: one reach for both,
-      // the geometric mean. Half of 3 MB is within them: the L2s for the
-      // model within, half the L3 for the one past, and a sharper rise.
-      const double d = static_cast<double>(cost.bytes);
-      if (l3_mb == 256) {
-        const double reach = std::sqrt(l2s * 128 * kMb);
-        CHECK(m["cold_share"].get<double>() == Approx(d / (d + reach)));
-      } else {
-        const double reach = past ? 1.5 * kMb : l2s;
-        CHECK(m["cold_share"].get<double>() ==
-              Approx(d * d / (d * d + reach * reach)));
-      }
+      const double d = static_cast<double>(
+          ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).bytes);
+      CHECK(m["cold_share"].get<double>() == Approx(share(d)));
     }
+  };
+  // Half of 256 MB is past 8 L2s of up to 16 MB: the geometric mean.
+  shares(large, [&](double d) { return d / (d + std::sqrt(l2s * 128 * kMb)); });
+  // An L3 of half the L2s, and one of one and a half: half of either is
+  // within them, and the reach is the L2s, then the L3.
+  for (const double l3 : {l2s / 2, 1.5 * l2s}) {
+    const double reach = std::max(l2s, l3);
+    shares(run(l3), [&](double d) { return d * d / (d * d + reach * reach); });
   }
 }
 
