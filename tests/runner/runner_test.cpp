@@ -201,6 +201,23 @@ TEST_CASE("a case name alone reproduces that case", "[runner]") {
   }
 }
 
+TEST_CASE("a name of any length reproduces its case", "[runner]") {
+  // A chain of 4,000 ReLUs: 24 KB of name. Google Benchmark matches every
+  // name against its filter with std::regex, whose ".*" recursed once per
+  // character and overflowed the stack on names this long.
+  std::string name = "BRICK/relu/in:1";
+  for (int i = 1; i < 4000; ++i) name += "/+relu";
+  name += "/grad:1/torch/fp32/train";
+  REQUIRE(name.size() > 24000);
+  Result r =
+      RunRunner("--paradnn_case=" + name + kFast + " --benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 1);
+  CHECK(CaseName(j["benchmarks"][0]) == name);
+}
+
 TEST_CASE("bad input stops the run before anything is registered", "[runner]") {
   const std::string bad = Scratch("bad.yaml");
   std::ofstream(bad) << "sweeps:\n  - family: FC\n    layers: 0\n";
