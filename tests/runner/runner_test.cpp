@@ -1363,7 +1363,6 @@ TEST_CASE(
       "batch:8/onednn/fp32/infer --paradnn_steps=2";
   constexpr double kMb = 1 << 20;
   const auto run = [&](double l3) {
-    INFO(l3 / kMb << " MB of L3");
     const json j = RunBricksOut(cases + " --paradnn_l3_bytes=" +
                                     std::to_string(static_cast<int64_t>(l3)),
                                 "shares.json")
@@ -1375,7 +1374,8 @@ TEST_CASE(
   const json large = run(256 * kMb);
   const double l2s = 8 * large["l2_bytes"].get<double>();
   REQUIRE(l2s <= 16 * kMb);
-  const auto shares = [](const json& j, auto share) {
+  const auto shares = [&](const json& j, auto share) {
+    INFO(j["l3_bytes"].get<double>() / kMb << " MB of L3");
     for (const json& m : j["models"]) {
       INFO(m["name"]);
       const Case c = ParseCaseName(m["name"].get<std::string>());
