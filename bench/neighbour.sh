@@ -13,5 +13,8 @@ set -euo pipefail
   done
 ) &
 neighbour=$!
-trap 'kill $neighbour 2>/dev/null; pkill -P $neighbour 2>/dev/null || true' EXIT
+# The loop, then the children it had: once it is gone it starts no more,
+# and they would run on under init.
+trap 'kids=$(pgrep -P $neighbour); kill $neighbour $kids 2>/dev/null || true' \
+  EXIT
 "$@"

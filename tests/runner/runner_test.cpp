@@ -1355,8 +1355,9 @@ TEST_CASE(
     "is past 8 L2s, else in D^2 / (D^2 + R^2) reaching the larger of 8 L2s "
     "and the L3",
     "[runner][bricks]") {
-  // One thread: 8 L2s are 8 of its L2. A model far within them, and one
-  // of 33 MB of weights past them on any L2 of up to 2 MB.
+  // One thread: 8 L2s are 8 of its L2. Two models, one far within them
+  // and one of 33 MB of weights past them on any L2 of up to 2 MB, take
+  // the same reach: only their bytes part their shares.
   const std::string cases =
       "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/onednn/"
       "fp32/infer --paradnn_case=FC/layers:1/nodes:4096/input:2000/output:10/"
