@@ -114,22 +114,60 @@ double StepCostMs(const BrickTimes& times, const std::vector<int>& bricks,
   return std::clamp(2 * one - two, 0.0, one);
 }
 
+// Every brick a model's estimate takes: the step cost's, its layers', and
+// its runs' chains.
+std::vector<int> AllBricks(const Entry& model,
+                           const std::vector<int>& step_cost_bricks) {
+  std::vector<int> all = step_cost_bricks;
+  all.insert(all.end(), model.layer_bricks.begin(), model.layer_bricks.end());
+  for (const Entry::Stack& s : model.layer_stacks) {
+    all.insert(all.end(), s.chains.begin(), s.chains.end());
+  }
+  return all;
+}
+
+// A run of recurrent layers' time of one kind from its chains' times
+// (BrickStack): a chain of its length, or the chain of 3 and, for each
+// layer past it, the third layer's time in the chain.
+double StackMs(const BrickTimes& times, const Entry::Stack& stack,
+               Caches caches, Calls calls) {
+  auto chain = [&](int layers) {
+    return times.Ms(stack.chains[layers - 2], caches, calls);
+  };
+  const int longest = static_cast<int>(stack.chains.size()) + 1;
+  if (stack.layers <= longest) return chain(stack.layers);
+  return chain(longest) +
+         (stack.layers - longest) * (chain(longest) - chain(longest - 1));
+}
+
 // A model's step time constructed from its bricks' times of `calls`: the
-// fixed cost of a step once and, for each layer, what its brick took
-// beyond it warm (never less than nothing: a small brick's quick step
-// against a noisy fixed cost) and its part of the brick's extra cold time
-// in the model's share.
+// fixed cost of a step once and, for each layer (or run of layers timed as
+// chains, Entry::layer_stacks), what its brick took beyond it warm (never
+// less than nothing: a small brick's quick step against a noisy fixed
+// cost) and its part of the brick's extra cold time in the model's share.
 double EstimateMs(const BrickTimes& times, const Entry& model,
                   const std::vector<double>& parts, double share,
                   double step_cost, Calls calls) {
   double estimate = step_cost;
+  auto add = [&](auto ms, double part) {
+    const double warm = ms(Caches::kWarm) - step_cost;
+    const double cold = ms(Caches::kCold) - step_cost;
+    estimate += std::max(0.0, warm) + part * share * (cold - warm);
+  };
+  auto stack = model.layer_stacks.begin();
   for (size_t k = 0; k < model.layer_bricks.size(); ++k) {
-    auto own = [&](Caches kind) {
-      return times.Ms(model.layer_bricks[k], kind, calls) - step_cost;
-    };
-    const double warm = own(Caches::kWarm);
-    estimate +=
-        std::max(0.0, warm) + parts[k] * share * (own(Caches::kCold) - warm);
+    if (stack != model.layer_stacks.end() && stack->first == k) {
+      add([&](Caches kind) { return StackMs(times, *stack, kind, calls); },
+          parts[k]);
+      k += stack->layers - 1;
+      ++stack;
+      continue;
+    }
+    add(
+        [&](Caches kind) {
+          return times.Ms(model.layer_bricks[k], kind, calls);
+        },
+        parts[k]);
   }
   return estimate;
 }
@@ -142,11 +180,8 @@ std::optional<double> EstimateHalvesDifference(
     const BrickTimes& times, const Entry& model,
     const std::vector<double>& parts, double share,
     const std::vector<int>& step_cost_bricks) {
-  for (const std::vector<int>* bricks :
-       {&step_cost_bricks, &model.layer_bricks}) {
-    for (int b : *bricks) {
-      if (!times.HasMs(b, Calls::kEven)) return std::nullopt;
-    }
+  for (int b : AllBricks(model, step_cost_bricks)) {
+    if (!times.HasMs(b, Calls::kEven)) return std::nullopt;
   }
   double half[2];
   for (const Calls calls : {Calls::kEven, Calls::kOdd}) {
@@ -215,10 +250,11 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
 // one) each of a model's layers takes before the model's share (ColdShare):
 // all, except where the backend's step recycles the blocks it frees (hands
 // a tensor the block of its size freed last) and a layer before it ran the
-// same brick. That layer's tensors go to blocks the one before it of their
-// shapes just used, still cached, and it takes the part of its brick's
-// bytes (the cost model's) the step does not recycle. In inference each
-// activation is freed once the next layer has read it: only the weights,
+// same brick, outside a run timed as chains (whose cold steps recycle as
+// the run does: Entry::layer_stacks). That layer's tensors go to blocks the one
+// before it of their shapes just used, still cached, and it takes the part of
+// its brick's bytes (the cost model's) the step does not recycle. In inference
+// each activation is freed once the next layer has read it: only the weights,
 // the layer's own, come from memory. In training the forward pass keeps its
 // outputs for backward, which frees the gradients of the layers' outputs
 // as it goes: only those go through recycled blocks (docs/bricks.md,
@@ -228,9 +264,14 @@ std::vector<double> ColdParts(const Run& run, const Entry& model) {
   std::vector<double> parts(bricks.size(), 1);
   const Backend* backend = FindBackend(model.backend);
   if (backend == nullptr || !backend->RecyclesWithinStep()) return parts;
+  // A run's chains recycle within their own steps as the run does.
+  std::vector<bool> in_stack(bricks.size(), false);
+  for (const Entry::Stack& s : model.layer_stacks) {
+    std::fill_n(in_stack.begin() + s.first, s.layers, true);
+  }
   std::set<int> ran;
   for (size_t k = 0; k < bricks.size(); ++k) {
-    if (ran.insert(bricks[k]).second) continue;
+    if (ran.insert(bricks[k]).second || in_stack[k]) continue;
     const Entry& brick = run.entries[bricks[k]];
     const Cost& c = brick.cost;
     const int64_t recycled =
@@ -421,11 +462,23 @@ void ReportBricks(const Run& run) {
     ordered_json layers = ordered_json::array(),
                  layer_caches = ordered_json::array(),
                  layer_cold_parts = ordered_json::array();
+    for (int b : AllBricks(e, {})) {
+      complete = complete && HasStepTime(run.entries[b]);
+    }
+    std::vector<bool> in_stack(e.layer_bricks.size(), false);
+    ordered_json stacks = ordered_json::array();
+    for (const Entry::Stack& s : e.layer_stacks) {
+      std::fill_n(in_stack.begin() + s.first, s.layers, true);
+      ordered_json chains = ordered_json::array();
+      for (int c : s.chains) chains.push_back(run.entries[c].name);
+      stacks.push_back(
+          {{"first", s.first}, {"layers", s.layers}, {"chains", chains}});
+    }
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
-      const Entry& brick = run.entries[e.layer_bricks[k]];
-      complete = complete && HasStepTime(brick);
-      layers.push_back(brick.name);
-      layer_caches.push_back(parts[k] < 1 ? "recycled" : "cold");
+      layers.push_back(run.entries[e.layer_bricks[k]].name);
+      layer_caches.push_back(in_stack[k]    ? "stack"
+                             : parts[k] < 1 ? "recycled"
+                                            : "cold");
       layer_cold_parts.push_back(parts[k]);
     }
     const double estimate =
@@ -448,6 +501,7 @@ void ReportBricks(const Run& run) {
     m["layers"] = layers;
     m["layer_caches"] = layer_caches;
     m["layer_cold_parts"] = layer_cold_parts;
+    m["layer_stacks"] = stacks;
     const std::optional<double> halves =
         e.HalvesDifference(run.moments, run.case_time);
     m["measured_halves_difference"] =

@@ -205,6 +205,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     e.dtype = c.dtype;
     e.mode = c.mode;
     std::vector<int> layers;
+    std::vector<Entry::Stack> stacks;
     if (o.bricks) {
       auto name = [&](const Brick& b) {
         return BrickCase{b, c.backend, c.dtype, c.mode}.Name();
@@ -239,6 +240,19 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         layers.push_back(add_brick(std::move(bricks[k]), std::move(names[k]),
                                    c.backend, c.dtype, c.mode));
       }
+      // Recurrent layers in a run of their kind, timed as chains too.
+      if (o.bricks_granularity == 1) {
+        for (BrickStack& s : StacksOf(g, c.mode, join)) {
+          Entry::Stack& stack = stacks.emplace_back();
+          stack.first = s.first;
+          stack.layers = s.layers;
+          for (Brick& chain : s.chains) {
+            std::string n = name(chain);
+            stack.chains.push_back(add_brick(std::move(chain), std::move(n),
+                                             c.backend, c.dtype, c.mode));
+          }
+        }
+      }
       // What each of them pays once more than the model, once per backend,
       // data type and mode.
       if (step_cost_contexts.emplace(c.backend, c.dtype, c.mode).second) {
@@ -251,6 +265,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     e.model = std::move(c);
     const int index = add(std::move(e), g);
     run.entries[index].layer_bricks = std::move(layers);
+    run.entries[index].layer_stacks = std::move(stacks);
   }
   for (BrickCase& b : bricks) {
     std::string n = b.Name();

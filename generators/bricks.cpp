@@ -1,5 +1,6 @@
 #include "generators/bricks.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -272,13 +273,21 @@ Graph Brick::BuildGraph(Mode mode) const {
   return g;
 }
 
-std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
-                            bool activations_join) {
+namespace {
+
+// BricksOf's bricks, and for each whether it is a single layer reading only
+// the last layer of the brick before it, which no other layer reads.
+struct Walked {
+  std::vector<Brick> bricks;
+  std::vector<bool> follows;
+};
+
+Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
   PARADNN_CHECK(granularity >= 1, "granularity must be at least 1");
   const bool train = mode == Mode::kTrain;
   const std::vector<bool> needs_grad = g.NeedsGrad();
   const std::vector<int> readers = Readers(g);
-  std::vector<Brick> bricks;
+  Walked out;
   int previous = -1;  // the last layer added
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
@@ -301,15 +310,54 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
     previous = i;
     const bool joins =
         activations_join && (l.op == Op::kReLU || l.op == Op::kGelu);
-    if (reads_previous && (joins || bricks.back().layers() < granularity)) {
-      bricks.back().then.push_back(std::move(b));
+    if (reads_previous && (joins || out.bricks.back().layers() < granularity)) {
+      out.bricks.back().then.push_back(std::move(b));
       continue;
     }
     for (int in : l.inputs) b.inputs.push_back(g.layer(in).shape);
     b.input_grad = train && l.op != Op::kEmbedding && needs_grad[l.inputs[0]];
-    bricks.push_back(std::move(b));
+    out.follows.push_back(reads_previous && out.bricks.back().layers() == 1);
+    out.bricks.push_back(std::move(b));
   }
-  return bricks;
+  return out;
+}
+
+}  // namespace
+
+std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
+                            bool activations_join) {
+  return Walk(g, mode, granularity, activations_join).bricks;
+}
+
+std::vector<BrickStack> StacksOf(const Graph& g, Mode mode,
+                                 bool activations_join) {
+  std::vector<BrickStack> stacks;
+  if (mode != Mode::kTrain) return stacks;
+  const Walked w = Walk(g, mode, 1, activations_join);
+  for (size_t k = 0; k < w.bricks.size();) {
+    const Brick& b = w.bricks[k];
+    size_t end = k + 1;
+    if (b.op == Op::kRecurrent) {
+      while (end < w.bricks.size() && w.follows[end] && w.bricks[end] == b) {
+        ++end;
+      }
+    }
+    const int layers = static_cast<int>(end - k);
+    if (layers >= 2) {
+      BrickStack s{k, layers, {}};
+      Brick next = b;
+      next.inputs.clear();
+      next.input_grad = false;
+      for (int c = 2; c <= std::min(layers, kStackChainLayers); ++c) {
+        Brick chain = b;
+        chain.then.assign(c - 1, next);
+        s.chains.push_back(std::move(chain));
+      }
+      stacks.push_back(std::move(s));
+    }
+    k = end;
+  }
+  return stacks;
 }
 
 std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode) {

@@ -61,6 +61,33 @@ BrickCase ParseBrickName(std::string_view name);
 std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1,
                             bool activations_join = false);
 
+// A run of a model's bricks (BricksOf at granularity 1) that is one
+// recurrent layer repeated in training, each reading only the one before
+// it: its layers cost more inside the run than alone. A recurrent layer's
+// training step records every time step's operations and the tensors they
+// save, and beside other such layers' records (LibTorch's autograd graph
+// and heap; oneDNN's workspaces) a layer takes longer: in a LibTorch stack
+// of GRUs of 100 units, the second layer took 10-14% more than the first,
+// and each from the sixth to the ninth 25-26% more (docs/bricks.md,
+// "Stacks of recurrent layers"). So a run is timed as
+// chains of its layer: of 2 layers and, for runs of 3 or more, of 3; a run
+// of more takes the chain of 3 and, for each layer past it, the third
+// layer's time in the chain (the chain of 3 less the chain of 2).
+struct BrickStack {
+  size_t first = 0;  // the run's first brick, in BricksOf's order
+  int layers = 0;
+  std::vector<Brick> chains;  // of 2 and up to kStackChainLayers layers
+};
+
+// The longest chain a run of recurrent layers is timed as.
+constexpr int kStackChainLayers = 3;
+
+// The runs of a model's bricks to time as chains, with the bricks BricksOf
+// gives at granularity 1 and the same `activations_join`. None in
+// inference.
+std::vector<BrickStack> StacksOf(const Graph& g, Mode mode,
+                                 bool activations_join = false);
+
 // Work of a training step that belongs to no layer: where k layers read one
 // tensor, backward adds their k gradients of it, which no layer's brick
 // does. Each of the k - 1 sums is timed as the brick of an add of two

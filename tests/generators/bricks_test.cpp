@@ -239,6 +239,53 @@ TEST_CASE("a recurrent stack's layers share one brick at every depth",
   }
 }
 
+TEST_CASE(
+    "in training a run of one recurrent layer is a stack, timed as chains of "
+    "2 and 3",
+    "[bricks]") {
+  const std::string gru = "recurrent/in:5x4x16/cell:gru/units:16";
+  const std::string next = "/+recurrent/cell:gru/units:16";
+  auto stacks = [](const std::string& name, bool join) {
+    const Case c = ParseCaseName(name);
+    return StacksOf(c.model.BuildGraph(), c.mode, join);
+  };
+  for (bool join : {false, true}) {
+    INFO("activations join: " << join);
+    // tokens -> embedding -> 4 x gru -> dense -> loss: bricks 1 to 4.
+    const std::vector<BrickStack> four = stacks(
+        "RNN/cell:gru/layers:4/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+        "train",
+        join);
+    REQUIRE(four.size() == 1);
+    CHECK(four[0].first == 1);
+    CHECK(four[0].layers == 4);
+    REQUIRE(four[0].chains.size() == 2);
+    CHECK(four[0].chains[0].Key() == gru + next + "/grad:1");
+    CHECK(four[0].chains[1].Key() == gru + next + next + "/grad:1");
+    // Two layers: the chain of 2 alone.
+    const std::vector<BrickStack> two = stacks(
+        "RNN/cell:lstm/layers:2/embed:16/vocab:32/length:5/batch:4/onednn/"
+        "fp32/train",
+        join);
+    REQUIRE(two.size() == 1);
+    CHECK(two[0].layers == 2);
+    REQUIRE(two[0].chains.size() == 1);
+    CHECK(two[0].chains[0].Key() ==
+          "recurrent/in:5x4x16/cell:lstm/units:16/+recurrent/cell:lstm/"
+          "units:16/grad:1");
+    // None: one layer, inference, and layers of other kinds repeated.
+    for (const char* none :
+         {"RNN/cell:gru/layers:1/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+          "train",
+          "RNN/cell:gru/layers:4/embed:16/vocab:32/length:5/batch:4/torch/fp32/"
+          "infer",
+          "FC/layers:4/nodes:32/input:64/output:10/batch:8/torch/fp32/train"}) {
+      INFO(none);
+      CHECK(stacks(none, join).empty());
+    }
+  }
+}
+
 TEST_CASE("a brick's graph does the layer's own work", "[bricks]") {
   for (const char* name :
        {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train",

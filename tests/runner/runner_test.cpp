@@ -1688,8 +1688,8 @@ TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
 }
 
 TEST_CASE(
-    "a recurrent stack's layers each take their brick's time, one brick for "
-    "every depth",
+    "a recurrent stack in training takes its chains' times: of its own "
+    "length up to 3 layers, the third layer's beyond",
     "[runner][bricks]") {
   const std::string suffix = "/torch/fp32/train";
   const std::string model =
@@ -1700,52 +1700,80 @@ TEST_CASE(
     return m;
   };
   // Embedding, GRU (every one reads a tensor that takes a gradient: the
-  // embedding trains), output dense, loss.
+  // embedding trains), output dense, loss; the GRUs' chains of 2 and 3.
   const std::string embedding =
       "BRICK/embedding/in:5x4/vocab:32/units:16/grad:0";
   const std::string gru = "BRICK/recurrent/in:5x4x16/cell:gru/units:16/grad:1";
   const std::string output = "BRICK/dense/in:5x4x16/units:32/bias:1/grad:1";
   const std::string loss = "BRICK/softmax_xent/in:5x4x32/grad:1";
+  const std::string next = "/+recurrent/cell:gru/units:16";
+  const std::string two =
+      "BRICK/recurrent/in:5x4x16/cell:gru/units:16" + next + "/grad:1";
+  const std::string three =
+      "BRICK/recurrent/in:5x4x16/cell:gru/units:16" + next + next + "/grad:1";
   const auto [j, bricks] =
-      RunBricksOut("--paradnn_case=" + of(2) + " --paradnn_case=" + of(3) +
+      RunBricksOut("--paradnn_case=" + of(1) + " --paradnn_case=" + of(2) +
+                       " --paradnn_case=" + of(3) + " --paradnn_case=" + of(5) +
                        " --paradnn_steps=3 --benchmark_repetitions=2"
                        " --benchmark_enable_random_interleaving=true",
                    "recurrent_bricks.json");
   CHECK(j["unique_layers"] == 4);
-  CHECK(j["unique_bricks"] == 4);
+  CHECK(j["unique_bricks"] == 6);
   // And the step's fixed cost's two.
-  REQUIRE(bricks.size() == 6);
-  for (const std::string& b : {embedding, gru, output, loss}) {
+  REQUIRE(bricks.size() == 8);
+  for (const std::string& b : {embedding, gru, output, loss, two, three}) {
     CHECK(bricks.count(b + suffix) == 1);
   }
   const double step_cost = StepCostMs(j, suffix);
-  REQUIRE(j["models"].size() == 2);
-  for (int k = 0; k < 2; ++k) {
+  // A brick's time of a kind beyond the step's fixed cost.
+  auto own = [&](const std::string& brick, const std::string& kind) {
+    return StepMs(bricks.at(brick + suffix), kind) - step_cost;
+  };
+  REQUIRE(j["models"].size() == 4);
+  for (int k = 0; k < 4; ++k) {
     const json& m = j["models"][k];
-    const int layers = k + 2;
+    const int layers = k < 3 ? k + 1 : 5;
     INFO(m["name"]);
     CHECK(m["name"] == of(layers));
-    // Small models: cold caches in a small share.
     const double share = ColdShareOf(j, m, 1);
     CHECK(m["cold_share"].get<double>() == Approx(share));
-    // LibTorch's step recycles what it frees: the GRUs after the first find
-    // their gradients' blocks where the one before left them, and take the
-    // rest of their bricks' extra cold time.
+    // A lone GRU is its brick, cold; a stack's take their chains' cold
+    // times whole.
     std::vector<std::string> caches(layers + 3, "cold");
-    std::fill_n(caches.begin() + 2, layers - 1, "recycled");
+    if (layers > 1) std::fill_n(caches.begin() + 1, layers, "stack");
     CHECK(m["layer_caches"] == caches);
-    const double recycled = RecycledColdPart(gru + suffix);
-    CHECK(recycled > 0);
-    CHECK(recycled < 1);
-    std::vector<double> parts(layers + 3, 1);
-    std::fill_n(parts.begin() + 2, layers - 1, recycled);
-    CHECK(SameParts(m, parts));
-    auto layer = [&](const std::string& brick, double part) {
-      return LayerMs(bricks.at(brick + suffix), part, share, step_cost);
+    CHECK(SameParts(m, std::vector<double>(layers + 3, 1)));
+    // The stack's time of a kind, written out for each length.
+    auto stack = [&](const std::string& kind) {
+      switch (layers) {
+        case 1:
+          return own(gru, kind);
+        case 2:
+          return own(two, kind);
+        case 3:
+          return own(three, kind);
+        default:  // 5: the chain of 3 and twice its third layer
+          return own(three, kind) + 2 * (own(three, kind) - own(two, kind));
+      }
     };
-    const double estimate = step_cost + layer(embedding, 1) + layer(gru, 1) +
-                            (layers - 1) * layer(gru, recycled) +
-                            layer(output, 1) + layer(loss, 1);
+    const json& stacks = m["layer_stacks"];
+    if (layers == 1) {
+      CHECK(stacks.empty());
+    } else {
+      REQUIRE(stacks.size() == 1);
+      CHECK(stacks[0]["first"] == 1);
+      CHECK(stacks[0]["layers"] == layers);
+      std::vector<std::string> chains = {two + suffix};
+      if (layers > 2) chains.push_back(three + suffix);
+      CHECK(stacks[0]["chains"] == chains);
+    }
+    const double warm = stack("warm");
+    const double estimate =
+        step_cost +
+        LayerMs(bricks.at(embedding + suffix), 1, share, step_cost) +
+        std::max(0.0, warm) + share * (stack("cold") - warm) +
+        LayerMs(bricks.at(output + suffix), 1, share, step_cost) +
+        LayerMs(bricks.at(loss + suffix), 1, share, step_cost);
     CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
   }
 }
