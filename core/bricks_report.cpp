@@ -121,23 +121,20 @@ std::vector<int> AllBricks(const Entry& model,
   std::vector<int> all = step_cost_bricks;
   all.insert(all.end(), model.layer_bricks.begin(), model.layer_bricks.end());
   for (const Entry::Stack& s : model.layer_stacks) {
-    all.insert(all.end(), s.chains.begin(), s.chains.end());
+    all.push_back(s.chain);
   }
   return all;
 }
 
-// A run of recurrent layers' time of one kind from its chains' times
-// (BrickStack): a chain of its length, or the chain of 3 and, for each
-// layer past it, the third layer's time in the chain.
-double StackMs(const BrickTimes& times, const Entry::Stack& stack,
-               Caches caches, Calls calls) {
-  auto chain = [&](int layers) {
-    return times.Ms(stack.chains[layers - 2], caches, calls);
-  };
-  const int longest = static_cast<int>(stack.chains.size()) + 1;
-  if (stack.layers <= longest) return chain(stack.layers);
-  return chain(longest) +
-         (stack.layers - longest) * (chain(longest) - chain(longest - 1));
+// A run of recurrent layers' time of one kind (BrickStack): its chain's,
+// and for each layer past the chain what each layer after the first added
+// in it, on average.
+double StackMs(const BrickTimes& times, const Entry& model,
+               const Entry::Stack& stack, Caches caches, Calls calls) {
+  const double one = times.Ms(model.layer_bricks[stack.first], caches, calls);
+  const double chain = times.Ms(stack.chain, caches, calls);
+  const int chained = std::min(stack.layers, kStackChainLayers);
+  return chain + (stack.layers - chained) * (chain - one) / (chained - 1);
 }
 
 // A model's step time constructed from its bricks' times of `calls`: the
@@ -157,7 +154,10 @@ double EstimateMs(const BrickTimes& times, const Entry& model,
   auto stack = model.layer_stacks.begin();
   for (size_t k = 0; k < model.layer_bricks.size(); ++k) {
     if (stack != model.layer_stacks.end() && stack->first == k) {
-      add([&](Caches kind) { return StackMs(times, *stack, kind, calls); },
+      add(
+          [&](Caches kind) {
+            return StackMs(times, model, *stack, kind, calls);
+          },
           parts[k]);
       k += stack->layers - 1;
       ++stack;
@@ -469,10 +469,9 @@ void ReportBricks(const Run& run) {
     ordered_json stacks = ordered_json::array();
     for (const Entry::Stack& s : e.layer_stacks) {
       std::fill_n(in_stack.begin() + s.first, s.layers, true);
-      ordered_json chains = ordered_json::array();
-      for (int c : s.chains) chains.push_back(run.entries[c].name);
-      stacks.push_back(
-          {{"first", s.first}, {"layers", s.layers}, {"chains", chains}});
+      stacks.push_back({{"first", s.first},
+                        {"layers", s.layers},
+                        {"chain", run.entries[s.chain].name}});
     }
     for (size_t k = 0; k < e.layer_bricks.size(); ++k) {
       layers.push_back(run.entries[e.layer_bricks[k]].name);

@@ -52,13 +52,12 @@ struct Entry {
   // A model's layers, as brick entries, and its gradient sums after them
   // (GradientSumsOf): the bricks its step time is constructed from.
   std::vector<int> layer_bricks;
-  // Runs of those layers timed as chains (StacksOf): the run's first
-  // layer in layer_bricks, its length, and its chains' brick entries, of 2
-  // layers and, in runs of 3 or more, of 3.
+  // Runs of those layers timed as chains too (StacksOf): the run's first
+  // layer in layer_bricks, its length, and its chain's brick entry.
   struct Stack {
     size_t first = 0;
     int layers = 0;
-    std::vector<int> chains;
+    int chain = 0;
   };
   std::vector<Stack> layer_stacks;
   int64_t layers = 0;  // of the model, as many as its layer bricks cover

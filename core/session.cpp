@@ -243,14 +243,10 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
       // Recurrent layers in a run of their kind, timed as chains too.
       if (o.bricks_granularity == 1) {
         for (BrickStack& s : StacksOf(g, c.mode, join)) {
-          Entry::Stack& stack = stacks.emplace_back();
-          stack.first = s.first;
-          stack.layers = s.layers;
-          for (Brick& chain : s.chains) {
-            std::string n = name(chain);
-            stack.chains.push_back(add_brick(std::move(chain), std::move(n),
-                                             c.backend, c.dtype, c.mode));
-          }
+          std::string n = name(s.chain);
+          stacks.push_back({s.first, s.layers,
+                            add_brick(std::move(s.chain), std::move(n),
+                                      c.backend, c.dtype, c.mode)});
         }
       }
       // What each of them pays once more than the model, once per backend,

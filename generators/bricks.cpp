@@ -344,16 +344,11 @@ std::vector<BrickStack> StacksOf(const Graph& g, Mode mode,
     }
     const int layers = static_cast<int>(end - k);
     if (layers >= 2) {
-      BrickStack s{k, layers, {}};
       Brick next = b;
       next.inputs.clear();
       next.input_grad = false;
-      for (int c = 2; c <= std::min(layers, kStackChainLayers); ++c) {
-        Brick chain = b;
-        chain.then.assign(c - 1, next);
-        s.chains.push_back(std::move(chain));
-      }
-      stacks.push_back(std::move(s));
+      BrickStack& s = stacks.emplace_back(BrickStack{k, layers, b});
+      s.chain.then.assign(std::min(layers, kStackChainLayers) - 1, next);
     }
     k = end;
   }

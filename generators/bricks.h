@@ -69,17 +69,19 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1,
 // and heap; oneDNN's workspaces) a layer takes longer: in a LibTorch stack
 // of GRUs of 100 units, the second layer took 10-14% more than the first,
 // and each from the sixth to the ninth 25-26% more (docs/bricks.md,
-// "Stacks of recurrent layers"). So a run is timed as
-// chains of its layer: of 2 layers and, for runs of 3 or more, of 3; a run
-// of more takes the chain of 3 and, for each layer past it, the third
-// layer's time in the chain (the chain of 3 less the chain of 2).
+// "Stacks of recurrent layers"). So a run is also timed as a chain of its
+// layer, of its own length up to kStackChainLayers, and a longer run takes
+// the chain and, for each layer past it, what each layer after the first
+// added in the chain, on average.
 struct BrickStack {
   size_t first = 0;  // the run's first brick, in BricksOf's order
   int layers = 0;
-  std::vector<Brick> chains;  // of 2 and up to kStackChainLayers layers
+  Brick chain;
 };
 
-// The longest chain a run of recurrent layers is timed as.
+// The longest chain a run of recurrent layers is timed as: longer ones
+// would follow the rise of the layers further in more closely, at the
+// price of timing each of their layers again (docs/bricks.md).
 constexpr int kStackChainLayers = 3;
 
 // The runs of a model's bricks to time as chains, with the bricks BricksOf

@@ -240,8 +240,8 @@ TEST_CASE("a recurrent stack's layers share one brick at every depth",
 }
 
 TEST_CASE(
-    "in training a run of one recurrent layer is a stack, timed as chains of "
-    "2 and 3",
+    "in training a run of one recurrent layer is a stack, timed as a chain of "
+    "its length up to 3",
     "[bricks]") {
   const std::string gru = "recurrent/in:5x4x16/cell:gru/units:16";
   const std::string next = "/+recurrent/cell:gru/units:16";
@@ -259,18 +259,15 @@ TEST_CASE(
     REQUIRE(four.size() == 1);
     CHECK(four[0].first == 1);
     CHECK(four[0].layers == 4);
-    REQUIRE(four[0].chains.size() == 2);
-    CHECK(four[0].chains[0].Key() == gru + next + "/grad:1");
-    CHECK(four[0].chains[1].Key() == gru + next + next + "/grad:1");
-    // Two layers: the chain of 2 alone.
+    CHECK(four[0].chain.Key() == gru + next + next + "/grad:1");
+    // Two layers: a chain of 2.
     const std::vector<BrickStack> two = stacks(
         "RNN/cell:lstm/layers:2/embed:16/vocab:32/length:5/batch:4/onednn/"
         "fp32/train",
         join);
     REQUIRE(two.size() == 1);
     CHECK(two[0].layers == 2);
-    REQUIRE(two[0].chains.size() == 1);
-    CHECK(two[0].chains[0].Key() ==
+    CHECK(two[0].chain.Key() ==
           "recurrent/in:5x4x16/cell:lstm/units:16/+recurrent/cell:lstm/"
           "units:16/grad:1");
     // None: one layer, inference, and layers of other kinds repeated.
