@@ -251,11 +251,11 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
 // all, except where the backend's step recycles the blocks it frees (hands
 // a tensor the block of its size freed last) and a layer before it ran the
 // same brick, outside a run timed as chains (whose cold steps recycle as
-// the run does: Entry::layer_stacks). That layer's tensors go to blocks the one
-// before it of their shapes just used, still cached, and it takes the part of
-// its brick's bytes (the cost model's) the step does not recycle. In inference
-// each activation is freed once the next layer has read it: only the weights,
-// the layer's own, come from memory. In training the forward pass keeps its
+// the run does: Entry::layer_stacks). That layer's tensors go to blocks
+// the one before it of their shapes just used, still cached, and it takes
+// the part of its brick's bytes (the cost model's) the step does not
+// recycle. In inference each activation is freed once the next layer has
+// read it: only the weights, the layer's own, come from memory. In training the forward pass keeps its
 // outputs for backward, which frees the gradients of the layers' outputs
 // as it goes: only those go through recycled blocks (docs/bricks.md,
 // "Layers that write where the layer before them wrote").
