@@ -126,17 +126,6 @@ std::vector<int> AllBricks(const Entry& model,
   return all;
 }
 
-// A run of recurrent layers' time of one kind (BrickStack): its chain's,
-// and for each layer past the chain what each layer after the first added
-// in it, on average.
-double StackMs(const BrickTimes& times, const Entry& model,
-               const Entry::Stack& stack, Caches caches, Calls calls) {
-  const double one = times.Ms(model.layer_bricks[stack.first], caches, calls);
-  const double chain = times.Ms(stack.chain, caches, calls);
-  const int chained = std::min(stack.layers, kStackChainLayers);
-  return chain + (stack.layers - chained) * (chain - one) / (chained - 1);
-}
-
 // A model's step time constructed from its bricks' times of `calls`: the
 // fixed cost of a step once and, for each layer (or run of layers timed as
 // chains, Entry::layer_stacks), what its brick took beyond it warm (never
@@ -154,9 +143,14 @@ double EstimateMs(const BrickTimes& times, const Entry& model,
   auto stack = model.layer_stacks.begin();
   for (size_t k = 0; k < model.layer_bricks.size(); ++k) {
     if (stack != model.layer_stacks.end() && stack->first == k) {
+      // As a brick's time: the run's beyond a step's fixed cost, and one.
       add(
           [&](Caches kind) {
-            return StackMs(times, model, *stack, kind, calls);
+            return step_cost +
+                   StackMs(
+                       times.Ms(model.layer_bricks[k], kind, calls) - step_cost,
+                       times.Ms(stack->chain, kind, calls) - step_cost,
+                       stack->layers);
           },
           parts[k]);
       k += stack->layers - 1;
@@ -255,10 +249,10 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
 // the one before it of their shapes just used, still cached, and it takes
 // the part of its brick's bytes (the cost model's) the step does not
 // recycle. In inference each activation is freed once the next layer has
-// read it: only the weights, the layer's own, come from memory. In training the forward pass keeps its
-// outputs for backward, which frees the gradients of the layers' outputs
-// as it goes: only those go through recycled blocks (docs/bricks.md,
-// "Layers that write where the layer before them wrote").
+// read it: only the weights, the layer's own, come from memory. In training the
+// forward pass keeps its outputs for backward, which frees the gradients of the
+// layers' outputs as it goes: only those go through recycled blocks
+// (docs/bricks.md, "Layers that write where the layer before them wrote").
 std::vector<double> ColdParts(const Run& run, const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
   std::vector<double> parts(bricks.size(), 1);

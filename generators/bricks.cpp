@@ -355,6 +355,13 @@ std::vector<BrickStack> StacksOf(const Graph& g, Mode mode,
   return stacks;
 }
 
+double StackMs(double brick_ms, double chain_ms, int layers) {
+  const int chained = std::min(layers, kStackChainLayers);
+  const double added =
+      std::max((chain_ms - brick_ms) / (chained - 1), chain_ms / chained);
+  return chain_ms + (layers - chained) * added;
+}
+
 std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode) {
   std::vector<Brick> sums;
   if (mode != Mode::kTrain) return sums;

@@ -72,7 +72,7 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1,
 // "Stacks of recurrent layers"). So a run is also timed as a chain of its
 // layer, of its own length up to kStackChainLayers, and a longer run takes
 // the chain and, for each layer past it, what each layer after the first
-// added in the chain, on average.
+// added in the chain, on average (at least the chain's time per layer).
 struct BrickStack {
   size_t first = 0;  // the run's first brick, in BricksOf's order
   int layers = 0;
@@ -83,6 +83,15 @@ struct BrickStack {
 // would follow the rise of the layers further in more closely, at the
 // price of timing each of their layers again (docs/bricks.md).
 constexpr int kStackChainLayers = 3;
+
+// A run's time from its layer's brick's and its chain's, each beyond a
+// step's fixed cost (BrickStack): the chain's, and for each layer past the
+// chain what each layer after the first added in it, on average, but no
+// less than the chain's time per layer: each layer further in adds more
+// than the one before (docs/bricks.md, "Stacks of recurrent layers"), and
+// a lone brick slowed by a busy moment its chain missed would otherwise
+// take its excess from every layer past the chain.
+double StackMs(double brick_ms, double chain_ms, int layers);
 
 // The runs of a model's bricks to time as chains, with the bricks BricksOf
 // gives at granularity 1 and the same `activations_join`. None in

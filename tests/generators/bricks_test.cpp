@@ -283,6 +283,21 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "a stack takes its chain, and past it what the chain's later layers "
+    "added, at least the chain's time per layer",
+    "[bricks]") {
+  // Chains as long as the run.
+  CHECK(StackMs(2, 5, 2) == 5);
+  CHECK(StackMs(2, 7, 3) == 7);
+  // Past a chain of 3 (7 ms, its layer 2 ms): (7 - 2) / 2 a layer.
+  CHECK(StackMs(2, 7, 5) == Approx(7 + 2 * 2.5));
+  CHECK(StackMs(2, 7, 9) == Approx(7 + 6 * 2.5));
+  // A brick slower than its chain's later layers (3 ms against 2): the
+  // chain's time per layer, 7 / 3.
+  CHECK(StackMs(3, 7, 5) == Approx(7 + 2 * 7.0 / 3));
+}
+
 TEST_CASE("a brick's graph does the layer's own work", "[bricks]") {
   for (const char* name :
        {"FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp32/train",
