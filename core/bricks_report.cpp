@@ -126,6 +126,15 @@ std::vector<int> AllBricks(const Entry& model,
   return all;
 }
 
+// Whether each of a model's layers is in a run timed as a chain.
+std::vector<bool> StackedLayers(const Entry& model) {
+  std::vector<bool> stacked(model.layer_bricks.size(), false);
+  for (const Entry::Stack& s : model.layer_stacks) {
+    std::fill_n(stacked.begin() + s.first, s.layers, true);
+  }
+  return stacked;
+}
+
 // A model's step time constructed from its bricks' times of `calls`: the
 // fixed cost of a step once and, for each layer (or run of layers timed as
 // chains, Entry::layer_stacks), what its brick took beyond it warm (never
@@ -135,33 +144,29 @@ double EstimateMs(const BrickTimes& times, const Entry& model,
                   const std::vector<double>& parts, double share,
                   double step_cost, Calls calls) {
   double estimate = step_cost;
+  auto own = [&](int brick, Caches kind) {
+    return times.Ms(brick, kind, calls) - step_cost;
+  };
+  // A layer's or run's time beyond the fixed cost, `ms` of each kind.
   auto add = [&](auto ms, double part) {
-    const double warm = ms(Caches::kWarm) - step_cost;
-    const double cold = ms(Caches::kCold) - step_cost;
-    estimate += std::max(0.0, warm) + part * share * (cold - warm);
+    const double warm = ms(Caches::kWarm);
+    estimate += std::max(0.0, warm) + part * share * (ms(Caches::kCold) - warm);
   };
   auto stack = model.layer_stacks.begin();
   for (size_t k = 0; k < model.layer_bricks.size(); ++k) {
+    const int brick = model.layer_bricks[k];
     if (stack != model.layer_stacks.end() && stack->first == k) {
-      // As a brick's time: the run's beyond a step's fixed cost, and one.
       add(
           [&](Caches kind) {
-            return step_cost +
-                   StackMs(
-                       times.Ms(model.layer_bricks[k], kind, calls) - step_cost,
-                       times.Ms(stack->chain, kind, calls) - step_cost,
-                       stack->layers);
+            return StackMs(own(brick, kind), own(stack->chain, kind),
+                           stack->layers);
           },
           parts[k]);
       k += stack->layers - 1;
       ++stack;
       continue;
     }
-    add(
-        [&](Caches kind) {
-          return times.Ms(model.layer_bricks[k], kind, calls);
-        },
-        parts[k]);
+    add([&](Caches kind) { return own(brick, kind); }, parts[k]);
   }
   return estimate;
 }
@@ -249,20 +254,18 @@ ordered_json Spread(const std::vector<Agreement>& agreements) {
 // the one before it of their shapes just used, still cached, and it takes
 // the part of its brick's bytes (the cost model's) the step does not
 // recycle. In inference each activation is freed once the next layer has
-// read it: only the weights, the layer's own, come from memory. In training the
-// forward pass keeps its outputs for backward, which frees the gradients of the
-// layers' outputs as it goes: only those go through recycled blocks
-// (docs/bricks.md, "Layers that write where the layer before them wrote").
+// read it: only the weights, the layer's own, come from memory. In
+// training the forward pass keeps its outputs for backward, which frees
+// the gradients of the layers' outputs as it goes: only those go through
+// recycled blocks (docs/bricks.md, "Layers that write where the layer
+// before them wrote").
 std::vector<double> ColdParts(const Run& run, const Entry& model) {
   const std::vector<int>& bricks = model.layer_bricks;
   std::vector<double> parts(bricks.size(), 1);
   const Backend* backend = FindBackend(model.backend);
   if (backend == nullptr || !backend->RecyclesWithinStep()) return parts;
   // A run's chains recycle within their own steps as the run does.
-  std::vector<bool> in_stack(bricks.size(), false);
-  for (const Entry::Stack& s : model.layer_stacks) {
-    std::fill_n(in_stack.begin() + s.first, s.layers, true);
-  }
+  const std::vector<bool> in_stack = StackedLayers(model);
   std::set<int> ran;
   for (size_t k = 0; k < bricks.size(); ++k) {
     if (ran.insert(bricks[k]).second || in_stack[k]) continue;
@@ -459,10 +462,9 @@ void ReportBricks(const Run& run) {
     for (int b : AllBricks(e, {})) {
       complete = complete && HasStepTime(run.entries[b]);
     }
-    std::vector<bool> in_stack(e.layer_bricks.size(), false);
+    const std::vector<bool> in_stack = StackedLayers(e);
     ordered_json stacks = ordered_json::array();
     for (const Entry::Stack& s : e.layer_stacks) {
-      std::fill_n(in_stack.begin() + s.first, s.layers, true);
       stacks.push_back({{"first", s.first},
                         {"layers", s.layers},
                         {"chain", run.entries[s.chain].name}});

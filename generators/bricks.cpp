@@ -332,7 +332,13 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
 std::vector<BrickStack> StacksOf(const Graph& g, Mode mode,
                                  bool activations_join) {
   std::vector<BrickStack> stacks;
-  if (mode != Mode::kTrain) return stacks;
+  // No second walk of a graph without a recurrent layer (most of a sweep's).
+  const std::vector<Layer>& all = g.layers();
+  if (mode != Mode::kTrain ||
+      std::none_of(all.begin(), all.end(),
+                   [](const Layer& l) { return l.op == Op::kRecurrent; })) {
+    return stacks;
+  }
   const Walked w = Walk(g, mode, 1, activations_join);
   for (size_t k = 0; k < w.bricks.size();) {
     const Brick& b = w.bricks[k];
