@@ -28,6 +28,9 @@ struct Moments {
   // The factor of the moment a step started in, for a case of that
   // sensitivity: 1 where none was fit.
   double At(double at_s, double sensitivity) const;
+  // Whether a step started in a moment of a state the run met rarely: its
+  // contrast far from the median moment's.
+  bool Rare(double at_s) const;
 };
 
 // Steps of one case and kind, as (start in seconds of the run, ms).
@@ -50,8 +53,11 @@ constexpr int kMinSeriesPerBin = 8;
 
 // The 20th percentile (linearly interpolated) of steps, each divided by
 // its moment's factor for the series' sensitivity (steps not empty): a
-// case's time in a quiet stretch of the run's usual speed. docs/bricks.md,
-// "Timing", says why neither the least step nor the median.
+// case's time in a quiet stretch of the run's usual speed. Steps in rare
+// moments (Moments::Rare) are left out while half of them remain: scaled
+// by a sensitivity fit on few steps, they would be the ones that set a
+// 20th percentile. docs/bricks.md, "Timing", says why neither the least
+// step nor the median.
 double QuietMs(const StepSeries& steps, const Moments& moments,
                double sensitivity);
 
