@@ -19,6 +19,13 @@ constexpr int kContrastRounds = 10;
 // A step counts no farther from its fit than this (in log, 1.5 times):
 // one step a preemption stretched must not tilt a least-squares fit.
 constexpr double kLogClip = 0.4;
+// A step this much slower than its fit (in log, 5 times) was preempted and
+// says nothing of the moment it ran in: it counts as its fit. The two
+// states of the machine are 2.4 times apart at most (docs/bricks.md, "Two
+// states of the machine"); a neighbour on the same cores stretched single
+// steps of a LibTorch LSTM brick 5 to 50 times, and clipped, three such
+// steps in ten drove its sensitivity to -10.
+constexpr double kLogPreempted = 1.6;
 constexpr double kQuietQuantile = 0.2;
 // Moments whose contrast is beyond this (e^0.25 = 1.28 times for a case of
 // sensitivity 1) hold a state of the machine the run met rarely; a quiet
@@ -216,8 +223,9 @@ class Fit {
   // never be fit more than the clip's worth of it.
   double Left(size_t r, int64_t bin, double y) const {
     const double fit = sensitivity_[r] * Of(contrast_, bin);
-    return fit + std::clamp(y - level_[r] - effect_.at(bin) - fit, -kLogClip,
-                            kLogClip);
+    const double residual = y - level_[r] - effect_.at(bin) - fit;
+    if (residual > kLogPreempted) return fit;
+    return fit + std::clamp(residual, -kLogClip, kLogClip);
   }
 
   std::vector<Row> rows_;
