@@ -17,7 +17,7 @@ constexpr int kPolishRounds = 4;
 // (docs/bricks.md, "Two kinds of moments").
 constexpr int kContrastRounds = 10;
 // A step counts no farther from its fit than this (in log, 1.5 times):
-// one step a preemption stretched must not tilt a least-squares fit.
+// one slow step must not tilt a least-squares fit.
 constexpr double kLogClip = 0.4;
 // A step this much slower than its fit (in log, 5 times) was preempted and
 // says nothing of the moment it ran in: it counts as its fit. The two
