@@ -33,6 +33,11 @@ constexpr double kQuietQuantile = 0.2;
 // (docs/bricks.md, "Two states of the machine").
 constexpr double kRareContrast = 0.25;
 
+// The bin of 15 s (bin_s) a step that started at_s into the run fell in.
+int64_t BinOf(double at_s, double bin_s) {
+  return static_cast<int64_t>(std::floor(at_s / bin_s));
+}
+
 double Median(std::vector<double> v) {
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + mid, v.end());
@@ -94,7 +99,7 @@ class Fit {
       std::set<int64_t> bins;
       for (const auto& [at_s, ms] : series[s]) {
         if (!(ms > 0)) continue;
-        const auto bin = static_cast<int64_t>(std::floor(at_s / bin_s));
+        const int64_t bin = BinOf(at_s, bin_s);
         row.steps.emplace_back(bin, std::log(ms));
         bins.insert(bin);
       }
@@ -236,7 +241,7 @@ class Fit {
 }  // namespace
 
 double Moments::At(double at_s, double sensitivity) const {
-  const auto bin = static_cast<int64_t>(std::floor(at_s / bin_s));
+  const int64_t bin = BinOf(at_s, bin_s);
   const auto f = factor.find(bin);
   if (f == factor.end()) return 1.0;
   const auto c = contrast.find(bin);
@@ -245,7 +250,7 @@ double Moments::At(double at_s, double sensitivity) const {
 }
 
 bool Moments::Rare(double at_s) const {
-  const auto c = contrast.find(static_cast<int64_t>(std::floor(at_s / bin_s)));
+  const auto c = contrast.find(BinOf(at_s, bin_s));
   return c != contrast.end() && std::abs(c->second) > kRareContrast;
 }
 

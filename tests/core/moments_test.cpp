@@ -153,16 +153,16 @@ TEST_CASE(
       Synthetic(std::vector<double>(bins, 1.0), contrasts, sensitivities);
   // A model of 30 ms that follows the contrast as strongly as the
   // smallest case (sensitivity -2: 1.5 times as fast in the fast state),
-  // its ten steps in seven fast moments and three others; in the seventh
-  // fast moment it ran at the other state's speed.
+  // two steps in each of the five fast moments and one in each of three
+  // others; its last step in a fast moment ran at the other state's speed.
   const double s = -2;
   StepSeries model;
   for (int b : {0, 3, 6, 9, 12}) {
-    model.emplace_back(15.0 * b + 2, 30 * std::exp(s * 0.2));
-    model.emplace_back(15.0 * b + 9, 30 * std::exp(s * 0.2));
+    for (double at : {15.0 * b + 2, 15.0 * b + 9}) {
+      const bool slow = b == 12 && at > 15.0 * b + 2;
+      model.emplace_back(at, slow ? 30.0 : 30 * std::exp(s * 0.2));
+    }
   }
-  model.pop_back();
-  model.emplace_back(15.0 * 12 + 9, 30.0);
   for (int b : {1, 5, 10}) model.emplace_back(15.0 * b + 2, 30.0);
   series.push_back(model);
   const MomentsFit fit = FitMoments(series);
