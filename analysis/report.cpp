@@ -646,64 +646,56 @@ class Report {
            "share of step time in the gradients' all-reduce against ranks");
   }
 
-  // Model step times constructed from bricks against the measured ones
-  // (--paradnn_bricks_out): a scatter per family and the error per group.
+  // Model step times estimated from bricks against the plain runs of the
+  // models checked (--paradnn_bricks_out): a scatter per family and the
+  // errors per family and context.
   void Bricks() {
     nlohmann::json b;
     try {
       b = ReadJsonFile(o_.bricks, "bricks file");
       if (!b.contains("models") || !b["models"].is_array() ||
-          !b.contains("estimate_over_measured")) {
+          !b.contains("error")) {
         throw std::runtime_error(o_.bricks +
                                  ": not a bricks file (--paradnn_bricks_out): "
-                                 "expected 'models' and "
-                                 "'estimate_over_measured'");
+                                 "expected 'models' and 'error'");
       }
     } catch (const std::exception& e) {
       notes_.push_back(std::string(e.what()) + ": bricks left out");
       return;
     }
     std::ofstream csv(o_.out + "/bricks.csv");
-    csv << "model,family,estimated_ms,measured_ms\n";
+    csv << "model,family,estimated_ms,plain_ms\n";
     std::vector<std::string> families;
-    int unmeasured = 0;
+    int estimated = 0;
     for (const nlohmann::json& m : b["models"]) {
-      if (!m["estimated_ms"].is_number() || !m["measured_ms"].is_number()) {
-        ++unmeasured;
-        continue;
-      }
+      if (!m["estimated_ms"].is_number()) continue;
+      ++estimated;
+      if (!m.contains("plain_ms") || !m["plain_ms"].is_number()) continue;
       const std::string name = m["name"];
       const std::string family = name.substr(0, name.find('/'));
       if (std::find(families.begin(), families.end(), family) == families.end())
         families.push_back(family);
       csv << name << "," << family << "," << m["estimated_ms"].get<double>()
-          << "," << m["measured_ms"].get<double>() << "\n";
+          << "," << m["plain_ms"].get<double>() << "\n";
     }
     csv.close();
-    html_ << "<h2>Model times from layer bricks</h2>\n<p>Each model's step "
-             "time constructed from its layers, each timed once on its own "
-             "(<code>"
-          << Html(o_.bricks) << "</code>), against the model's measured "
-          << "step time";
-    // The way each case's time was taken from its steps, which the run
-    // chose of three for the smallest difference between halves of its
-    // calls.
-    if (b.contains("case_time") && b["case_time"].is_string()) {
-      html_ << "; each case's time is its "
-            << (b["case_time"] == "least"    ? "least step"
-                : b["case_time"] == "midway" ? "midway between its quiet "
-                                               "time and its least step"
-                                             : "quiet time")
-            << ", the way its calls' halves reproduced closest";
+    html_ << "<h2>Model times from layer bricks</h2>\n<p>" << estimated
+          << " models' step times estimated from their layers, each timed "
+             "once on its own (<code>"
+          << Html(o_.bricks) << "</code>), and " << b.value("checked_models", 0)
+          << " of them run plainly after the bricks, the reference. Each "
+             "error is an estimate's against a plain run it was not "
+             "calibrated on; the bricks took "
+          << Num(b.value("bricks_benchmark_s", 0.0), 3) << " s";
+    if (b.contains("projected_plain_benchmark_s") &&
+        b["projected_plain_benchmark_s"].is_number()) {
+      html_ << ", all the models plainly about "
+            << Num(b["projected_plain_benchmark_s"].get<double>(), 3)
+            << " s (projected from the checked ones)";
     }
     html_ << ".</p>\n";
-    if (unmeasured > 0) {
-      notes_.push_back("bricks: " + std::to_string(unmeasured) +
-                       " models without a measured time (estimate only) are "
-                       "not plotted");
-    }
     if (!families.empty()) {
-      std::string plot = "plot x title 'estimate = measured' lc rgb '#888888'";
+      std::string plot = "plot x title 'estimate = plain' lc rgb '#888888'";
       for (size_t i = 0; i < families.size(); ++i) {
         plot += ", 'bricks.csv' skip 1 using (strcol(2) eq '" + families[i] +
                 "' ? $4 : NaN):3 with points pt 7 ps 0.6 lc rgb '" +
@@ -711,39 +703,25 @@ class Report {
                 families[i] + "'";
       }
       Gnuplot("bricks",
-              "set logscale xy\nset xlabel 'measured ms per step'\n"
-              "set ylabel 'constructed from bricks, ms per step'\n"
+              "set logscale xy\nset xlabel 'plain run, ms per step'\n"
+              "set ylabel 'estimated from bricks, ms per step'\n"
               "set key left top\n" +
                   plot + "\n");
-      Figure("bricks", "Constructed against measured step time per model");
+      Figure("bricks", "Estimated against plain step time per checked model");
     }
-    html_ << "<table><tr><th>group</th><th>models</th><th>estimate/measured "
-             "(geometric mean)</th><th>mean error</th><th>worst error</th>"
-             "<th>measured halves differ (mean, worst)</th><th>estimates from "
-             "the bricks' halves differ (mean, worst)</th></tr>\n";
-    const nlohmann::json& spreads = b["estimate_over_measured"];
-    for (const char* level : {"per_family", "per_family_backend_dtype_mode"}) {
-      if (!spreads.contains(level)) continue;
-      for (const auto& [group, s] : spreads[level].items()) {
-        if (!s.is_object()) continue;
+    html_ << "<table><tr><th>group</th><th>models checked</th><th>mean "
+             "error</th><th>worst error</th><th>estimate/plain (geometric "
+             "mean)</th></tr>\n";
+    const nlohmann::json& errors = b["error"];
+    for (const char* level : {"per_family", "per_family_context"}) {
+      if (!errors.contains(level) || !errors[level].is_object()) continue;
+      for (const auto& [group, e] : errors[level].items()) {
+        if (!e.is_object()) continue;
         html_ << "<tr><td>" << Html(group) << "</td><td>"
-              << s.value("models", 0) << "</td><td>"
-              << Num(s.value("geomean", 0.0), 3) << "</td><td>"
-              << Num(100 * s.value("mean_abs_error", 0.0), 3) << "%</td><td>"
-              << Num(100 * s.value("max_abs_error", 0.0), 3) << "%</td><td>";
-        // How far each side moves between halves of its calls: the
-        // models' measurements, and the estimates from their bricks'.
-        for (const std::string side : {"measured", "estimated"}) {
-          if (side == "estimated") html_ << "</td><td>";
-          if (s.contains(side + "_halves_mean_difference")) {
-            html_ << Num(100 * s.value(side + "_halves_mean_difference", 0.0),
-                         3)
-                  << "%, "
-                  << Num(100 * s.value(side + "_halves_max_difference", 0.0), 3)
-                  << "%";
-          }
-        }
-        html_ << "</td></tr>\n";
+              << e.value("models", 0) << "</td><td>"
+              << Num(100 * e.value("mean_abs_error", 0.0), 3) << "%</td><td>"
+              << Num(100 * e.value("max_abs_error", 0.0), 3) << "%</td><td>"
+              << Num(e.value("geomean", 0.0), 3) << "</td></tr>\n";
       }
     }
     html_ << "</table>\n";

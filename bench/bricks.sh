@@ -1,76 +1,77 @@
 #!/usr/bin/env bash
-# Layer bricks against end-to-end runs on an FC, CNN and RNN sub-grid of the
-# paper's (bench/bricks_grid.yaml), at 30 steps a case (PARADNN_BRICKS_STEPS),
-# which a bricks run splits into calls in random interleaved order (each
-# model's 30 of 1 step, each brick's 15 of a warm and a cold step) so that
-# bricks and models see the same quiet and busy moments of the machine:
-# benchmark time of the unique layers against the models (every case runs
-# about the same number of timed steps, so benchmark time follows work), and
-# constructed over measured step time per family, backend and mode, and the
-# model furthest off in each family; next to each, how far the models'
-# measured steps move between the halves of their calls (the even calls'
-# quiet time against the odd ones'), and the estimates between the halves
-# of their bricks' calls: each side's own noise, closer than which no
-# estimate can be seen to agree.
-#   bench/bricks.sh [backends] [extra flags, e.g. --paradnn_bricks_granularity=2]
+# Layer bricks against the plain run, as a user would compare them:
+#   1. the estimate: --paradnn_bricks_check=N (bricks, then N models chosen
+#      at random run plainly, which calibrate the others' estimates);
+#   2. the reference: every model of the sweep run plainly, nothing else in
+#      the process, at the same --paradnn_steps;
+# then per family and per family/backend/mode the estimates' mean and worst
+# error against the plain times (calibrated, each estimate on models other
+# than itself, and uncalibrated), how many plain times lie within twice
+# their estimate's interval, the worst model, and the wall time of run 1
+# against run 2.
+#   bench/bricks.sh [config] [extra flags for both runs]
+# config: bench/bricks_heldout.yaml by default (the grid the method was not
+# tuned on); bench/bricks_grid.yaml is the development grid.
+# PARADNN_BRICKS_STEPS (20) steps per case, PARADNN_BRICKS_CHECK (16) models
+# checked, PARADNN_BRICKS_OUT=FILE keeps the bricks JSON.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
 "$root/scripts/build.sh" >/dev/null
-backend=${1:-torch,onednn}
+config=${1:-$root/bench/bricks_heldout.yaml}
 shift || true
+steps=${PARADNN_BRICKS_STEPS:-20}
+check=${PARADNN_BRICKS_CHECK:-16}
 out=$(mktemp -d)
-"$root/build/paradnn" --paradnn_config="$root/bench/bricks_grid.yaml" \
-  --paradnn_backends="$backend" --paradnn_bricks_out="$out/bricks.json" \
-  --paradnn_progress=false --paradnn_steps="${PARADNN_BRICKS_STEPS:-30}" \
-  --benchmark_format=json "$@" >"$out/results.json"
-python3 - "$out/bricks.json" <<'PY'
+trap 'rm -rf "$out"' EXIT
+common=(--paradnn_config="$config" --paradnn_progress=false
+        --paradnn_steps="$steps" "$@")
+t0=$(date +%s.%N)
+"$root/build/paradnn" "${common[@]}" --paradnn_bricks_check="$check" \
+  --paradnn_bricks_out="$out/bricks.json" --benchmark_format=json \
+  >"$out/estimate.json" 2>"$out/estimate.err"
+t1=$(date +%s.%N)
+"$root/build/paradnn" "${common[@]}" --benchmark_format=json \
+  >"$out/plain.json" 2>"$out/plain.err"
+t2=$(date +%s.%N)
+grep -E "^paradnn: (bricks|OpenBLAS|the torch)" "$out/estimate.err" || true
+python3 - "$out/bricks.json" "$out/plain.json" "$t0" "$t1" "$t2" <<'PY'
 import json, math, sys
-d = json.load(open(sys.argv[1]))
-print(f"layers {d['total_layers']}, unique {d['unique_layers']} "
-      f"({d['unique_layers'] / d['total_layers']:.0%}); granularity "
-      f"{d['granularity']}: {d['unique_bricks']} unique bricks of "
-      f"{d['total_bricks']}")
-print(f"benchmark time: bricks {d['bricks_benchmark_s']:.1f} s, end to end "
-      f"{d['end_to_end_benchmark_s']:.1f} s, ratio "
-      f"{d['end_to_end_benchmark_s'] / d['bricks_benchmark_s']:.2f}x")
-print(f"caches: L2 {d['l2_bytes'] / 2**20:g} MB, L3 "
-      f"{d['l3_bytes'] / 2**20:g} MB ({d['l3_source']})")
-f = [m["factor"] for m in d["moments"]]
-if f:
-    c = [m["contrast"] for m in d["moments"]]
-    print(f"machine moments: {len(f)} of {d['moment_s']:g} s, steps took "
-          f"{min(f):.2f}-{max(f):.2f}x the usual moment's time, and "
-          f"{math.exp(min(c)):.2f}-{math.exp(max(c)):.2f}x more per unit "
-          f"of sensitivity")
-h = d.get("case_time_halves", {})
-if d.get("case_time") and None not in h.values():
-    print(f"each case's time: {d['case_time']} (the halves of cases' calls "
-          "differ " + ", ".join(f"{v:.1%} with {k}" for k, v in h.items()) +
-          ")")
-groups = dict(d["estimate_over_measured"]["per_family"])
-groups.update(d["estimate_over_measured"]["per_family_backend_dtype_mode"])
-for fam, s in groups.items():
-    print(f"{fam}: estimate/measured geomean {s['geomean']:.3f} "
-          f"(min {s['min']:.3f}, max {s['max']:.3f}); error mean "
-          f"{s['mean_abs_error']:.1%}, worst {s['max_abs_error']:.1%} "
-          f"({s['models']} models); measured halves of calls differ "
-          f"{s.get('measured_halves_mean_difference', float('nan')):.1%}, "
-          f"worst {s.get('measured_halves_max_difference', float('nan')):.1%}"
-          "; estimates from halves of the bricks' calls "
-          f"{s.get('estimated_halves_mean_difference', float('nan')):.1%}, "
-          f"worst {s.get('estimated_halves_max_difference', float('nan')):.1%}")
-# The model furthest off in each family: where to look next.
-worst = {}
-for m in d["models"]:
-    r = m.get("estimate_over_measured")
+bricks = json.load(open(sys.argv[1]))
+plain = {}
+for b in json.load(open(sys.argv[2]))["benchmarks"]:
+    if b.get("error_occurred") or b.get("skipped"):
+        continue
+    plain[b["name"].split("/iterations:")[0].removesuffix("/real_time")] = (
+        b["real_time"])  # ms per step (Unit: ms)
+t0, t1, t2 = map(float, sys.argv[3:6])
+print(f"layers {bricks['total_layers']}, unique {bricks['unique_layers']}; "
+      f"{bricks['unique_bricks']} unique bricks; L2 "
+      f"{bricks['l2_bytes'] / 2**20:g} MB, L3 {bricks['l3_bytes'] / 2**20:g} "
+      f"MB ({bricks['l3_source']}); {bricks['checked_models']} models checked")
+print(f"wall time: estimate {t1 - t0:.1f} s (bricks "
+      f"{bricks['bricks_benchmark_s']:.1f} s, checked models "
+      f"{bricks['checked_benchmark_s']:.1f} s), plain {t2 - t1:.1f} s: "
+      f"{(t2 - t1) / (t1 - t0):.2f}x less")
+groups = {}
+for m in bricks["models"]:
+    p = plain.get(m["name"])
+    if p is None or m.get("estimated_ms") is None:
+        continue
     fam = m["name"].split("/")[0]
-    if r is not None and abs(r - 1) > abs(worst.get(fam, (None, 1))[1] - 1):
-        worst[fam] = (m["name"], r)
-for fam, (name, r) in worst.items():
-    print(f"worst {fam}: {name} {r:.3f}")
+    ctx = "/".join(m["name"].split("/")[-3:])
+    entry = (m["estimated_ms"] / p, m["uncalibrated_ms"] / p, m["name"],
+             m["estimated_spread"])
+    for g in (fam, f"{fam}/{ctx}", "all"):
+        groups.setdefault(g, []).append(entry)
+for g, rows in sorted(groups.items()):
+    err = [abs(r[0] - 1) for r in rows]
+    raw = [abs(r[1] - 1) for r in rows]
+    inside = sum(abs(math.log(r[0])) <= 2 * r[3] for r in rows)
+    worst = max(rows, key=lambda r: abs(r[0] - 1))
+    print(f"{g}: {len(rows)} models; error mean {sum(err) / len(err):.1%}, "
+          f"worst {max(err):.1%}; uncalibrated mean {sum(raw) / len(raw):.1%},"
+          f" worst {max(raw):.1%}; within 2x their interval "
+          f"{inside}/{len(rows)}; worst {worst[2]} {worst[0]:.3f}")
 PY
-# PARADNN_BRICKS_OUT=FILE keeps the run's bricks JSON (every model's and
-# brick's steps) for a closer look.
 if [[ -n ${PARADNN_BRICKS_OUT:-} ]]; then cp "$out/bricks.json" "$PARADNN_BRICKS_OUT"; fi
-rm -rf "$out"

@@ -35,22 +35,12 @@ const json& Context(Run& run, const std::string& backend) {
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
-              "step_ms: 20th percentile of steps, each scaled to the run's "
-              "median moment of 15 s by its effect and its contrast times "
-              "the series' sensitivity; least_step_ms: least step; "
-              "midway_step_ms: their geometric mean; cold: "
-              "flushed (LibTorch: free blocks "
-              "too, and 256 MB of other pages read), oneDNN's caches "
-              "refilled with twice the L3 and at least 256 MB, an add's "
-              "shortcut left in memory; no cold backward steps; "
-              "oneDNN's adds binary primitives"}};
-}
-
-// A record's field for a brick's time taken `how` from steps that started
-// with `caches`: "step_ms", "cold_step_ms", "least_step_ms", ...
-std::string Field(CaseTime how, Caches caches) {
-  return (how == CaseTime::kQuiet ? "" : std::string(ToString(how)) + "_") +
-         FieldPrefix(caches) + "step_ms";
+              "step_ms: median of the warm steps, after 3 settling steps; "
+              "step_spread_ms: its standard error; cold: 3 steps after "
+              "Runner::Cool (LibTorch: free blocks flushed too, and 256 MB "
+              "of other pages read; oneDNN: the caches refilled with twice "
+              "the L3 and at least 256 MB), an add's shortcut left in "
+              "memory; oneDNN's adds binary primitives"}};
 }
 
 std::string Now() {
@@ -95,12 +85,12 @@ void UseBricksDb(Run& run) {
       ++other_context;
       continue;
     }
-    for (int w = 0; w < kCaseTimes; ++w) {
-      for (int k = 0; k < kCachesKinds; ++k) {
-        const std::string field = Field(CaseTime(w), static_cast<Caches>(k));
-        if (record.contains(field) && record[field].is_number()) {
-          e.known_step_ms[w][k] = record[field].get<double>();
-        }
+    for (int k = 0; k < kCachesKinds; ++k) {
+      const std::string field = FieldPrefix(static_cast<Caches>(k)) + "step_";
+      if (record.contains(field + "ms") && record[field + "ms"].is_number()) {
+        const json& spread = record.value(field + "spread_ms", json());
+        e.known[k] = BrickTime{record[field + "ms"].get<double>(),
+                               spread.is_number() ? spread.get<double>() : 0};
       }
     }
     run.infos[it->second].registered = false;
@@ -120,16 +110,14 @@ void SaveBricksDb(Run& run) {
   for (const Entry& e : run.entries) {
     if (!e.brick || e.status != CaseStatus::kPassed) continue;
     json record = {{"name", e.name}};
-    size_t steps = 0;
     for (int k = 0; k < kCachesKinds; ++k) {
       const auto caches = static_cast<Caches>(k);
-      for (int w = 0; w < kCaseTimes; ++w) {
-        record[Field(CaseTime(w), caches)] =
-            e.StepMs(caches, run.moments, CaseTime(w));
-      }
-      steps += e.all_step_times_ms[k].size();
+      const std::optional<BrickTime> t = e.Time(caches);
+      if (!t) continue;
+      record[FieldPrefix(caches) + "step_ms"] = t->ms;
+      record[FieldPrefix(caches) + "step_spread_ms"] = t->spread_ms;
+      record[FieldPrefix(caches) + "steps"] = e.all_step_times_ms[k].size();
     }
-    record["steps"] = steps;
     record["measured_at"] = now;
     record["context"] = Context(run, e.backend);
     measured[e.name] = std::move(record);

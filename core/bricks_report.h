@@ -1,18 +1,21 @@
+// After a --paradnn_bricks run: every model's step time estimated from its
+// bricks (bricks/estimate.h), checked against the models run plainly.
 #pragma once
+
+#include <nlohmann/json.hpp>
 
 #include "core/run.h"
 
 namespace paradnn {
 
-// Prints the bricks summary and writes --paradnn_bricks_out: total and
-// unique layers, benchmark time of bricks and of models, and per model the
-// step time constructed from its layers against the measured one.
-void ReportBricks(const Run& run);
+// The run's bricks and estimates as the --paradnn_bricks_out document:
+// per brick its times, per model its estimate, interval, calibration and
+// plain time where it ran, and the errors against the plain runs per
+// family. Null for a run without a timed brick (one that only listed).
+nlohmann::ordered_json BricksResults(const Run& run);
 
-// Fits the machine's moments (FitMoments) over every step of every case,
-// each case's kinds of steps a series of their own: sets run.moments and
-// each entry's sensitivity, then the way a case's time is taken
-// (run.case_time) and each way's halves difference.
-void FitRunMoments(Run& run);
+// Prints the bricks summary on stderr from BricksResults and writes
+// --paradnn_bricks_out.
+void ReportBricks(const Run& run);
 
 }  // namespace paradnn

@@ -239,6 +239,28 @@ void AddCounters(const Run& run, const Entry& e,
   }
 }
 
+// A brick in a model that outgrows the caches (ModelIsCold) also takes
+// kColdSteps steps from cold caches (Runner::Cool), once per case, after
+// its timed loop: Google Benchmark's time of a BRICK row is its warm steps
+// alone, and no flush comes between two warm steps.
+constexpr int kColdSteps = 3;
+
+void ColdSteps(Run& run, Entry& e) {
+  std::vector<double>& cold = e.all_step_times_ms[1];
+  if (cold.size() >= kColdSteps ||
+      !ModelIsCold(e.model_bytes, L2Bytes(), run.options.threads, L3Bytes())) {
+    return;
+  }
+  while (cold.size() < kColdSteps) {
+    run.runner->Cool();
+    const auto start = Clock::now();
+    run.runner->Step();
+    cold.push_back(
+        std::chrono::duration<double, std::milli>(Clock::now() - start)
+            .count());
+  }
+}
+
 }  // namespace
 
 int64_t L2Bytes() {
@@ -341,28 +363,18 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   }
   run.step_error.clear();
   e.step_times_ms.clear();
-  e.step_caches.clear();
-  e.step_at_s.clear();
   e.step_times_ms.reserve(max_steps);
   e.timed_ms.emplace_back(NowMs(), 0);
   return {};
 }
 
-// Each step is timed on its own too: the median resists the odd step a
-// shared machine stretches, which a mean of a few steps does not.
+// Each step is timed on its own too: a brick's time is the median of its
+// steps, which resists the odd step a shared machine stretches.
 bool Step() {
   Run& run = TheRun();
   Entry& e = run.entries[run.prepared];
-  size_t timed = e.step_times_ms.size();
-  for (const std::vector<double>& kind : e.all_step_times_ms) {
-    timed += kind.size();
-  }
-  // A brick's steps take turns at the caches they start with
-  // (docs/bricks.md, "Warm and cold caches"), made untimed.
-  const auto caches = static_cast<Caches>(timed % e.StepKinds());
   Clock::time_point start;
   try {
-    if (caches != Caches::kWarm) run.runner->Cool();
     start = Clock::now();
     run.runner->Step();
   } catch (const std::exception& ex) {
@@ -371,9 +383,6 @@ bool Step() {
   }
   e.step_times_ms.push_back(
       std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  e.step_caches.push_back(caches);
-  e.step_at_s.push_back(
-      std::chrono::duration<double>(start - run.epoch).count());
   return true;
 }
 
@@ -402,20 +411,15 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   double total = 0;
   for (double ms : e.step_times_ms) total += ms;
   e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
-  const double call_at_s =
-      std::chrono::duration<double>(run.call_start - run.epoch).count();
-  std::array<size_t, kCachesKinds> of_kind{};
-  for (size_t i = 0; i < e.step_times_ms.size(); ++i) {
-    const Caches caches =
-        i < e.step_caches.size() ? e.step_caches[i] : Caches::kWarm;
-    e.all_step_times_ms[static_cast<int>(caches)].push_back(e.step_times_ms[i]);
-    e.all_step_at_s[static_cast<int>(caches)].push_back(
-        i < e.step_at_s.size() ? e.step_at_s[i] : call_at_s);
-    ++of_kind[static_cast<int>(caches)];
-  }
-  if (!e.step_times_ms.empty()) {
-    for (int k = 0; k < kCachesKinds; ++k) {
-      e.call_steps[k].push_back(of_kind[k]);
+  std::vector<double>& warm = e.all_step_times_ms[0];
+  warm.insert(warm.end(), e.step_times_ms.begin(), e.step_times_ms.end());
+  if (!run.isolate && e.brick) {
+    try {
+      ColdSteps(run, e);
+    } catch (const std::exception& ex) {
+      return EndCall(
+          run, e,
+          core::Status::Failed(std::string("step failed: ") + ex.what()));
     }
   }
   if (!run.isolate) {

@@ -81,7 +81,8 @@ po::options_description Describe(Options& o, Texts& t) {
       "case that finishes is appended")(
       "paradnn_bricks", po::bool_switch(&o.bricks),
       "also register every unique layer of the sweep on its own "
-      "(BRICK/...), and construct model step times from them")(
+      "(BRICK/...), estimate every model's step time from them, and run the "
+      "models plainly after the bricks to check the estimates")(
       "paradnn_bricks_granularity",
       po::value(&o.bricks_granularity)->value_name("G"),
       "bricks of up to this many consecutive layers, each reading only the "
@@ -94,8 +95,13 @@ po::options_description Describe(Options& o, Texts& t) {
       "threads, L3, library, paradnn version) are not run again; the bricks "
       "this run measures are added (implies --paradnn_bricks)")(
       "paradnn_bricks_estimate_only", po::bool_switch(&o.bricks_estimate_only),
-      "construct the models' step times from their bricks without running "
+      "estimate the models' step times from their bricks without running "
       "the models (implies --paradnn_bricks)")(
+      "paradnn_bricks_check", po::value(&o.bricks_check)->value_name("N"),
+      "after the bricks, run N of the sweep's models, chosen at random (by "
+      "the seed), plainly: the estimates' error against them, per family, "
+      "and a calibration of the others' estimates (implies "
+      "--paradnn_bricks_estimate_only)")(
       "paradnn_l3_bytes", po::value(&t.l3_bytes)->value_name("SIZE"),
       "the L3 a core reads (e.g. 32M), for bricks' cold steps and estimates "
       "(default: the kernel's, else a bricks database's of this CPU, else "
@@ -193,6 +199,7 @@ Options ParseFlags(int* argc, char** argv) {
   } catch (const po::error& e) {
     throw FlagError(std::string(e.what()) + " (see --paradnn_help)");
   }
+  if (o.bricks_check > 0) o.bricks_estimate_only = true;
   if (!o.bricks_out.empty() || !o.bricks_db.empty() || o.bricks_estimate_only)
     o.bricks = true;
   if (!o.profile_out.empty()) o.profile = true;
@@ -223,6 +230,9 @@ Options ParseFlags(int* argc, char** argv) {
   check(vm.count("paradnn_bricks_granularity"), o.bricks_granularity > 0,
         "paradnn_bricks_granularity", std::to_string(o.bricks_granularity),
         "a positive number of layers");
+  check(vm.count("paradnn_bricks_check"), o.bricks_check > 0,
+        "paradnn_bricks_check", std::to_string(o.bricks_check),
+        "a positive number of models");
   check(vm.count("paradnn_seed"), o.seed >= 0, "paradnn_seed",
         std::to_string(o.seed), "a non-negative seed");
   return o;

@@ -26,9 +26,6 @@ struct Options {
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
-  // Set by a bricks run of N steps, repetitions unsaid (InterleaveBricks):
-  // N, the calls of 1 step each model runs; its bricks run half as many.
-  int64_t model_calls = 0;
   double case_timeout = 0;     // seconds for preparation and warm-up; 0: none
   bool isolate = false;        // each case in a child process
   bool profile = false;        // per-operation-class shares of step time
@@ -40,7 +37,8 @@ struct Options {
   std::string bricks_out;      // models' step times constructed from bricks
   std::string bricks_db;       // bricks measured before, reused, extended
   bool bricks_estimate_only = false;  // models from bricks, not run
-  int64_t l3_bytes = 0;      // bytes; 0: the kernel's, else found (L3Bytes)
+  int bricks_check = 0;  // models run plainly beside the estimate, at random
+  int64_t l3_bytes = 0;  // bytes; 0: the kernel's, else found (L3Bytes)
   double dist_timeout = 60;  // seconds a rank waits for the others
   bool all_ranks = false;    // every rank reports, not only rank 0
   // MLPerf outputs (adapters/mlperf): a log per case run, a results package.

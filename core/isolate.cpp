@@ -66,10 +66,6 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
                                                           : "failed";
   out["message"] = status.message;
   out["steps_ms"] = e.step_times_ms;
-  // The caches each step started with (a brick's take turns).
-  for (Caches caches : e.step_caches) {
-    out["steps_caches"].push_back(static_cast<int>(caches));
-  }
   for (const core::Counter& c : ProfileCounters(e)) {
     out["counters"][c.name] = c.value;
   }
@@ -127,13 +123,6 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
     return core::Status::Failed("in its isolated process: " + message);
   for (const auto& ms : result["steps_ms"]) {
     e.isolated_steps_s.push_back(ms.get<double>() / 1e3);
-  }
-  // The caches each of them started with, as the child chose: EndCase
-  // pools them apart.
-  e.step_caches.clear();
-  e.step_at_s.clear();
-  for (int caches : result.value("steps_caches", std::vector<int>())) {
-    e.step_caches.push_back(static_cast<Caches>(caches));
   }
   if (static_cast<int64_t>(e.isolated_steps_s.size()) != steps) {
     return core::Status::Failed("its isolated process ran " +

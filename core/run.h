@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "bricks/bricks.h"
+#include "bricks/estimate.h"
 #include "core/flags.h"
-#include "core/moments.h"
 #include "distributed/world.h"
-#include "generators/bricks.h"
 #include "generators/cost.h"
 #include "paradnn/core.h"
 
@@ -35,11 +35,6 @@ const char* ToString(Caches caches);  // "warm", "cold"
 // "", "cold_": the prefix of their fields in outputs.
 std::string FieldPrefix(Caches caches);
 
-// Which of a case's calls its steps come from: all, or the even or the odd
-// ones, whose times set side by side say how far a time moves between
-// halves of the calls that made it.
-enum class Calls { kAll, kEven, kOdd };
-
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
 // their unique layers on its own.
 struct Entry {
@@ -49,17 +44,13 @@ struct Entry {
   Mode mode = Mode::kTrain;
   std::optional<Case> model;
   std::optional<Brick> brick;
-  // A model's layers, as brick entries, and its gradient sums after them
-  // (GradientSumsOf): the bricks its step time is constructed from.
-  std::vector<int> layer_bricks;
-  // Runs of those layers timed as chains too (StacksOf): the run's first
-  // layer in layer_bricks, its length, and its chain's brick entry.
-  struct Stack {
-    size_t first = 0;
-    int layers = 0;
-    int chain = 0;
-  };
-  std::vector<Stack> layer_stacks;
+  // A model's bricks (--paradnn_bricks): its layers, its gradient sums,
+  // its recurrent runs' chains and its context's step cost, as indices of
+  // brick entries.
+  ModelBricks bricks;
+  // A brick: the most bytes a step of a model it is in moves (the cost
+  // model's), which decides whether it needs cold steps (ModelIsCold).
+  int64_t model_bytes = 0;
   int64_t layers = 0;  // of the model, as many as its layer bricks cover
   Cost cost;
   int64_t batch = 0;
@@ -71,44 +62,15 @@ struct Entry {
   std::vector<std::pair<int64_t, int64_t>> timed_ms;
   double step_ms = 0;                 // per step, in the last timed loop
   std::vector<double> step_times_ms;  // each step of the last timed loop
-  // Which caches each of the last loop's steps started with: a brick's
-  // take turns (Caches).
-  std::vector<Caches> step_caches;
-  // When each of the last loop's steps started, in seconds of the run.
-  std::vector<double> step_at_s;
   // Each step of every call that timed some (probes and repetitions
-  // pooled), by the caches it started with: with repetitions interleaved
-  // across cases, every case meets the machine's quiet and busy moments.
+  // pooled), warm; a brick's cold steps, taken after its timed loop.
   std::array<std::vector<double>, kCachesKinds> all_step_times_ms;
-  // When each of them started, in seconds of the run (an isolated child's
-  // steps: when their call started): the machine's moment it met.
-  std::array<std::vector<double>, kCachesKinds> all_step_at_s;
-  // How many steps of each kind each call that timed some added to them,
-  // call by call (Calls).
-  std::array<std::vector<size_t>, kCachesKinds> call_steps;
-  // How strongly each kind's steps follow the moments' contrast
-  // (FitMoments), once the moments are fit: 0 where they were not.
-  std::array<double, kCachesKinds> sensitivity{};
-  // A brick's step times from the bricks database (--paradnn_bricks_db),
-  // taken each way (CaseTime), when it was measured before in this context
-  // and is not run again.
-  std::array<std::array<std::optional<double>, kCachesKinds>, kCaseTimes>
-      known_step_ms;
+  // A brick's times from the bricks database (--paradnn_bricks_db), when it
+  // was measured before in this context and is not run again.
+  std::array<std::optional<BrickTime>, kCachesKinds> known;
 
-  // The steps of `calls` that started with `caches`, as (start, ms).
-  StepSeries Steps(Caches caches, Calls calls = Calls::kAll) const;
-  // The time (CaseMs) of the timed steps of `calls` that started with
-  // `caches` or colder ones, which did more work: the least of the kinds'
-  // times. Without any, of the nearest warmer kind.
-  double StepMs(Caches caches, const Moments& moments, CaseTime how,
-                Calls calls = Calls::kAll) const;
-  // Whether its times can be taken from the even and the odd calls apart:
-  // two calls timed, or times from the bricks database, the same for both.
-  bool TimedInHalves() const;
-  // |time of the even calls' warm steps / the odd calls' - 1|: how far the
-  // measurement itself moves. None with fewer than two calls.
-  std::optional<double> HalvesDifference(const Moments& moments,
-                                         CaseTime how) const;
+  // A brick's time of each kind: from its steps, else from the database.
+  std::optional<BrickTime> Time(Caches caches) const;
   double benchmark_s = 0;  // in all of Google Benchmark's calls
   // --paradnn_isolate: the steps of this call, as its child measured them.
   std::vector<double> isolated_steps_s;
@@ -119,9 +81,6 @@ struct Entry {
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
   }
-  // How many kinds of Caches its steps take turns at: a model's all warm,
-  // a brick's warm and cold.
-  int StepKinds() const { return brick ? kCachesKinds : 1; }
 };
 
 // The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB
@@ -146,13 +105,6 @@ struct Run {
   std::map<std::string, nlohmann::json> brick_context;
   int64_t l3_bytes = 0;  // L3Bytes(), once found
   std::string l3_source;
-  // The machine's moments over this run's steps (FitRunMoments), fit once
-  // the cases have run, and the way bricks and their models take a case's
-  // time from its steps: the one whose mean difference between the halves
-  // of each case's calls (case_time_halves, each way's) is the smallest.
-  Moments moments;
-  CaseTime case_time = CaseTime::kQuiet;
-  std::array<std::optional<double>, kCaseTimes> case_time_halves;
   Options flags;
   RunOptions options;
   // Data-parallel runs: this process's rank, and the communicator, joined

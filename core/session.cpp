@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <map>
+#include <random>
 #include <regex>
 #include <set>
 #include <tuple>
@@ -146,70 +148,64 @@ std::vector<Case> Select(std::vector<Case> cases, const Options& o) {
   return cases;
 }
 
-// A split bricks run's calls of each brick (InterleaveBricks): half its
-// models' calls, rounded up, each one warm and one cold step.
-int64_t BrickCalls(const Options& o) { return (o.model_calls + 1) / 2; }
-
 // The run's entries: each case of the sweep and, with --paradnn_bricks, its
-// unique layers, each once, with its cost from the cost model.
+// unique layers, each once, with its cost from the cost model. Bricks come
+// first, so that the models after them run as in a sweep without bricks.
 void MakeEntries(Run& run, std::vector<Case>& cases,
                  std::vector<BrickCase>& bricks, const Options& o) {
-  auto add = [&](Entry e, const Graph& g) {
-    auto it = run.index.find(e.name);
-    if (it != run.index.end()) return it->second;
-    e.cost = ComputeCost(g, e.mode, e.dtype);
-    e.batch = g.batch();
+  auto add = [&](Entry e) {
     const int index = static_cast<int>(run.entries.size());
     run.index[e.name] = index;
     core::CaseInfo info;
     info.name = e.name;
     info.batch = e.batch;
-    // A brick's call times each kind of its steps as often as the others,
-    // so that every kind meets each moment of the machine its models meet
-    // (docs/bricks.md, "Timing"): its steps round up to a multiple of them.
-    // An isolated child times the steps its parent's call asked for.
-    const int kinds = run.isolated_child ? 1 : e.StepKinds();
-    const bool split = o.model_calls > 0;
-    const int64_t steps = split && !e.brick ? 1 : o.steps;
-    info.steps = (steps + kinds - 1) / kinds * kinds;
-    if (split) {
-      info.repetitions =
-          static_cast<int>(e.brick ? BrickCalls(o) : o.model_calls);
-    }
+    info.steps = o.steps;
     info.manual_time = run.isolate;
     run.infos.push_back(std::move(info));
     run.entries.push_back(std::move(e));
     return index;
   };
   // A brick by its name (each name is built once: a sweep of thousands of
-  // models names tens of thousands of bricks, most of them already added).
+  // models names tens of thousands of bricks, most of them already added),
+  // noting the bytes of the largest model it is in.
   auto add_brick = [&](Brick b, std::string name, const std::string& backend,
-                       DType dtype, Mode mode) {
+                       DType dtype, Mode mode, int64_t model_bytes) {
     const auto it = run.index.find(name);
-    if (it != run.index.end()) return it->second;
+    if (it != run.index.end()) {
+      Entry& known = run.entries[it->second];
+      known.model_bytes = std::max(known.model_bytes, model_bytes);
+      return it->second;
+    }
     Entry e;
     e.name = std::move(name);
     e.backend = backend;
     e.dtype = dtype;
     e.mode = mode;
     const Graph g = b.BuildGraph(mode);
+    e.cost = ComputeCost(g, e.mode, e.dtype);
+    e.batch = g.batch();
     e.brick = std::move(b);
-    return add(std::move(e), g);
+    e.model_bytes = model_bytes;
+    return add(std::move(e));
   };
-  std::set<std::tuple<std::string, DType, Mode>> step_cost_contexts;
+  std::vector<Entry> models;
+  std::set<std::string> model_names;
+  std::map<std::tuple<std::string, DType, Mode>, std::vector<int>> step_costs;
   for (Case& c : cases) {
-    const Graph g = c.model.BuildGraph();
     Entry e;
     e.name = c.Name();
+    if (!model_names.insert(e.name).second) continue;
+    const Graph g = c.model.BuildGraph();
     e.backend = c.backend;
     e.dtype = c.dtype;
     e.mode = c.mode;
-    std::vector<int> layers;
-    std::vector<Entry::Stack> stacks;
+    e.cost = ComputeCost(g, e.mode, e.dtype);
+    e.batch = g.batch();
     if (o.bricks) {
       auto name = [&](const Brick& b) {
         return BrickCase{b, c.backend, c.dtype, c.mode}.Name();
       };
+      const int64_t bytes = e.cost.bytes;
       // Single layers are counted whatever the bricks' granularity.
       const bool join = ActivationsJoinProducer(c.backend);
       const bool one = o.bricks_granularity == 1 && !join;
@@ -219,14 +215,14 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
         single_names.push_back(name(b));
         run.unique_layers.insert(single_names.back());
       }
-      std::vector<Brick> bricks =
+      std::vector<Brick> layer_bricks =
           one ? std::move(single)
               : BricksOf(g, c.mode, o.bricks_granularity, join);
       // A brick of one layer is that layer's: named once (names are most
       // of the time a bricks sweep takes to list).
       std::vector<std::string> names;
       size_t first = 0;  // the brick's first layer, in single_names
-      for (const Brick& b : bricks) {
+      for (const Brick& b : layer_bricks) {
         e.layers += b.layers();
         names.push_back(b.layers() == 1 ? std::move(single_names[first])
                                         : name(b));
@@ -234,38 +230,58 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
       }
       for (Brick& b : GradientSumsOf(g, c.mode)) {
         names.push_back(name(b));
-        bricks.push_back(std::move(b));
+        layer_bricks.push_back(std::move(b));
       }
-      for (size_t k = 0; k < bricks.size(); ++k) {
-        layers.push_back(add_brick(std::move(bricks[k]), std::move(names[k]),
-                                   c.backend, c.dtype, c.mode));
+      for (size_t k = 0; k < layer_bricks.size(); ++k) {
+        e.bricks.layers.push_back(add_brick(std::move(layer_bricks[k]),
+                                            std::move(names[k]), c.backend,
+                                            c.dtype, c.mode, bytes));
       }
       // Recurrent layers in a run of their kind, timed as chains too.
       if (o.bricks_granularity == 1) {
         for (BrickStack& s : StacksOf(g, c.mode, join)) {
           std::string n = name(s.chain);
-          stacks.push_back({s.first, s.layers,
-                            add_brick(std::move(s.chain), std::move(n),
-                                      c.backend, c.dtype, c.mode)});
+          e.bricks.stacks.push_back(
+              {s.first, s.layers,
+               add_brick(std::move(s.chain), std::move(n), c.backend, c.dtype,
+                         c.mode, bytes)});
         }
       }
       // What each of them pays once more than the model, once per backend,
       // data type and mode.
-      if (step_cost_contexts.emplace(c.backend, c.dtype, c.mode).second) {
+      std::vector<int>& step_cost =
+          step_costs[std::make_tuple(c.backend, c.dtype, c.mode)];
+      if (step_cost.empty()) {
         for (Brick& b : StepCostBricks()) {
           std::string n = name(b);
-          add_brick(std::move(b), std::move(n), c.backend, c.dtype, c.mode);
+          step_cost.push_back(add_brick(std::move(b), std::move(n), c.backend,
+                                        c.dtype, c.mode, 0));
         }
       }
+      e.bricks.step_cost = step_cost;
     }
     e.model = std::move(c);
-    const int index = add(std::move(e), g);
-    run.entries[index].layer_bricks = std::move(layers);
-    run.entries[index].layer_stacks = std::move(stacks);
+    models.push_back(std::move(e));
   }
   for (BrickCase& b : bricks) {
     std::string n = b.Name();
-    add_brick(std::move(b.brick), std::move(n), b.backend, b.dtype, b.mode);
+    add_brick(std::move(b.brick), std::move(n), b.backend, b.dtype, b.mode, 0);
+  }
+  for (Entry& m : models) add(std::move(m));
+}
+
+// --paradnn_bricks_check=N: N of the run's models, chosen at random from
+// the seed, stay registered to run plainly; every other model is estimated
+// only.
+void KeepCheckedModels(Run& run, int checked) {
+  std::vector<size_t> models;
+  for (size_t i = 0; i < run.entries.size(); ++i) {
+    if (run.entries[i].model) models.push_back(i);
+  }
+  std::mt19937_64 random(run.options.seed);
+  std::shuffle(models.begin(), models.end(), random);
+  for (size_t k = 0; k < models.size(); ++k) {
+    run.infos[models[k]].registered = static_cast<int>(k) < checked;
   }
 }
 
@@ -330,46 +346,11 @@ void SetUpRank(Run& run, Options& o, int* argc, char** argv) {
   argv[out] = nullptr;
 }
 
-// Bricks estimate models only where both are timed at the same moments of
-// a machine whose speed drifts over seconds (docs/bricks.md, "Timing"):
-// one call of 20 steps per case left the estimates of bench/bricks_grid.yaml
-// 6-15% off per family, where interleaved repetitions of 2 steps gave 2-3%,
-// and the more calls, the nearer ("Calls"). So a bricks run that asks for
-// N >= 4 steps and says nothing of repetitions runs, in random order, each
-// model in N calls of 1 step, and each brick in N/2 (rounded up) calls of
-// 2 steps, one warm and one cold; the interleaving flag
-// goes into an argv slot the paradnn flags left (--paradnn_steps and a
-// bricks flag took at least two).
-void InterleaveBricks(Options& o, int given, int* argc, char** argv,
-                      std::vector<std::string>* notes) {
-  if (!o.bricks || o.steps < 4 || argc == nullptr || given - *argc < 1) return;
-  for (int i = 1; i < *argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--benchmark_repetitions", 0) == 0 ||
-        arg.rfind("--benchmark_enable_random_interleaving", 0) == 0) {
-      return;
-    }
-  }
-  argv[(*argc)++] = KeptArg("--benchmark_enable_random_interleaving=true");
-  argv[*argc] = nullptr;
-  o.model_calls = o.steps;
-  o.steps = 2;
-  notes->push_back(
-      "bricks: --paradnn_steps=" + std::to_string(o.model_calls) +
-      " runs as interleaved calls, each model's " +
-      std::to_string(o.model_calls) + " of 1 step, each brick's " +
-      std::to_string(BrickCalls(o)) +
-      " of 2 steps (one warm, one cold), so that "
-      "bricks and models meet the same moments of the machine (set "
-      "--benchmark_repetitions to choose otherwise)");
-}
-
 void LoadRun(Run& run, int* argc, char** argv) {
   core::Loaded& loaded = *run.loaded;
   Options o;
   Sweep sweep;
   std::vector<BrickCase> bricks;
-  const int given = argc != nullptr ? *argc : 0;
   try {
     o = ParseFlags(argc, argv);
     if (o.help) {
@@ -377,11 +358,7 @@ void LoadRun(Run& run, int* argc, char** argv) {
       return;
     }
     run.world = WorldFromEnvironment();
-    if (run.world.size > 1) {
-      SetUpRank(run, o, argc, argv);
-    } else {
-      InterleaveBricks(o, given, argc, argv, &loaded.notes);
-    }
+    if (run.world.size > 1) SetUpRank(run, o, argc, argv);
     sweep = LoadCases(o, &bricks);
     sweep.cases = Override(sweep.cases, o);
     sweep.cases = Select(sweep.cases, o);
@@ -414,10 +391,7 @@ void LoadRun(Run& run, int* argc, char** argv) {
   pick(run.flags.mlperf_system, sweep.mlperf_system, HostName());
   pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
   MakeEntries(run, sweep.cases, bricks, o);
-  if (o.bricks_estimate_only) {
-    for (size_t i = 0; i < run.entries.size(); ++i)
-      if (run.entries[i].model) run.infos[i].registered = false;
-  }
+  if (o.bricks_estimate_only) KeepCheckedModels(run, o.bricks_check);
   if (!o.bricks_db.empty() && !run.isolated_child) {
     try {
       UseBricksDb(run);
@@ -543,7 +517,6 @@ int Finish() {
   Run& run = TheRun();
   run.runner.reset();
   run.prepared = -1;
-  if (run.flags.bricks) FitRunMoments(run);
   ReportBricks(run);
   if (!run.flags.bricks_db.empty() && !run.isolated_child &&
       run.world.rank == 0) {

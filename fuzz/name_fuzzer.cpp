@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "generators/bricks.h"
+#include "bricks/bricks.h"
 #include "generators/spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

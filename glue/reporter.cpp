@@ -27,6 +27,17 @@ bool Failed(const R& run) {
   }
 }
 
+// Google Benchmark's main returns the default display reporter as a
+// std::unique_ptr; up to 1.9 it is a raw pointer the caller owns. Either
+// way the wrapper keeps it for the process's life.
+benchmark::BenchmarkReporter* Keep(benchmark::BenchmarkReporter* reporter) {
+  return reporter;
+}
+template <typename Owner>
+benchmark::BenchmarkReporter* Keep(Owner reporter) {
+  return reporter.release();
+}
+
 class Reporter : public benchmark::BenchmarkReporter {
  public:
   explicit Reporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
@@ -72,7 +83,7 @@ class Reporter : public benchmark::BenchmarkReporter {
 
 benchmark::BenchmarkReporter* DisplayReporter() {
   static Reporter* reporter =
-      new Reporter(benchmark::CreateDefaultDisplayReporter());
+      new Reporter(Keep(benchmark::CreateDefaultDisplayReporter()));
   return reporter;
 }
 

@@ -383,63 +383,54 @@ TEST_CASE("a STREAM triad measures some bandwidth", "[report]") {
   CHECK(StreamTriad(size_t{16} << 20, 1, 2) > 1e8);
 }
 
-TEST_CASE("bricks: constructed against measured times, errors per group",
+TEST_CASE("bricks: estimates against plain runs, errors per group",
           "[report]") {
   const fs::path dir = Dir("bricks");
   std::ofstream(dir / "results.json") << ResultsJson();
   std::ofstream(dir / "bricks.json") << R"({
-    "case_time": "least",
-    "estimate_over_measured": {
+    "checked_models": 2, "bricks_benchmark_s": 4.0,
+    "projected_plain_benchmark_s": 20.0,
+    "error": {
       "all": {"geomean": 1.0, "models": 2},
-      "per_family": {"CNN": {"geomean": 0.9, "min": 0.9, "max": 0.9,
-                             "mean_abs_error": 0.1, "max_abs_error": 0.1,
-                             "models": 1},
-                     "FC": {"geomean": 1.1, "min": 1.1, "max": 1.1,
-                            "mean_abs_error": 0.1, "max_abs_error": 0.1,
-                            "models": 1,
-                            "measured_halves_mean_difference": 0.04,
-                            "measured_halves_max_difference": 0.05,
-                            "estimated_halves_mean_difference": 0.03,
-                            "estimated_halves_max_difference": 0.06}}},
+      "per_family": {"CNN": {"geomean": 0.9, "mean_abs_error": 0.1,
+                             "max_abs_error": 0.1, "models": 1},
+                     "FC": {"geomean": 1.1, "mean_abs_error": 0.1,
+                            "max_abs_error": 0.1, "models": 1}}},
     "models": [
       {"name": "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
-       "estimated_ms": 1.1, "measured_ms": 1.0},
+       "estimated_ms": 1.1, "plain_ms": 1.0},
       {"name": "CNN/block:residual/blocks:1/filters:16/image:200/output:1000/batch:8/torch/fp32/train",
-       "estimated_ms": 9.0, "measured_ms": 10.0},
+       "estimated_ms": 9.0, "plain_ms": 10.0},
       {"name": "FC/layers:8/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
-       "estimated_ms": 2.0, "measured_ms": null}]})";
+       "estimated_ms": 2.0}]})";
   ReportOptions o;
   o.results = (dir / "results.json").string();
   o.bricks = (dir / "bricks.json").string();
   o.out = (dir / "report").string();
   std::vector<std::string> notes = WriteReport(o);
+  // The checked models only: the estimated-only one has no plain time.
   CHECK(Slurp(dir / "report/bricks.csv") ==
-        "model,family,estimated_ms,measured_ms\n"
+        "model,family,estimated_ms,plain_ms\n"
         "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/torch/fp32/"
         "train,FC,1.1,1\n"
         "CNN/block:residual/blocks:1/filters:16/image:200/output:1000/batch:8/"
         "torch/fp32/train,CNN,9,10\n");
   CHECK(fs::file_size(dir / "report/bricks.svg") > 0);
   const std::string html = Slurp(dir / "report/index.html");
-  CHECK_THAT(html, Contains("each case's time is its least step, the way "
-                            "its calls' halves reproduced closest"));
-  // A file from before the halves were measured has empty cells there.
-  CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>0.9</td><td>10%"
-                            "</td><td>10%</td><td></td><td></td></tr>"));
-  CHECK_THAT(html, Contains("<tr><td>FC</td><td>1</td><td>1.1</td><td>10%"
-                            "</td><td>10%</td><td>4%, 5%</td><td>3%, 6%"
-                            "</td></tr>"));
-  CHECK(std::find(notes.begin(), notes.end(),
-                  "bricks: 1 models without a measured time (estimate only) "
-                  "are not plotted") != notes.end());
+  CHECK_THAT(html, Contains("3 models' step times estimated"));
+  CHECK_THAT(html, Contains("2 of them run plainly after the bricks"));
+  CHECK_THAT(html, Contains("all the models plainly about 20 s"));
+  CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>10%</td><td>10%"
+                            "</td><td>0.9</td></tr>"));
+  CHECK_THAT(html, Contains("<tr><td>FC</td><td>1</td><td>10%</td><td>10%"
+                            "</td><td>1.1</td></tr>"));
   // Not a bricks file: said, and the rest is still reported.
   o.bricks = o.results;
   notes = WriteReport(o);
   CHECK(std::find(notes.begin(), notes.end(),
                   o.results + ": not a bricks file (--paradnn_bricks_out): "
-                              "expected 'models' and "
-                              "'estimate_over_measured': bricks left out") !=
-        notes.end());
+                              "expected 'models' and 'error': bricks left "
+                              "out") != notes.end());
 }
 
 TEST_CASE("Google Benchmark's NaN and Infinity read as null, not in strings",

@@ -6,7 +6,7 @@
 
 #include "backends/onednn/onednn_backend.h"
 #include "backends/torch/torch_backend.h"
-#include "generators/bricks.h"
+#include "bricks/bricks.h"
 #include "generators/init.h"
 #include "generators/sweep.h"
 #include "tests/backends/values.h"

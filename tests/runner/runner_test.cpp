@@ -17,9 +17,10 @@
 #include "adapters/mlperf/reader.h"
 #include "analysis/results.h"
 #include "backends/caches.h"
-#include "generators/bricks.h"
+#include "bricks/bricks.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
+#include "tests/backends/clock_costs.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
@@ -613,431 +614,7 @@ TEST_CASE("MLPerf logs and a results package from a run, summarized",
 namespace paradnn {
 namespace {
 
-// The factor of the machine's moment a step started in for a series of
-// that sensitivity, as a bricks run's output gives them ("moments": the
-// factor times e to the sensitivity times the contrast), 1 where none was
-// fit.
-double MomentFactor(const json& bricks_out, double at_s, double sensitivity) {
-  const double bin_s = bricks_out["moment_s"];
-  const double from = std::floor(at_s / bin_s) * bin_s;
-  for (const json& m : bricks_out["moments"]) {
-    if (std::abs(m["from_s"].get<double>() - from) < 1e-9) {
-      return m["factor"].get<double>() *
-             std::exp(sensitivity * m["contrast"].get<double>());
-    }
-  }
-  return 1;
-}
-
-// A case's quiet time from its steps: each divided by its moment's factor,
-// then the 20th percentile, interpolated between the two nearest steps.
-double QuietOf(const json& bricks_out, const std::vector<double>& ms,
-               const std::vector<double>& at_s, double sensitivity) {
-  REQUIRE(ms.size() == at_s.size());
-  REQUIRE(!ms.empty());
-  std::vector<double> v;
-  for (size_t i = 0; i < ms.size(); ++i) {
-    v.push_back(ms[i] / MomentFactor(bricks_out, at_s[i], sensitivity));
-  }
-  std::sort(v.begin(), v.end());
-  const double x = (v.size() - 1) / 5.0;
-  const size_t below = static_cast<size_t>(x);
-  if (below + 1 == v.size()) return v[below];
-  return v[below] + (x - below) * (v[below + 1] - v[below]);
-}
-
-// A case's time from its steps taken `way` ("quiet", "least" or "midway"):
-// its quiet time, its least step as measured, or their geometric mean.
-double TimeOf(const json& bricks_out, const std::string& way,
-              const std::vector<double>& ms, const std::vector<double>& at_s,
-              double sensitivity) {
-  const double least = *std::min_element(ms.begin(), ms.end());
-  if (way == "least") return least;
-  const double quiet = QuietOf(bricks_out, ms, at_s, sensitivity);
-  if (way == "quiet") return quiet;
-  REQUIRE(way == "midway");
-  return std::sqrt(least * quiet);
-}
-
-// The same, taken the way the run chose (its "case_time").
-double TimeOf(const json& bricks_out, const std::vector<double>& ms,
-              const std::vector<double>& at_s, double sensitivity) {
-  return TimeOf(bricks_out, bricks_out["case_time"], ms, at_s, sensitivity);
-}
-
-// How far apart a case's time taken `way` is between its two calls of
-// `per_call` warm steps each (at the start of "step_times_ms").
-double HalvesOf(const json& bricks_out, const std::string& way, const json& c,
-                size_t per_call) {
-  const auto ms = c["step_times_ms"].get<std::vector<double>>();
-  const auto at = c["step_at_s"].get<std::vector<double>>();
-  REQUIRE(ms.size() == 2 * per_call);
-  auto half = [&](size_t h) {
-    const auto from = static_cast<std::ptrdiff_t>(h * per_call);
-    const auto to = from + static_cast<std::ptrdiff_t>(per_call);
-    return TimeOf(bricks_out, way, {ms.begin() + from, ms.begin() + to},
-                  {at.begin() + from, at.begin() + to}, c["step_sensitivity"]);
-  };
-  return std::abs(half(0) / half(1) - 1);
-}
-
-// A brick's time in caches of a kind from its steps ("cold_" or "") taken
-// `way`: the least time of that kind and the colder one, which did more
-// work.
-double BrickTimeOf(const json& bricks_out, const json& brick,
-                   const std::string& kind, const std::string& way) {
-  double time = 1e300;
-  for (const std::string k : {"cold_", ""}) {
-    const auto ms = brick[k + "step_times_ms"].get<std::vector<double>>();
-    if (!ms.empty()) {
-      time = std::min(time,
-                      TimeOf(bricks_out, way, ms,
-                             brick[k + "step_at_s"].get<std::vector<double>>(),
-                             brick[k + "step_sensitivity"]));
-    }
-    if (k == kind) break;
-  }
-  return time;
-}
-
-// The same, taken the way the run chose.
-double BrickTimeOf(const json& bricks_out, const json& brick,
-                   const std::string& kind) {
-  return BrickTimeOf(bricks_out, brick, kind, bricks_out["case_time"]);
-}
-
-// A brick of a bricks run's output with the steps of one of its two calls
-// alone (`call` 0 or 1, `per_call` steps of each kind in each), its times
-// taken again from them.
-json BrickCallOf(const json& bricks_out, json brick, size_t call,
-                 size_t per_call) {
-  for (const std::string kind : {"", "cold_"}) {
-    for (const std::string field : {"step_times_ms", "step_at_s"}) {
-      const auto v = brick[kind + field].get<std::vector<double>>();
-      REQUIRE(v.size() == 2 * per_call);
-      const auto from =
-          v.begin() + static_cast<std::ptrdiff_t>(call * per_call);
-      brick[kind + field] = std::vector<double>(
-          from, from + static_cast<std::ptrdiff_t>(per_call));
-    }
-  }
-  for (const std::string kind : {"", "cold_"}) {
-    brick[kind + "step_ms"] = BrickTimeOf(bricks_out, brick, kind);
-  }
-  return brick;
-}
-
-// The fixed cost of a step from the step times of its two bricks: twice a
-// one-element ReLU's step less that of two in a chain, none below zero and
-// none above the one ReLU's step.
-double FixedCostMs(double one, double two) {
-  return std::clamp(2 * one - two, 0.0, one);
-}
-
-// The fixed cost of a step in a context ("/torch/fp32/train") from a
-// bricks run's output, computed here from its step-cost bricks' quiet
-// steps (FixedCostMs); the output says the same.
-double StepCostMs(const json& bricks_out, const std::string& context) {
-  double one = 0, two = 0;
-  for (const json& b : bricks_out["bricks"]) {
-    const std::string name = b["name"];
-    if (name == "BRICK/relu/in:1/grad:1" + context) one = b["step_ms"];
-    if (name == "BRICK/relu/in:1/+relu/grad:1" + context) two = b["step_ms"];
-    CHECK(b["step_cost"] == (name.rfind("BRICK/relu/in:1/", 0) == 0));
-  }
-  REQUIRE(one > 0);
-  REQUIRE(two > 0);
-  const double cost = FixedCostMs(one, two);
-  CHECK(bricks_out["step_cost_ms"][context.substr(1)].get<double>() ==
-        Approx(cost));
-  return cost;
-}
-
-// A layer's share of its model's estimate: what its brick's warm step took
-// beyond a step's fixed cost, none below zero.
-double BeyondStepCost(double brick_ms, double step_cost) {
-  return std::max(0.0, brick_ms - step_cost);
-}
-
-// How much of its brick's extra cold time a model's layer takes, from the
-// cost model: the model's bytes per step D over D and what reaches past
-// the caches (the output's `l2_bytes` and `l3_bytes`): where half the L3
-// is past 8 times its threads' L2s, D / (D + R), R the geometric mean of
-// the two; else D^2 / (D^2 + R^2), R the larger of those L2s and the L3.
-double ColdShareOf(const json& bricks_out, const json& m, int threads) {
-  const Case c = ParseCaseName(m["name"].get<std::string>());
-  const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
-  const double l2s = 8.0 * threads * bricks_out["l2_bytes"].get<double>();
-  const double l3 = bricks_out["l3_bytes"].get<double>();
-  const double d = static_cast<double>(cost.bytes);
-  if (l3 / 2 > l2s) return d / (d + std::sqrt(l2s * l3 / 2));
-  const double reach = std::max(l2s, l3);
-  return d * d / (d * d + reach * reach);
-}
-
-// A brick's time in caches of a kind ("warm" or "cold"), as the output
-// gives it.
-double StepMs(const json& brick, const std::string& caches) {
-  return brick[caches == "warm" ? "step_ms" : caches + "_step_ms"]
-      .get<double>();
-}
-
-// A layer's time inside a model: its brick's warm time beyond a step's
-// fixed cost, and `part` of the brick's extra cold time in the model's
-// `share`.
-double LayerMs(const json& brick, double part, double share, double step_cost) {
-  const double warm = StepMs(brick, "warm");
-  return BeyondStepCost(warm, step_cost) +
-         part * share * (StepMs(brick, "cold") - warm);
-}
-
-// The part of its brick's extra cold time a layer takes inside a model
-// where an earlier layer ran the same brick and the step recycles the
-// blocks it frees: the brick's bytes, by the cost model, that do not go
-// through such blocks (in training all but the layer outputs' gradients,
-// in inference the weights) over all of them.
-double RecycledColdPart(const std::string& brick) {
-  const BrickCase b = ParseBrickName(brick);
-  const Cost c = ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype);
-  const int64_t kept = b.mode == Mode::kTrain ? c.bytes - c.gradient_bytes
-                                              : c.params * ElementSize(b.dtype);
-  return static_cast<double>(kept) / c.bytes;
-}
-
-// Each of a model's layers, what it takes of its brick's extra cold time,
-// and which caches that says it finds: all of it, cold, except, where the
-// backend's step recycles what it frees (LibTorch's), a layer whose brick
-// ran earlier in the model: RecycledColdPart, recycled.
-struct ExpectedInside {
-  std::vector<double> parts;
-  std::vector<std::string> caches;
-};
-
-ExpectedInside ExpectedCaches(const std::vector<std::string>& layers,
-                              bool recycles) {
-  ExpectedInside o;
-  std::set<std::string> ran;
-  for (const std::string& layer : layers) {
-    const bool recycled = recycles && !ran.insert(layer).second;
-    o.parts.push_back(recycled ? RecycledColdPart(layer) : 1);
-    o.caches.push_back(recycled ? "recycled" : "cold");
-  }
-  return o;
-}
-
-// Whether a model's layer_cold_parts are `parts`.
-bool SameParts(const json& m, const std::vector<double>& parts) {
-  const auto got = m["layer_cold_parts"].get<std::vector<double>>();
-  if (got.size() != parts.size()) return false;
-  for (size_t k = 0; k < parts.size(); ++k) {
-    if (got[k] != Approx(parts[k])) return false;
-  }
-  return true;
-}
-
-TEST_CASE("bricks: unique layers timed, model times constructed from them",
-          "[runner][bricks]") {
-  const std::string out = Scratch("bricks.json");
-  Result r = RunRunner(
-      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
-      "fp32/train --paradnn_case=FC/layers:5/nodes:32/input:64/output:10/"
-      "batch:8/torch/fp32/train --paradnn_bricks_out=" +
-      out +
-      " --paradnn_steps=5 --benchmark_repetitions=2 "
-      "--benchmark_enable_random_interleaving=true --paradnn_threads=1 "
-      "--benchmark_format=json");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  json j = json::parse(Slurp(out));
-  // 8 and 12 layers in training; 5 distinct ones between them, in 4
-  // bricks: LibTorch's ReLUs are timed with the dense layers before them.
-  CHECK(j["total_layers"] == 20);
-  CHECK(j["unique_layers"] == 5);
-  CHECK(j["unique_bricks"] == 4);
-  // And the two that measure a step's fixed cost.
-  CHECK(j["bricks"].size() == 6);
-  CHECK(j["bricks_benchmark_s"].get<double>() > 0);
-  CHECK(j["end_to_end_benchmark_s"].get<double>() > 0);
-  // The bricks of each model in order, written out by hand: the first
-  // dense layer's input needs no gradient, the others' do; each ReLU is in
-  // the brick of the dense layer it reads.
-  const std::string in = "BRICK/dense/in:8x64/units:32/bias:1/+relu/grad:0";
-  const std::string hidden = "BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1";
-  const std::string output = "BRICK/dense/in:8x32/units:10/bias:1/grad:1";
-  const std::string loss = "BRICK/softmax_xent/in:8x10/grad:1";
-  const std::vector<std::vector<std::string>> layers = {
-      {in, hidden, hidden, output, loss},
-      {in, hidden, hidden, hidden, hidden, output, loss}};
-  const std::string suffix = "/torch/fp32/train";
-  // Each brick's step time, and Google Benchmark's own report of it: two
-  // repetitions of 5 steps each (the cv of a ReLU's zero FLOP/s is NaN).
-  json results = ParseBenchmarkJson(r.out);
-  std::map<std::string, double> least_ms;
-  std::map<std::string, json> bricks;
-  for (const json& b : j["bricks"]) {
-    INFO(b["name"]);
-    bricks[b["name"]] = b;
-    // Steps take turns at warm and cold caches, 5 rounded up to 6 per
-    // repetition, three of each kind: 12 steps, timed apart. Each kind's
-    // time is the quiet time of that kind or a colder one, which did more
-    // work.
-    double least = 1e300;
-    for (const std::string kind : {"cold_", ""}) {
-      INFO(kind);
-      const auto times = b[kind + "step_times_ms"].get<std::vector<double>>();
-      REQUIRE(times.size() == 6);
-      least = std::min(least, *std::min_element(times.begin(), times.end()));
-      CHECK(b[kind + "step_ms"].get<double>() ==
-            Approx(BrickTimeOf(j, b, kind)));
-      // When each started, in seconds of the run: within the run, and one
-      // step after another within a call (three of each kind per call).
-      const auto at = b[kind + "step_at_s"].get<std::vector<double>>();
-      REQUIRE(at.size() == 6);
-      for (double s : at) CHECK((s > 0 && s < r.seconds));
-      CHECK(std::is_sorted(at.begin(), at.begin() + 3));
-      CHECK(std::is_sorted(at.begin() + 3, at.end()));
-    }
-    least_ms[b["name"]] = least;
-  }
-  for (const std::string& brick : {in, hidden, output, loss})
-    CHECK(bricks.count(brick + suffix) == 1);
-  // By hand: what of a recycled brick's traffic is not gradients. The
-  // hidden brick's weights (32 x 32 + 32) and their gradients, its input,
-  // the dense layer's and the ReLU's outputs and the loss (3 x 256 + 1)
-  // against those and their gradients, 4 bytes each; a dense layer's
-  // alone (one output fewer); a ReLU's half.
-  CHECK(RecycledColdPart(hidden + suffix) == Approx(2881.0 / 3650));
-  CHECK(RecycledColdPart("BRICK/dense/in:8x32/units:32/bias:1/grad:1" +
-                         suffix) == Approx(2625.0 / 3138));
-  CHECK(RecycledColdPart("BRICK/relu/in:8x32/grad:1" + suffix) == Approx(0.5));
-  const double step_cost = StepCostMs(j, suffix);
-  std::map<std::string, std::vector<double>> repetition_ms;
-  for (const json& b : results["benchmarks"]) {
-    const std::string name = b["run_name"];
-    if (name.rfind("BRICK/", 0) != 0 || b["run_type"] != "iteration") continue;
-    CHECK(b["time_unit"] == "ms");
-    CHECK(b["iterations"] == 6);
-    repetition_ms[name.substr(0, name.find(suffix) + suffix.size())].push_back(
-        b["real_time"]);
-  }
-  REQUIRE(repetition_ms.size() == 6);
-  for (const auto& [brick, ms] : repetition_ms) {
-    INFO(brick);
-    // Google Benchmark reports each repetition's mean step, of all kinds
-    // together: none is less than the least step of all.
-    REQUIRE(ms.size() == 2);
-    CHECK(least_ms.at(brick) > 0);
-    CHECK(least_ms.at(brick) <= 1.0001 * std::min(ms[0], ms[1]));
-  }
-  // The bricks as each of their two calls alone timed them.
-  std::map<std::string, json> call_bricks[2];
-  for (size_t call : {0, 1}) {
-    for (const auto& [name, b] : bricks) {
-      call_bricks[call][name] = BrickCallOf(j, b, call, 3);
-    }
-  }
-  REQUIRE(j["models"].size() == 2);
-  std::vector<double> ratios, halves, estimate_halves;
-  for (size_t k = 0; k < 2; ++k) {
-    const json& m = j["models"][k];
-    // Models of a few KB, far inside one thread's L2: under 1% of their
-    // layers' extra cold time.
-    const double share = ColdShareOf(j, m, 1);
-    CHECK(m["cold_share"].get<double>() == Approx(share));
-    CHECK(share > 0);
-    CHECK(share < 0.01);
-    std::vector<std::string> names;
-    for (const std::string& layer : layers[k]) names.push_back(layer + suffix);
-    CHECK(m["layers"].get<std::vector<std::string>>() == names);
-    // LibTorch models: repeated layers recycled.
-    const ExpectedInside inside = ExpectedCaches(names, true);
-    CHECK(m["layer_caches"] == inside.caches);
-    CHECK(SameParts(m, inside.parts));
-    // Each brick's step paid the fixed cost of one; the model's pays it
-    // once.
-    double sum = step_cost;
-    for (size_t l = 0; l < names.size(); ++l) {
-      sum += LayerMs(bricks.at(names[l]), inside.parts[l], share, step_cost);
-    }
-    CHECK(m["step_cost_ms"].get<double>() == Approx(step_cost));
-    CHECK(m["estimated_ms"].get<double>() == Approx(sum));
-    // The same from each call of the bricks alone, the fixed cost too: how
-    // far the estimate moves with the moments its bricks met.
-    double call_sum[2];
-    for (size_t call : {0, 1}) {
-      const double one =
-          call_bricks[call].at("BRICK/relu/in:1/grad:1" + suffix)["step_ms"];
-      const double two = call_bricks[call].at("BRICK/relu/in:1/+relu/grad:1" +
-                                              suffix)["step_ms"];
-      const double cost = FixedCostMs(one, two);
-      call_sum[call] = cost;
-      for (size_t l = 0; l < names.size(); ++l) {
-        call_sum[call] += LayerMs(call_bricks[call].at(names[l]),
-                                  inside.parts[l], share, cost);
-      }
-    }
-    estimate_halves.push_back(std::abs(call_sum[0] / call_sum[1] - 1));
-    CHECK(m["estimated_halves_difference"].get<double>() ==
-          Approx(estimate_halves.back()));
-    // Its quiet time over both repetitions.
-    const auto steps = m["step_times_ms"].get<std::vector<double>>();
-    const auto at = m["step_at_s"].get<std::vector<double>>();
-    REQUIRE(steps.size() == 10);
-    REQUIRE(at.size() == 10);
-    const double sensitivity = m["step_sensitivity"];
-    CHECK(m["measured_ms"].get<double>() ==
-          Approx(TimeOf(j, steps, at, sensitivity)));
-    // How far the two calls' times are apart: the measurement's own noise.
-    halves.push_back(HalvesOf(j, j["case_time"], m, 5));
-    CHECK(m["measured_halves_difference"].get<double>() ==
-          Approx(halves.back()));
-    CHECK(std::is_sorted(at.begin(), at.begin() + 5));
-    CHECK(std::is_sorted(at.begin() + 5, at.end()));
-    CHECK(m["estimate_over_measured"].get<double>() ==
-          Approx(sum / m["measured_ms"].get<double>()));
-    ratios.push_back(m["estimate_over_measured"]);
-  }
-  const json& all = j["estimate_over_measured"]["all"];
-  CHECK(all["models"] == 2);
-  CHECK(all["geomean"].get<double>() ==
-        Approx(std::sqrt(ratios[0] * ratios[1])));
-  CHECK(all["mean_abs_error"].get<double>() ==
-        Approx((std::abs(ratios[0] - 1) + std::abs(ratios[1] - 1)) / 2));
-  CHECK(all["max_abs_error"].get<double>() ==
-        Approx(std::max(std::abs(ratios[0] - 1), std::abs(ratios[1] - 1))));
-  CHECK(all["measured_halves_mean_difference"].get<double>() ==
-        Approx((halves[0] + halves[1]) / 2));
-  CHECK(all["measured_halves_max_difference"].get<double>() ==
-        Approx(std::max(halves[0], halves[1])));
-  CHECK(all["estimated_halves_mean_difference"].get<double>() ==
-        Approx((estimate_halves[0] + estimate_halves[1]) / 2));
-  CHECK(all["estimated_halves_max_difference"].get<double>() ==
-        Approx(std::max(estimate_halves[0], estimate_halves[1])));
-  CHECK(j["estimate_over_measured"]["per_family"].contains("FC"));
-  // Each way of taking a case's time, its halves' mean difference over all
-  // eight cases (a brick's calls of 3 warm steps each); the run took the
-  // way of the smallest.
-  std::string best;
-  std::map<std::string, double> way_halves;
-  for (const std::string way : {"quiet", "least", "midway"}) {
-    double sum = 0;
-    for (const json& m : j["models"]) sum += HalvesOf(j, way, m, 5);
-    for (const json& b : j["bricks"]) sum += HalvesOf(j, way, b, 3);
-    way_halves[way] = sum / 8;
-    CHECK(j["case_time_halves"][way].get<double>() == Approx(way_halves[way]));
-    if (best.empty() || way_halves[way] < way_halves[best]) best = way;
-  }
-  CHECK(j["case_time"] == best);
-  // The brick cases are Google Benchmark cases like any other: 8 cases,
-  // each with 2 repetitions and their mean, median, stddev and cv.
-  CHECK(results["benchmarks"].size() == 8 * 6);
-  CHECK_THAT(r.err, Contains("paradnn: bricks: 5 unique of 20 layers"));
-}
-
-namespace {
-
-// The --paradnn_bricks_out file of a run of `args` on one thread, and its
-// bricks by name.
+// A bricks run's output (--paradnn_bricks_out) and its bricks by name.
 std::pair<json, std::map<std::string, json>> RunBricksOut(
     const std::string& args, const std::string& file) {
   const std::string out = Scratch(file);
@@ -1050,137 +627,194 @@ std::pair<json, std::map<std::string, json>> RunBricksOut(
   return o;
 }
 
-// The L3 the cold tests' runs are given (--paradnn_l3_bytes): their
-// estimates by hand then hold on any machine.
-constexpr int64_t kColdTestL3 = int64_t{32} << 20;
-
-// Nodes of the hidden layers of a four-layer FC model whose last three
-// layers' training bricks move more than twice kColdTestL3 per step, so
-// that its layers take more than 80% of their extra cold time: 4096 (64
-// MB of weights each).
-int ColdFcNodes() {
-  const BrickCase b = ParseBrickName(
-      "BRICK/dense/in:8x4096/units:4096/bias:1/grad:1/onednn/fp32/train");
-  REQUIRE(3 * ComputeCost(b.brick.BuildGraph(b.mode), b.mode, b.dtype).bytes >
-          2 * kColdTestL3);
-  return 4096;
+// The median of a brick's steps, by sorting.
+double MedianOf(std::vector<double> v) {
+  REQUIRE(!v.empty());
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// A bricks run of one FC model on both backends in `mode`, `steps` steps:
-// its hidden layers' weights of 64 MB or more each are far past 8 times
-// one thread's L2 (a cold model).
-std::pair<json, std::map<std::string, json>> RunColdFcModels(
-    const std::string& mode, int steps, const std::string& file) {
-  const std::string model =
-      "FC/layers:4/nodes:" + std::to_string(ColdFcNodes()) +
-      "/input:2000/output:10/batch:8/";
-  auto o =
-      RunBricksOut("--paradnn_case=" + model + "torch/fp32/" + mode +
-                       " --paradnn_case=" + model + "onednn/fp32/" + mode +
-                       " --paradnn_steps=" + std::to_string(steps) +
-                       " --paradnn_l3_bytes=" + std::to_string(kColdTestL3),
-                   file);
-  REQUIRE(o.first["models"].size() == 2);
-  return o;
+TEST_CASE(
+    "bricks: a sweep's unique layers timed once each, before its models, "
+    "which then run plainly",
+    "[runner][bricks]") {
+  const std::string out = Scratch("bricks.json");
+  Result r = RunRunner(
+      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
+      "fp32/train --paradnn_case=FC/layers:5/nodes:32/input:64/output:10/"
+      "batch:8/torch/fp32/train --paradnn_bricks_out=" +
+      out + " --paradnn_steps=5 --paradnn_threads=1 --benchmark_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(Slurp(out));
+  // 8 and 12 layers in training; 5 distinct ones between them, in 4
+  // bricks: LibTorch's ReLUs are timed with the dense layers before them.
+  CHECK(j["total_layers"] == 20);
+  CHECK(j["unique_layers"] == 5);
+  CHECK(j["unique_bricks"] == 4);
+  // And the two that measure a step's fixed cost.
+  CHECK(j["bricks"].size() == 6);
+  CHECK(j["bricks_benchmark_s"].get<double>() > 0);
+  // The bricks of each model in order, written out by hand: the first
+  // dense layer's input needs no gradient, the others' do; each ReLU is in
+  // the brick of the dense layer it reads.
+  const std::string in = "BRICK/dense/in:8x64/units:32/bias:1/+relu/grad:0";
+  const std::string hidden = "BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1";
+  const std::string output = "BRICK/dense/in:8x32/units:10/bias:1/grad:1";
+  const std::string loss = "BRICK/softmax_xent/in:8x10/grad:1";
+  const std::vector<std::vector<std::string>> layers = {
+      {in, hidden, hidden, output, loss},
+      {in, hidden, hidden, hidden, hidden, output, loss}};
+  const std::string suffix = "/torch/fp32/train";
+  // Google Benchmark ran every brick, then the models, 5 steps each.
+  const json results = ParseBenchmarkJson(r.out);
+  std::vector<std::string> order;
+  std::map<std::string, double> reported_ms;
+  for (const json& b : results["benchmarks"]) {
+    CHECK(b["iterations"] == 5);
+    order.push_back(CaseNameOf(b["name"]));
+    reported_ms[order.back()] = b["real_time"];
+  }
+  REQUIRE(order.size() == 8);
+  for (size_t i = 0; i < order.size(); ++i) {
+    CHECK((order[i].rfind("BRICK/", 0) == 0) == (i < 6));
+  }
+  for (const json& b : j["bricks"]) {
+    INFO(b["name"]);
+    // Five warm steps; models of a few KB need no cold ones.
+    const auto steps = b["step_times_ms"].get<std::vector<double>>();
+    REQUIRE(steps.size() == 5);
+    CHECK(b["cold_step_times_ms"].empty());
+    CHECK(b["step_ms"].get<double>() == Approx(MedianOf(steps)));
+    CHECK(b["step_spread_ms"].get<double>() >= 0);
+  }
+  REQUIRE(j["models"].size() == 2);
+  for (size_t k = 0; k < 2; ++k) {
+    const json& m = j["models"][k];
+    std::vector<std::string> names;
+    for (const std::string& layer : layers[k]) names.push_back(layer + suffix);
+    CHECK(m["layers"].get<std::vector<std::string>>() == names);
+    CHECK(m["cold"] == false);
+    // Its plain time is its steps' mean: what Google Benchmark reported
+    // for it, whose loop times the steps and a little more between them.
+    const double plain = m["plain_ms"];
+    CHECK(plain <= 1.0001 * reported_ms.at(m["name"]));
+    CHECK(plain > 0.5 * reported_ms.at(m["name"]));
+    CHECK(m["estimate_over_plain"].get<double>() ==
+          Approx(m["estimated_ms"].get<double>() / plain));
+    // Too few models for a calibration.
+    CHECK(m["calibration"]["models"] == 0);
+    CHECK(m["estimated_ms"] == m["uncalibrated_ms"]);
+    CHECK(m["estimated_spread"].get<double>() > 0);
+  }
+  CHECK(j["checked_models"] == 2);
+  CHECK(j["error"]["per_family"]["FC"]["models"] == 2);
+  CHECK_THAT(r.err, Contains("against 2 plain runs: FC mean error"));
 }
 
-// A model's bricks and which time of each it took.
-struct ModelLayers {
-  std::vector<std::string> layers, caches;
-};
-
-ModelLayers LayersOf(const json& m, size_t layers) {
-  ModelLayers o{m["layers"], m["layer_caches"]};
-  REQUIRE(o.layers.size() == layers);
-  REQUIRE(o.caches.size() == layers);
-  return o;
+// The clock backend's cases (tests/backends/clock_module.cpp): steps of a
+// known time.
+std::string ClockPath() {
+  return std::string("PARADNN_BACKEND_PATH=") + PARADNN_THIRD_PARTY_BACKENDS +
+         " ";
 }
 
-// Checks every model of a RunColdFcModels run: a layer takes its brick's
-// cold time in the model's share, except, inside LibTorch's models, whose
-// step recycles the blocks it frees in either mode, a brick that ran
-// earlier in the model: the hidden dense layer and its ReLU (one brick in
-// LibTorch) twice after their first take the part of it RecycledColdPart
-// says: the dense layer's weights (64 MB) are most of its bytes in either
-// mode (a ReLU's alone, half of them in training, none in inference).
-void CheckColdFcEstimates(const json& j,
-                          const std::map<std::string, json>& bricks,
-                          const std::string& mode) {
+TEST_CASE(
+    "bricks estimate a backend's known step times: each layer once, the "
+    "step's fixed cost once, gradient sums, recurrent stacks",
+    "[runner][bricks]") {
+  const std::vector<std::string> models = {
+      "FC/layers:4/nodes:64/input:128/output:10/batch:16",
+      "CNN/block:residual/blocks:2/filters:4/image:16/output:10/batch:2",
+      "CNN/block:bottleneck/blocks:1/filters:4/image:16/output:10/batch:2",
+      "RNN/cell:lstm/layers:5/embed:16/vocab:32/length:4/batch:2"};
+  std::string cases;
+  for (const std::string& m : models) {
+    for (const std::string mode : {"train", "infer"}) {
+      cases += " --paradnn_case=" + m + "/clock/fp32/" + mode;
+    }
+  }
+  const std::string out = Scratch("clock_bricks.json");
+  Result r = RunRunner(cases + " --paradnn_steps=15 --paradnn_threads=1" +
+                           " --paradnn_bricks_out=" + out,
+                       ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(Slurp(out));
+  REQUIRE(j["models"].size() == 8);
   for (const json& m : j["models"]) {
     INFO(m["name"]);
-    // 4 dense, 4 ReLUs (in LibTorch in the dense layers' bricks), output,
-    // and in training the loss.
-    const bool torch =
-        m["name"].get<std::string>().find("/torch/") != std::string::npos;
-    const auto [layers, caches] =
-        LayersOf(m, (mode == "train" ? 10 : 9) - (torch ? 4 : 0));
-    const double share = ColdShareOf(j, m, 1);
-    CHECK(m["cold_share"].get<double>() == Approx(share));
-    // More than twice the L3 per step: over 0.8 by either rule.
-    CHECK(share > 0.8);
-    CHECK(share < 1);
-    const double step_cost =
-        StepCostMs(j, (torch ? "/torch/fp32/" : "/onednn/fp32/") + mode);
-    const ExpectedInside inside = ExpectedCaches(layers, torch);
-    CHECK(caches == inside.caches);
-    CHECK(SameParts(m, inside.parts));
-    CHECK(std::count(caches.begin(), caches.end(), "recycled") ==
-          (torch ? 2 : 0));
-    if (torch) {
-      const std::string hidden = "BRICK/dense/in:8x4096/units:4096/bias:1/";
-      CHECK(RecycledColdPart(hidden + "+relu/grad:1/torch/fp32/" + mode) >
-            0.99);
-      const std::string relu = "BRICK/relu/in:8x4096/grad:1/torch/fp32/";
-      CHECK(RecycledColdPart(relu + mode) ==
-            Approx(mode == "train" ? 0.5 : 0.0));
-    }
-    double estimate = step_cost;
-    for (size_t k = 0; k < layers.size(); ++k) {
-      estimate +=
-          LayerMs(bricks.at(layers[k]), inside.parts[k], share, step_cost);
-    }
-    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
+    const Case c = ParseCaseName(m["name"].get<std::string>());
+    const double truth_ms =
+        test::ClockStepUs(c.model.BuildGraph(), c.mode) / 1e3;
+    // Each brick's median step is its time to a few microseconds; the
+    // model's steps the machine may stretch.
+    CHECK(m["uncalibrated_ms"].get<double>() == Approx(truth_ms).epsilon(0.03));
+    CHECK(m["plain_ms"].get<double>() == Approx(truth_ms).epsilon(0.15));
   }
-}
-
-}  // namespace
-
-TEST_CASE(
-    "a layer of a model beyond the caches takes its bricks' cold times in "
-    "the share the L3 misses, a repeated one inside LibTorch's its warm time",
-    "[runner][bricks]") {
-  // Three hidden layers' bricks moving more than twice the L3 per step.
-  const auto [j, bricks] = RunColdFcModels("train", 3, "cold_bricks.json");
-  // The run took the L3 it was given, and the L2 the kernel or CPUID
-  // says.
-  CHECK(j["l3_bytes"] == kColdTestL3);
-  CHECK(j["l3_source"] == "--paradnn_l3_bytes");
-  const int64_t l2 =
-      KernelCacheBytes(2) > 0 ? KernelCacheBytes(2) : CpuidCacheBytes(2);
-  REQUIRE(l2 > 0);
-  CHECK(j["l2_bytes"] == l2);
-  CheckColdFcEstimates(j, bricks, "train");
-  // Three steps rounded up to four: two of each kind.
-  for (const auto& [name, b] : bricks) {
-    INFO(name);
-    for (const std::string kind : {"", "cold_"}) {
-      CHECK(b[kind + "step_times_ms"].size() == 2);
-    }
-    CHECK_FALSE(b.contains("cold_backward_step_ms"));
-  }
+  CHECK(j["step_cost_ms"]["clock/fp32/train"].get<double>() ==
+        Approx(test::kClockStepUs / 1e3).epsilon(0.05));
 }
 
 TEST_CASE(
-    "inside a LibTorch inference model beyond the caches a repeated layer "
-    "takes its brick's warm time, inside oneDNN's its cold one",
+    "a bricks check of N models runs N plainly, chosen by the seed, "
+    "and estimates the others only",
     "[runner][bricks]") {
-  const auto [j, bricks] = RunColdFcModels("infer", 2, "recycled_bricks.json");
-  CheckColdFcEstimates(j, bricks, "infer");
+  std::string cases;
+  for (int layers : {1, 2, 3, 4, 5, 6}) {
+    for (int batch : {4, 8}) {
+      cases += " --paradnn_case=FC/layers:" + std::to_string(layers) +
+               "/nodes:32/input:64/output:10/batch:" + std::to_string(batch) +
+               "/clock/fp32/train";
+    }
+  }
+  auto checked = [&](const std::string& seed, const std::string& file) {
+    const std::string out = Scratch(file);
+    Result r = RunRunner(cases + " --paradnn_bricks_check=5 --paradnn_steps=5" +
+                             " --paradnn_threads=1 --benchmark_format=json" +
+                             " --paradnn_bricks_out=" + out + seed,
+                         ClockPath());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::set<std::string> ran;
+    const json results = json::parse(r.out);
+    for (const json& b : results["benchmarks"]) {
+      const std::string name = CaseNameOf(b["name"]);
+      if (name.rfind("FC/", 0) == 0) ran.insert(name);
+    }
+    const json j = json::parse(Slurp(out));
+    CHECK(j["checked_models"] == 5);
+    std::set<std::string> with_plain;
+    for (const json& m : j["models"]) {
+      CHECK(m["estimated_ms"].is_number());
+      if (m.contains("plain_ms")) with_plain.insert(m["name"]);
+      // Each of the 12 is calibrated on the checked ones but itself: 4
+      // or 5 of them.
+      const int on = m["calibration"]["models"];
+      CHECK(on == (m.contains("plain_ms") ? 4 : 5));
+      CHECK(m["calibration"]["scope"] == "FC/clock/fp32/train");
+    }
+    CHECK(with_plain == ran);
+    CHECK(j["models"].size() == 12);
+    CHECK(j["projected_plain_benchmark_s"].get<double>() >
+          j["checked_benchmark_s"].get<double>());
+    CHECK_THAT(r.err, Contains("against 5 plain runs: FC mean error"));
+    return ran;
+  };
+  const std::set<std::string> a = checked("", "check_a.json");
+  CHECK(a.size() == 5);
+  CHECK(checked("", "check_b.json") == a);
+  CHECK(checked(" --paradnn_seed=2", "check_c.json") != a);
+  Result bad = RunRunner("--paradnn_bricks_check=0" + std::string(kFast));
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("--paradnn_bricks_check=0: expected a "
+                               "positive number of models"));
 }
 
 TEST_CASE(
     "listing a bricks sweep counts its layers and bricks and estimates "
-    "nothing, unless asked for the bricks output",
+    "nothing",
     "[runner][bricks]") {
   const std::string fc =
       "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
@@ -1188,22 +822,174 @@ TEST_CASE(
   Result listed = RunRunner(fc + " --paradnn_bricks");
   INFO(listed.err);
   REQUIRE(listed.status == 0);
-  // The model, the 4 bricks of its 5 distinct layers (each ReLU with the
-  // dense layer it reads) and the step's fixed cost's 2.
+  // The 4 bricks of its 5 distinct layers (each ReLU with the dense layer
+  // it reads), the step's fixed cost's 2, then the model.
   CHECK(std::count(listed.out.begin(), listed.out.end(), '\n') == 7);
+  CHECK(listed.out.rfind("FC/") == listed.out.find("FC/"));
+  CHECK(listed.out.find("FC/") > listed.out.rfind("BRICK/"));
   CHECK_THAT(listed.err,
              Contains("paradnn: bricks: 5 unique of 8 layers (62%); 4 unique "
                       "bricks of up to 2 layers\n"));
   CHECK(listed.err.find("benchmarked") == std::string::npos);
-  // With the output asked for: every model's bricks, none timed.
   const std::string out = Scratch("listed_bricks.json");
   Result written = RunRunner(fc + " --paradnn_bricks_out=" + out);
   REQUIRE(written.status == 0);
   const json j = json::parse(Slurp(out));
+  CHECK(j["total_layers"] == 8);
+  CHECK_FALSE(j.contains("models"));
+}
+
+TEST_CASE(
+    "a bricks run takes the L3 it is given, else the kernel's, else "
+    "measures it",
+    "[runner][bricks]") {
+  const std::string model =
+      "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/torch/"
+      "fp32/infer --paradnn_steps=2";
+  const json given =
+      RunBricksOut(model + " --paradnn_l3_bytes=3M", "l3_given.json").first;
+  CHECK(given["l3_bytes"] == 3 << 20);
+  CHECK(given["l3_source"] == "--paradnn_l3_bytes");
+  const json found = RunBricksOut(model, "l3_found.json").first;
+  const int64_t l3 = found["l3_bytes"];
+  if (KernelCacheBytes(3) > 0) {
+    CHECK(found["l3_source"] == "kernel");
+    CHECK(l3 == static_cast<int64_t>(KernelCacheBytes(3)));
+  } else {
+    // At least two L2s, at most CPUID's figure where it says one (on AMD
+    // all of the package's L3s) and 256 MB.
+    CHECK(found["l3_source"] == "measured");
+    CHECK(l3 >= 2 * found["l2_bytes"].get<int64_t>());
+    const int64_t cpuid = CpuidCacheBytes(3);
+    CHECK(l3 <= std::min(cpuid > 0 ? cpuid : INT64_MAX, int64_t{256} << 20));
+  }
+  Result bad = RunRunner(model + " --paradnn_bricks --paradnn_l3_bytes=lots");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("'lots' is not a memory size: expected a "
+                               "positive number with an optional K, M or G "
+                               "suffix"));
+}
+
+TEST_CASE(
+    "a brick of a model beyond the caches takes cold steps, outside Google "
+    "Benchmark's time",
+    "[runner][bricks]") {
+  // A 1 MB L3: the model's 4 MB of weights outgrow it and a core's L2.
+  const auto [j, bricks] = RunBricksOut(
+      "--paradnn_case=FC/layers:2/nodes:1024/input:1024/output:10/batch:4/"
+      "onednn/fp32/infer --paradnn_steps=4 --paradnn_l3_bytes=1M",
+      "cold_bricks.json");
   REQUIRE(j["models"].size() == 1);
-  CHECK(j["models"][0]["layers"].size() == 5);
-  CHECK(j["models"][0]["estimated_ms"].is_null());
-  CHECK(j["bricks"].size() == 6);
+  CHECK(j["models"][0]["cold"] == true);
+  for (const auto& [name, b] : bricks) {
+    INFO(name);
+    CHECK(b["step_times_ms"].size() == 4);
+    if (b["step_cost"]) {
+      CHECK(b["cold_step_times_ms"].empty());
+      continue;
+    }
+    const auto cold = b["cold_step_times_ms"].get<std::vector<double>>();
+    REQUIRE(cold.size() == 3);
+    CHECK(b["cold_step_ms"].get<double>() == Approx(MedianOf(cold)));
+  }
+}
+
+TEST_CASE(
+    "bricks database: known bricks are not run again, nor reused "
+    "elsewhere, and keep their times and spreads",
+    "[runner][bricks]") {
+  const std::string db = Scratch("bricks_db.json");
+  const std::string fc = "FC/layers:3/nodes:32/input:64/output:10/batch:8/";
+  const std::string flags = " --paradnn_steps=3 --paradnn_bricks_db=" + db;
+  const std::string first_out = Scratch("bricks_db_first.json");
+  Result first =
+      RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
+                " --paradnn_threads=1 --paradnn_bricks_out=" + first_out);
+  INFO(first.err);
+  REQUIRE(first.status == 0);
+  const json known = json::parse(Slurp(db));
+  const json first_bricks = json::parse(Slurp(first_out));
+  // The 4 bricks of its 5 layers and the 2 of a step's fixed cost.
+  REQUIRE(known["bricks"].size() == 6);
+  std::map<std::string, json> known_bricks;
+  for (const json& b : known["bricks"]) {
+    CHECK(b["context"]["threads"] == 1);
+    CHECK(b["steps"] == 3);
+    for (const json& timed : first_bricks["bricks"]) {
+      if (timed["name"] != b["name"]) continue;
+      CHECK(b["step_ms"] == timed["step_ms"]);
+      CHECK(b["step_spread_ms"] == timed["step_spread_ms"]);
+    }
+    known_bricks[b["name"]] = b;
+  }
+  // Another model, of 16 nodes: three of its bricks are new, its loss and
+  // the step's fixed cost are known. Models estimated only.
+  const std::string out = Scratch("bricks_db_out.json");
+  const std::string other = "FC/layers:2/nodes:16/input:64/output:10/batch:8/";
+  Result second = RunRunner(
+      "--paradnn_case=" + other + "torch/fp32/train --paradnn_case=" + fc +
+      "torch/fp32/train" + flags +
+      " --paradnn_threads=1 --paradnn_bricks_estimate_only "
+      "--benchmark_format=json --paradnn_bricks_out=" +
+      out);
+  INFO(second.err);
+  REQUIRE(second.status == 0);
+  // Only the new bricks ran.
+  std::set<std::string> ran;
+  const json results = json::parse(second.out);
+  for (const json& b : results["benchmarks"]) ran.insert(b["run_name"]);
+  CHECK(ran == std::set<std::string>{
+                   "BRICK/dense/in:8x64/units:16/bias:1/+relu/grad:0/torch/"
+                   "fp32/train/iterations:3/real_time",
+                   "BRICK/dense/in:8x16/units:16/bias:1/+relu/grad:1/torch/"
+                   "fp32/train/iterations:3/real_time",
+                   "BRICK/dense/in:8x16/units:10/bias:1/grad:1/torch/fp32/"
+                   "train/iterations:3/real_time"});
+  const json estimates = json::parse(Slurp(out));
+  CHECK(estimates["bricks_from_db"] == 6);
+  for (const json& b : estimates["bricks"]) {
+    CHECK(b["from_db"] == (known_bricks.count(b["name"]) == 1));
+    if (!b["from_db"]) continue;
+    CHECK(b["step_ms"] == known_bricks.at(b["name"])["step_ms"]);
+    CHECK(b["step_spread_ms"] == known_bricks.at(b["name"])["step_spread_ms"]);
+  }
+  // The first model's bricks all from the database: the same estimate.
+  REQUIRE(estimates["models"].size() == 2);
+  for (const json& m : estimates["models"]) {
+    CHECK_FALSE(m.contains("plain_ms"));
+    if (m["name"] != fc + "torch/fp32/train") continue;
+    CHECK(m["uncalibrated_ms"].get<double>() ==
+          Approx(first_bricks["models"][0]["uncalibrated_ms"].get<double>()));
+  }
+  CHECK(json::parse(Slurp(db))["bricks"].size() == 9);
+  // Another thread count is another context: timed again, and said so.
+  Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
+                           " --paradnn_threads=2 " + "--benchmark_list_tests");
+  REQUIRE(third.status == 0);
+  CHECK_THAT(third.err, Contains("6 of this sweep's bricks were measured in "
+                                 "another context"));
+  CHECK_THAT(third.out,
+             Contains("BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1/torch/"
+                      "fp32/train"));
+  // The L3 is of the context too. Where the kernel does not say it, the
+  // second run took the one the database's bricks were measured with.
+  const int64_t l3 = known["bricks"][0]["context"]["l3_bytes"];
+  CHECK(estimates["l3_bytes"] == l3);
+  CHECK(estimates["l3_source"] ==
+        (KernelCacheBytes(3) > 0 ? "kernel" : "bricks database"));
+  Result fourth =
+      RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
+                " --paradnn_threads=1 --paradnn_l3_bytes=" +
+                std::to_string(l3 + (1 << 20)) + " --benchmark_list_tests");
+  REQUIRE(fourth.status == 0);
+  CHECK_THAT(fourth.err, Contains("6 of this sweep's bricks were measured in "
+                                  "another context (CPU, threads, L3,"));
+  // Bad content is refused with the file's name.
+  std::ofstream(db) << "{\"bricks\": [{\"name\": 3}]}";
+  Result bad = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags);
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains(db + ": entry {\"name\":3}: expected name, "
+                                    "step_ms and context"));
 }
 
 TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
@@ -1224,31 +1010,22 @@ TEST_CASE("a brick's name reproduces the brick, in this process or isolated",
     std::string args;
     for (const std::string& n : names) args += " --paradnn_case=" + n;
     const std::string out = Scratch("isolated_bricks.json");
-    // Three steps a call, rounded up to one warm and one cold twice,
-    // however long a step takes (with a minimum time, a slow first step
-    // was the call's only one).
+    // Three steps a call, however long a step takes (with a minimum time,
+    // a slow first step was the call's only one).
     Result r =
         RunRunner(args + " --paradnn_steps=3 --paradnn_threads=1" + isolate +
                   " --benchmark_format=json --paradnn_bricks_out=" + out);
     INFO(isolate << "\n" << r.err);
     REQUIRE(r.status == 0);
-    // Warm and cold steps take turns (an isolated call starts warm),
-    // pooled apart, also from an isolated process: the time of each
-    // kind and the colder one.
+    // Each brick's three steps, also from an isolated process.
     const json bricks_out = json::parse(Slurp(out));
     const json& bricks = bricks_out["bricks"];
     REQUIRE(bricks.size() == names.size());
     for (const json& b : bricks) {
       INFO(b.dump());
-      size_t after = 0;
-      for (const std::string kind : {"cold_", ""}) {
-        const auto times = b[kind + "step_times_ms"].get<std::vector<double>>();
-        REQUIRE(!times.empty());
-        CHECK(times.size() >= after);
-        after = times.size();
-        CHECK(b[kind + "step_ms"].get<double>() ==
-              Approx(BrickTimeOf(bricks_out, b, kind)));
-      }
+      const auto times = b["step_times_ms"].get<std::vector<double>>();
+      REQUIRE(times.size() == 3);
+      CHECK(b["step_ms"].get<double>() == Approx(MedianOf(times)));
     }
     CHECK_THAT(r.err, Contains("paradnn: " + std::to_string(names.size()) +
                                " passed, 0 skipped, 0 failed"));
@@ -1350,312 +1127,6 @@ TEST_CASE("profiles: shares of step time per operation class",
   CHECK(b.contains("time_other_frac"));
 }
 
-TEST_CASE(
-    "a model's layers take their cold extra in D / (D + R) where half the L3 "
-    "is past 8 L2s, else in D^2 / (D^2 + R^2) reaching the larger of 8 L2s "
-    "and the L3",
-    "[runner][bricks]") {
-  // One thread: 8 L2s are 8 of its L2. Two models, one far within them
-  // and one of 33 MB of weights past them on any L2 of up to 2 MB, take
-  // the same reach: only their bytes part their shares.
-  const std::string cases =
-      "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/onednn/"
-      "fp32/infer --paradnn_case=FC/layers:1/nodes:4096/input:2000/output:10/"
-      "batch:8/onednn/fp32/infer --paradnn_steps=2";
-  constexpr double kMb = 1 << 20;
-  const auto run = [&](double l3) {
-    const json j = RunBricksOut(cases + " --paradnn_l3_bytes=" +
-                                    std::to_string(static_cast<int64_t>(l3)),
-                                "shares.json")
-                       .first;
-    REQUIRE(j["l3_bytes"].get<double>() == l3);
-    REQUIRE(j["models"].size() == 2);
-    return j;
-  };
-  const json large = run(256 * kMb);
-  const double l2s = 8 * large["l2_bytes"].get<double>();
-  REQUIRE(l2s <= 16 * kMb);
-  const auto shares = [&](const json& j, auto share) {
-    INFO(j["l3_bytes"].get<double>() / kMb << " MB of L3");
-    for (const json& m : j["models"]) {
-      INFO(m["name"]);
-      const Case c = ParseCaseName(m["name"].get<std::string>());
-      const double d = static_cast<double>(
-          ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).bytes);
-      CHECK(m["cold_share"].get<double>() == Approx(share(d)));
-    }
-  };
-  // Half of 256 MB is past 8 L2s of up to 16 MB: the geometric mean.
-  shares(large, [&](double d) { return d / (d + std::sqrt(l2s * 128 * kMb)); });
-  // An L3 of half the L2s, and one of one and a half: half of either is
-  // within them, and the reach is the L2s, then the L3.
-  for (const double l3 : {l2s / 2, 1.5 * l2s}) {
-    const double reach = std::max(l2s, l3);
-    shares(run(l3), [&](double d) { return d * d / (d * d + reach * reach); });
-  }
-}
-
-TEST_CASE(
-    "a bricks run takes the L3 it is given, else the kernel's, else "
-    "measures it",
-    "[runner][bricks]") {
-  const std::string model =
-      "--paradnn_case=FC/layers:1/nodes:16/input:32/output:4/batch:8/torch/"
-      "fp32/infer --paradnn_steps=2";
-  const json given =
-      RunBricksOut(model + " --paradnn_l3_bytes=3M", "l3_given.json").first;
-  CHECK(given["l3_bytes"] == 3 << 20);
-  CHECK(given["l3_source"] == "--paradnn_l3_bytes");
-  const json found = RunBricksOut(model, "l3_found.json").first;
-  const int64_t l3 = found["l3_bytes"];
-  if (KernelCacheBytes(3) > 0) {
-    CHECK(found["l3_source"] == "kernel");
-    CHECK(l3 == static_cast<int64_t>(KernelCacheBytes(3)));
-  } else {
-    // At least two L2s, at most CPUID's figure where it says one (on AMD
-    // all of the package's L3s) and 256 MB.
-    CHECK(found["l3_source"] == "measured");
-    CHECK(l3 >= 2 * found["l2_bytes"].get<int64_t>());
-    const int64_t cpuid = CpuidCacheBytes(3);
-    CHECK(l3 <= std::min(cpuid > 0 ? cpuid : INT64_MAX, int64_t{256} << 20));
-  }
-  Result bad = RunRunner(model + " --paradnn_bricks --paradnn_l3_bytes=lots");
-  CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Contains("'lots' is not a memory size: expected a "
-                               "positive number with an optional K, M or G "
-                               "suffix"));
-}
-
-TEST_CASE(
-    "bricks database: known bricks are not run again, nor reused "
-    "elsewhere",
-    "[runner][bricks]") {
-  const std::string db = Scratch("bricks_db.json");
-  const std::string fc = "FC/layers:3/nodes:32/input:64/output:10/batch:8/";
-  const std::string flags = " --paradnn_steps=3 --paradnn_bricks_db=" + db;
-  const std::string first_out = Scratch("bricks_db_first.json");
-  Result first =
-      RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
-                " --paradnn_threads=1 --paradnn_bricks_out=" + first_out);
-  INFO(first.err);
-  REQUIRE(first.status == 0);
-  const json known = json::parse(Slurp(db));
-  const json first_bricks = json::parse(Slurp(first_out));
-  // The 4 bricks of its 5 layers and the 2 of a step's fixed cost.
-  REQUIRE(known["bricks"].size() == 6);
-  std::map<std::string, json> known_bricks;
-  for (const json& b : known["bricks"]) {
-    CHECK(b["context"]["threads"] == 1);
-    // 3 steps rounded up to two of each kind.
-    CHECK(b["steps"] == 4);
-    // Each way of taking its time, from the steps the run's output has.
-    for (const json& timed : first_bricks["bricks"]) {
-      if (timed["name"] != b["name"]) continue;
-      for (const std::string w : {"quiet", "least", "midway"}) {
-        const std::string prefix = w == "quiet" ? "" : w + "_";
-        INFO(b["name"] << " " << w);
-        CHECK(b[prefix + "step_ms"].get<double>() ==
-              Approx(BrickTimeOf(first_bricks, timed, "", w)));
-        CHECK(b[prefix + "cold_step_ms"].get<double>() ==
-              Approx(BrickTimeOf(first_bricks, timed, "cold_", w)));
-      }
-    }
-    known_bricks[b["name"]] = b;
-  }
-  // Another model, of 16 nodes: three of its bricks are new, its loss and
-  // the step's fixed cost are known. Models estimated only.
-  const std::string out = Scratch("bricks_db_out.json");
-  const std::string other = "FC/layers:2/nodes:16/input:64/output:10/batch:8/";
-  Result second = RunRunner(
-      "--paradnn_case=" + other + "torch/fp32/train --paradnn_case=" + fc +
-      "torch/fp32/train" + flags +
-      " --paradnn_threads=1 --paradnn_bricks_estimate_only "
-      "--benchmark_format=json --paradnn_bricks_out=" +
-      out);
-  INFO(second.err);
-  REQUIRE(second.status == 0);
-  // Only the new bricks ran.
-  std::set<std::string> ran;
-  const json results = json::parse(second.out);
-  for (const json& b : results["benchmarks"]) ran.insert(b["run_name"]);
-  CHECK(ran == std::set<std::string>{
-                   "BRICK/dense/in:8x64/units:16/bias:1/+relu/grad:0/torch/"
-                   "fp32/train/iterations:4/real_time",
-                   "BRICK/dense/in:8x16/units:16/bias:1/+relu/grad:1/torch/"
-                   "fp32/train/iterations:4/real_time",
-                   "BRICK/dense/in:8x16/units:10/bias:1/grad:1/torch/fp32/"
-                   "train/iterations:4/real_time"});
-  const json estimates = json::parse(Slurp(out));
-  CHECK(estimates["bricks_from_db"] == 6);
-  // The database's bricks take the time of the way this run chose.
-  if (estimates["case_time"] != "quiet") {
-    const std::string prefix = estimates["case_time"].get<std::string>() + "_";
-    for (auto& [name, b] : known_bricks) {
-      b["step_ms"] = b[prefix + "step_ms"];
-      b["cold_step_ms"] = b[prefix + "cold_step_ms"];
-    }
-  }
-  // Each brick's times: the database's where it had them.
-  std::map<std::string, json> bricks = known_bricks;
-  for (const json& b : estimates["bricks"]) {
-    CHECK(b["from_db"] == (known_bricks.count(b["name"]) == 1));
-    if (!b["from_db"]) bricks[b["name"]] = b;
-  }
-  REQUIRE(estimates["models"].size() == 2);
-  const double step_cost = StepCostMs(estimates, "/torch/fp32/train");
-  for (const json& m : estimates["models"]) {
-    const double share = ColdShareOf(estimates, m, 1);
-    const auto layers = m["layers"].get<std::vector<std::string>>();
-    const std::vector<double> parts = ExpectedCaches(layers, true).parts;
-    double sum = step_cost;
-    for (size_t k = 0; k < layers.size(); ++k) {
-      sum += LayerMs(bricks.at(layers[k]), parts[k], share, step_cost);
-    }
-    CHECK(m["estimated_ms"].get<double>() == Approx(sum));
-    CHECK(m["measured_ms"].is_null());
-  }
-  CHECK(json::parse(Slurp(db))["bricks"].size() == 9);
-  // Another thread count is another context: timed again, and said so.
-  Result third = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
-                           " --paradnn_threads=2 " + "--benchmark_list_tests");
-  REQUIRE(third.status == 0);
-  CHECK_THAT(third.err, Contains("6 of this sweep's bricks were measured in "
-                                 "another context"));
-  CHECK_THAT(third.out,
-             Contains("BRICK/dense/in:8x32/units:32/bias:1/+relu/grad:1/torch/"
-                      "fp32/train"));
-  // The L3 is of the context too. Where the kernel does not say it, the
-  // second run took the one the database's bricks were measured with.
-  const int64_t l3 = known["bricks"][0]["context"]["l3_bytes"];
-  CHECK(estimates["l3_bytes"] == l3);
-  CHECK(estimates["l3_source"] ==
-        (KernelCacheBytes(3) > 0 ? "kernel" : "bricks database"));
-  Result fourth =
-      RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags +
-                " --paradnn_threads=1 --paradnn_l3_bytes=" +
-                std::to_string(l3 + (1 << 20)) + " --benchmark_list_tests");
-  REQUIRE(fourth.status == 0);
-  CHECK_THAT(fourth.err, Contains("6 of this sweep's bricks were measured in "
-                                  "another context (CPU, threads, L3,"));
-  // Bad content is refused with the file's name.
-  std::ofstream(db) << "{\"bricks\": [{\"name\": 3}]}";
-  Result bad = RunRunner("--paradnn_case=" + fc + "torch/fp32/train" + flags);
-  CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Contains(db + ": entry {\"name\":3}: expected name, "
-                                    "step_ms and context"));
-}
-
-TEST_CASE(
-    "a step's fixed cost the machine's noise put out of reach is kept "
-    "between none and the one-ReLU step, and no layer costs less than none",
-    "[runner][bricks]") {
-  const std::string db = Scratch("noisy_step_cost_db.json");
-  const std::string fc =
-      "--paradnn_case=FC/layers:3/nodes:32/input:64/output:10/batch:8/torch/"
-      "fp32/train --paradnn_steps=3 --paradnn_threads=1 --paradnn_bricks_db=" +
-      db;
-  Result first = RunRunner(fc);
-  INFO(first.err);
-  REQUIRE(first.status == 0);
-  json known = json::parse(Slurp(db));
-  REQUIRE(known["bricks"].size() == 6);
-  // Every layer's brick 10 µs, warm or cold; the model has 5 of them (its
-  // 8 layers, each ReLU with its dense layer). The one-ReLU and two-ReLU
-  // bricks' steps, and the estimate, by hand.
-  struct Noise {
-    double one, two, step_cost, estimate;
-  };
-  for (const Noise& n : {
-           // 2 * 30 - 20 = 40 µs, more than the one-ReLU step: 30 µs, and
-           // every layer's 10 µs is within it.
-           Noise{0.030, 0.020, 0.030, 0.030},
-           // 2 * 5 - 20 < 0: none, the bricks' sum.
-           Noise{0.005, 0.020, 0, 0.050},
-           // 2 * 4 - 6 = 2 µs, taken out of every brick, paid once.
-           Noise{0.004, 0.006, 0.002, 0.002 + 5 * 0.008},
-       }) {
-    INFO(n.one << " " << n.two);
-    for (json& b : known["bricks"]) {
-      const std::string name = b["name"];
-      const double ms = name.rfind("BRICK/relu/in:1/grad:1/", 0) == 0 ? n.one
-                        : name.rfind("BRICK/relu/in:1/+relu/grad:1/", 0) == 0
-                            ? n.two
-                            : 0.010;
-      for (const char* field : {"step_ms", "cold_step_ms"}) b[field] = ms;
-    }
-    std::ofstream(db) << known.dump();
-    const std::string out = Scratch("noisy_step_cost.json");
-    Result r = RunRunner(fc +
-                         " --paradnn_bricks_estimate_only "
-                         "--paradnn_bricks_out=" +
-                         out);
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const json j = json::parse(Slurp(out));
-    CHECK(j["bricks_from_db"] == 6);
-    CHECK(StepCostMs(j, "/torch/fp32/train") == Approx(n.step_cost));
-    REQUIRE(j["models"].size() == 1);
-    CHECK(j["models"][0]["estimated_ms"].get<double>() == Approx(n.estimate));
-  }
-}
-
-TEST_CASE(
-    "a bricks run of N steps, repetitions unsaid, runs each model in N "
-    "interleaved calls of 1 step and each brick in N/2 (rounded up) of 2 "
-    "steps, one warm and one cold",
-    "[runner][bricks]") {
-  const std::string model =
-      "--paradnn_case=FC/layers:2/nodes:16/input:32/output:10/batch:8/torch/"
-      "fp32/";
-  for (const std::string mode : {"infer", "train"}) {
-    // Bricks take turns at warm and cold steps, in training too.
-    const size_t kinds = 2;
-    for (const std::string& repetitions : {"", " --benchmark_repetitions=1"}) {
-      const std::string out = Scratch("interleaved_bricks.json");
-      Result r = RunRunner(
-          model + mode + " --paradnn_threads=1 --benchmark_format=json" +
-          repetitions + " --paradnn_steps=5 --paradnn_bricks_out=" + out);
-      INFO(mode << repetitions << "\n" << r.err);
-      REQUIRE(r.status == 0);
-      const bool split = repetitions.empty();
-      CHECK((r.err.find("bricks: --paradnn_steps=5 runs as interleaved calls, "
-                        "each model's 5 of 1 step, each brick's 3 of 2 "
-                        "steps") != std::string::npos) == split);
-      const size_t model_steps = split ? 1 : 5;
-      const size_t brick_steps = split ? kinds : 6;
-      const size_t model_calls = split ? 5 : 1;
-      const size_t brick_calls = split ? 3 : 1;
-      size_t runs = 0, bricks = 0;
-      const json results = ParseBenchmarkJson(r.out);
-      for (const json& b : results["benchmarks"]) {
-        if (b["run_type"] != "iteration") continue;
-        INFO(b["name"]);
-        ++runs;
-        const bool brick = b["name"].get<std::string>().rfind("BRICK/", 0) == 0;
-        bricks += brick;
-        CHECK(b["iterations"] == (brick ? brick_steps : model_steps));
-        CHECK(b["repetitions"] == (brick ? brick_calls : model_calls));
-      }
-      const json j = json::parse(Slurp(out));
-      CHECK(bricks == j["bricks"].size() * brick_calls);
-      CHECK(runs - bricks == model_calls);
-      CHECK(j["models"][0]["step_times_ms"].size() ==
-            model_steps * model_calls);
-      // Either side's halves need two calls: of one call, neither has any.
-      CHECK(j["models"][0]["measured_halves_difference"].is_number() == split);
-      CHECK(j["models"][0]["estimated_halves_difference"].is_number() == split);
-      for (const json& b : j["bricks"]) {
-        INFO(b.dump());
-        for (const std::string kind : {"", "cold_"}) {
-          CHECK(b[kind + "step_times_ms"].size() ==
-                brick_steps * brick_calls / kinds);
-        }
-        CHECK_FALSE(b.contains("cold_backward_step_times_ms"));
-      }
-    }
-  }
-}
-
 TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
           "[runner][bricks]") {
   const std::string out = Scratch("bricks2.json");
@@ -1685,99 +1156,6 @@ TEST_CASE("bricks of two layers: fewer cases, the same layers covered",
       RunRunner("--paradnn_bricks_granularity=0" + std::string(kFast)).err,
       Contains("--paradnn_bricks_granularity=0: expected a positive "
                "number of layers"));
-}
-
-TEST_CASE(
-    "a recurrent stack in training takes its chain's time, of its own length "
-    "up to 3 layers, and beyond, what each layer after the first added in it",
-    "[runner][bricks]") {
-  const std::string suffix = "/torch/fp32/train";
-  const std::string model =
-      "RNN/cell:gru/layers:%/embed:16/vocab:32/length:5/batch:4" + suffix;
-  auto of = [&](int layers) {
-    std::string m = model;
-    m.replace(m.find('%'), 1, std::to_string(layers));
-    return m;
-  };
-  // Embedding, GRU (every one reads a tensor that takes a gradient: the
-  // embedding trains), output dense, loss; the GRUs' chains of 2 (for the
-  // model of 2) and 3 (for those of 3 and 5).
-  const std::string embedding =
-      "BRICK/embedding/in:5x4/vocab:32/units:16/grad:0";
-  const std::string gru = "BRICK/recurrent/in:5x4x16/cell:gru/units:16/grad:1";
-  const std::string output = "BRICK/dense/in:5x4x16/units:32/bias:1/grad:1";
-  const std::string loss = "BRICK/softmax_xent/in:5x4x32/grad:1";
-  const std::string next = "/+recurrent/cell:gru/units:16";
-  const std::string two =
-      "BRICK/recurrent/in:5x4x16/cell:gru/units:16" + next + "/grad:1";
-  const std::string three =
-      "BRICK/recurrent/in:5x4x16/cell:gru/units:16" + next + next + "/grad:1";
-  const auto [j, bricks] =
-      RunBricksOut("--paradnn_case=" + of(1) + " --paradnn_case=" + of(2) +
-                       " --paradnn_case=" + of(3) + " --paradnn_case=" + of(5) +
-                       " --paradnn_steps=3 --benchmark_repetitions=2"
-                       " --benchmark_enable_random_interleaving=true",
-                   "recurrent_bricks.json");
-  CHECK(j["unique_layers"] == 4);
-  CHECK(j["unique_bricks"] == 6);
-  // And the step's fixed cost's two.
-  REQUIRE(bricks.size() == 8);
-  for (const std::string& b : {embedding, gru, output, loss, two, three}) {
-    CHECK(bricks.count(b + suffix) == 1);
-  }
-  const double step_cost = StepCostMs(j, suffix);
-  // A brick's time of a kind beyond the step's fixed cost.
-  auto own = [&](const std::string& brick, const std::string& kind) {
-    return StepMs(bricks.at(brick + suffix), kind) - step_cost;
-  };
-  REQUIRE(j["models"].size() == 4);
-  for (int k = 0; k < 4; ++k) {
-    const json& m = j["models"][k];
-    const int layers = k < 3 ? k + 1 : 5;
-    INFO(m["name"]);
-    CHECK(m["name"] == of(layers));
-    const double share = ColdShareOf(j, m, 1);
-    CHECK(m["cold_share"].get<double>() == Approx(share));
-    // A lone GRU is its brick, cold; a stack's take their chain's cold
-    // times whole.
-    std::vector<std::string> caches(layers + 3, "cold");
-    if (layers > 1) std::fill_n(caches.begin() + 1, layers, "stack");
-    CHECK(m["layer_caches"] == caches);
-    CHECK(SameParts(m, std::vector<double>(layers + 3, 1)));
-    // The stack's time of a kind, written out for each length.
-    auto stack = [&](const std::string& kind) {
-      switch (layers) {
-        case 1:
-          return own(gru, kind);
-        case 2:
-          return own(two, kind);
-        case 3:
-          return own(three, kind);
-        default:  // 5: the chain of 3 and twice what its second and third
-          // layers added, on average, or its time per layer if more
-          return own(three, kind) +
-                 2 * std::max((own(three, kind) - own(gru, kind)) / 2,
-                              own(three, kind) / 3);
-      }
-    };
-    const json& stacks = m["layer_stacks"];
-    if (layers == 1) {
-      CHECK(stacks.empty());
-    } else {
-      REQUIRE(stacks.size() == 1);
-      CHECK(stacks[0]["first"] == 1);
-      CHECK(stacks[0]["layers"] == layers);
-      CHECK(stacks[0]["chain"] == (layers == 2 ? two : three) + suffix);
-    }
-    const double warm = stack("warm");
-    const double estimate =
-        step_cost +
-        LayerMs(bricks.at(embedding + suffix), 1, share, step_cost) +
-        std::max(0.0, warm) + share * (stack("cold") - warm) +
-        LayerMs(bricks.at(output + suffix), 1, share, step_cost) +
-        LayerMs(bricks.at(loss + suffix), 1, share, step_cost);
-    CHECK(m["estimated_ms"].get<double>() == Approx(estimate));
-  }
 }
 
 }  // namespace

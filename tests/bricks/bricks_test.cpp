@@ -1,4 +1,4 @@
-#include "generators/bricks.h"
+#include "bricks/bricks.h"
 
 #include <catch2/catch.hpp>
 #include <optional>
