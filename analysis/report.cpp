@@ -667,9 +667,13 @@ class Report {
     csv << "model,family,estimated_ms,plain_ms\n";
     std::vector<std::string> families;
     int estimated = 0;
+    std::vector<double> spreads;
     for (const nlohmann::json& m : b["models"]) {
       if (!m["estimated_ms"].is_number()) continue;
       ++estimated;
+      if (m.contains("estimated_spread") && m["estimated_spread"].is_number()) {
+        spreads.push_back(m["estimated_spread"].get<double>());
+      }
       if (!m.contains("plain_ms") || !m["plain_ms"].is_number()) continue;
       const std::string name = m["name"];
       const std::string family = name.substr(0, name.find('/'));
@@ -682,7 +686,14 @@ class Report {
     html_ << "<h2>Model times from layer bricks</h2>\n<p>" << estimated
           << " models' step times estimated from their layers, each timed "
              "once on its own (<code>"
-          << Html(o_.bricks) << "</code>), and " << b.value("checked_models", 0)
+          << Html(o_.bricks) << "</code>)";
+    if (!spreads.empty()) {
+      std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2,
+                       spreads.end());
+      html_ << ", each with an interval (median &plusmn;"
+            << Num(100 * spreads[spreads.size() / 2], 2) << "%)";
+    }
+    html_ << ", and " << b.value("checked_models", 0)
           << " of them run plainly after the bricks, the reference. Each "
              "error is an estimate's against a plain run it was not "
              "calibrated on; the bricks took "
@@ -727,12 +738,33 @@ class Report {
     html_ << "</table>\n";
   }
 
+  // The one backend every case of the results ran on, or "".
+  static std::string OnlyBackend(const Results& r) {
+    std::set<std::string> backends;
+    for (const CaseResult& c : r.cases) backends.insert(c.c.backend);
+    return backends.size() == 1 ? *backends.begin() : "";
+  }
+
   void Speedups() {
     const std::string b_path = o_.vs.empty() ? o_.results : o_.vs;
     const Results b = b_path == o_.results ? a_ : ReadResults(b_path);
-    const Matching m = Match(a_.cases, o_.a_select, b.cases, o_.b_select);
-    const std::string a_label = o_.a_select.empty() ? o_.results : o_.a_select;
-    const std::string b_label = o_.b_select.empty() ? b_path : o_.b_select;
+    std::string a_select = o_.a_select, b_select = o_.b_select;
+    Matching m = Match(a_.cases, a_select, b.cases, b_select);
+    // Two files of one backend each (two libraries, two machines) share no
+    // name: paired by model instead, the backends set aside, and said so.
+    const std::string a_backend = OnlyBackend(a_), b_backend = OnlyBackend(b);
+    if (m.matched.empty() && a_select.empty() && b_select.empty() &&
+        !a_backend.empty() && !b_backend.empty() && a_backend != b_backend) {
+      a_select = "/" + a_backend + "/";
+      b_select = "/" + b_backend + "/";
+      m = Match(a_.cases, a_select, b.cases, b_select);
+      notes_.push_back(
+          "no case name is in both files: cases paired by model "
+          "across backends, as --a " +
+          a_select + " --b " + b_select + " would");
+    }
+    const std::string a_label = a_select.empty() ? o_.results : a_select;
+    const std::string b_label = b_select.empty() ? b_path : b_select;
     // What the plots call A and B: "onednn over torch", "a over b".
     auto shown = [](const std::string& label) {
       std::string s = label;

@@ -477,7 +477,12 @@ std::vector<std::pair<std::string, std::string>> Context() {
       {"paradnn_config", run.config},
       {"paradnn_version", PARADNN_VERSION},
       {"paradnn_threads", std::to_string(run.options.threads)},
-      {"paradnn_seed", std::to_string(run.options.seed)}};
+      {"paradnn_seed", std::to_string(run.options.seed)},
+      // Debian's libbenchmark is a debug build, and Google Benchmark warns
+      // of it; its timing loop around paradnn's steps is all it adds.
+      {"paradnn_timing",
+       "steps are paradnn's release code; Google Benchmark's build type "
+       "(library_build_type) is that of the loop around them"}};
   if (!run.shard.empty()) context.emplace_back("paradnn_shard", run.shard);
   const World& w = run.world;
   context.emplace_back("paradnn_world_size", std::to_string(w.size));

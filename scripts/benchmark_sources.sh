@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Fetches the sources of Google Benchmark 1.7.1 (Debian 12's) and 1.9.1
 # (Debian 13's) from Debian's source packages, once, into a cache outside
-# the tree, and prints the cache folder. The host-matrix test builds them as
-# projects that vendor Google Benchmark do (tests/hosts/).
+# the tree, unpacks its main branch (not in Debian) from the workplace's
+# host data beside the clone (../shared/data/hosts, or PARADNN_HOSTS_DATA)
+# as benchmark-main, and prints the cache folder. The host-matrix test
+# builds them as projects that vendor or fetch Google Benchmark do
+# (tests/hosts/).
 #   scripts/benchmark_sources.sh     (PARADNN_SOURCE_CACHE moves the cache)
 set -euo pipefail
 cache=${PARADNN_SOURCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/paradnn/sources}
@@ -34,5 +37,26 @@ LIST
     [[ -f "$cache/benchmark-$v/CMakeLists.txt" ]] || {
       echo "benchmark_sources: no benchmark-$v in $cache" >&2; exit 1; }
   done
+fi
+# Google Benchmark's main branch, as projects that fetch GIT_TAG main build
+# against: beside this clone, or beside the one it was cloned from.
+if [[ ! -f "$cache/benchmark-main/CMakeLists.txt" ]]; then
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  origin=$(git -C "$root" config --get remote.origin.url 2>/dev/null || true)
+  tarball=""
+  for dir in "${PARADNN_HOSTS_DATA:-}" "$root/../shared/data/hosts" \
+             "${origin:+$origin/../shared/data/hosts}"; do
+    [[ -n $dir ]] || continue
+    found=$(ls "$dir"/google-benchmark-*.tar.gz 2>/dev/null | head -1 || true)
+    if [[ -n $found ]]; then tarball=$found; break; fi
+  done
+  if [[ -z $tarball ]]; then
+    echo "benchmark_sources: no google-benchmark-*.tar.gz (Google Benchmark's" \
+         "main branch) in ../shared/data/hosts or PARADNN_HOSTS_DATA" >&2
+    exit 1
+  fi
+  mkdir -p "$cache/benchmark-main"
+  tar xzf "$tarball" -C "$cache/benchmark-main" --strip-components=1
+  echo "benchmark_sources: Google Benchmark main from $tarball" >&2
 fi
 echo "$cache"

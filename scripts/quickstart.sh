@@ -11,7 +11,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh"
+# The runner and the backend modules it loads: the tests and examples are
+# scripts/test.sh's.
+PARADNN_BUILD_TARGETS="paradnn_runner paradnn_backend_torch paradnn_backend_onednn" \
+  "$root/scripts/build.sh"
 results="$root/results"
 mkdir -p "$results"
 "$root/build/paradnn" calibrate -o "$results/platform.json"

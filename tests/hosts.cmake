@@ -8,6 +8,7 @@
 #         -DSOURCES=<Google Benchmark sources> -DVARIANT=<name> -P hosts.cmake
 cmake_minimum_required(VERSION 3.21)
 set(flags "-fvisibility=hidden -fno-exceptions -fno-rtti")
+set(fetch OFF)
 if(VARIANT STREQUAL "debian")
   set(benchmark system)
   set(paradnn package)
@@ -25,6 +26,14 @@ elseif(VARIANT STREQUAL "vendored-1.9.1-subdirectory")
   set(benchmark ${SOURCES}/benchmark-1.9.1)
   set(paradnn ${SOURCE})
   set(order benchmark_first)
+elseif(VARIANT STREQUAL "fetched-main-lto")
+  # Google Benchmark's main branch (scripts/benchmark_sources.sh), fetched
+  # the FetchContent way, everything built with link-time optimization.
+  set(benchmark ${SOURCES}/benchmark-main)
+  set(fetch ON)
+  set(paradnn package)
+  set(order benchmark_first)
+  set(flags "${flags} -flto -O3")
 else()
   message(FATAL_ERROR "no variant ${VARIANT}")
 endif()
@@ -63,7 +72,7 @@ run(${CMAKE_COMMAND} -S ${SOURCE}/tests/hosts -B ${work}/build
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${work}/prefix
     -DCMAKE_CXX_FLAGS=${flags} -DCMAKE_CXX_COMPILER_LAUNCHER=${ccache}
     -DHOST_BENCHMARK=${benchmark} -DHOST_PARADNN=${paradnn}
-    -DHOST_ORDER=${order})
+    -DHOST_ORDER=${order} -DHOST_FETCH=${fetch})
 run(${CMAKE_COMMAND} --build ${work}/build -j 2)
 
 # The installed runner starts, and runs a case.
@@ -110,6 +119,10 @@ foreach(style own_main benchmark_main)
   endif()
   run(${env} ${host} ${args} --benchmark_list_tests)
   expect("${out}" ${own})
+  expect("${out}" ${cnn})
+  # Google Benchmark's main lists in JSON when asked; earlier ones print
+  # the names either way.
+  run(${env} ${host} ${args} --benchmark_list_tests --benchmark_format=json)
   expect("${out}" ${cnn})
   run(${env} ${host} ${args} ${run_args})
   expect("${err}" "paradnn: 4 passed, 0 skipped, 0 failed")

@@ -383,6 +383,40 @@ TEST_CASE("a STREAM triad measures some bandwidth", "[report]") {
   CHECK(StreamTriad(size_t{16} << 20, 1, 2) > 1e8);
 }
 
+TEST_CASE(
+    "report --vs: two files of one backend each pair their cases by model",
+    "[report]") {
+  const fs::path dir = Dir("vs_backends");
+  // The same results, one file per backend.
+  const nlohmann::json all = ParseBenchmarkJson(ResultsJson());
+  for (const std::string backend : {"torch", "onednn"}) {
+    nlohmann::json one = all;
+    one["benchmarks"] = nlohmann::json::array();
+    for (const nlohmann::json& b : all["benchmarks"]) {
+      if (b["name"].get<std::string>().find("/" + backend + "/") !=
+          std::string::npos) {
+        one["benchmarks"].push_back(b);
+      }
+    }
+    std::ofstream(dir / (backend + ".json")) << one.dump();
+  }
+  ReportOptions o;
+  o.results = (dir / "onednn.json").string();
+  o.vs = (dir / "torch.json").string();
+  o.out = (dir / "report").string();
+  const std::vector<std::string> notes = WriteReport(o);
+  CHECK(std::find(notes.begin(), notes.end(),
+                  "no case name is in both files: cases paired by model "
+                  "across backends, as --a /onednn/ --b /torch/ would") !=
+        notes.end());
+  for (const std::string& n : notes) CHECK(n.rfind("only in", 0) != 0);
+  // Every case of one file paired with its model in the other: 12 FC and
+  // CNN cases, and the speedup plot drawn.
+  const std::string csv = Slurp(dir / "report/speedup.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 12);
+  CHECK(fs::file_size(dir / "report/speedup.svg") > 0);
+}
+
 TEST_CASE("bricks: estimates against plain runs, errors per group",
           "[report]") {
   const fs::path dir = Dir("bricks");
@@ -398,11 +432,11 @@ TEST_CASE("bricks: estimates against plain runs, errors per group",
                             "max_abs_error": 0.1, "models": 1}}},
     "models": [
       {"name": "FC/layers:4/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
-       "estimated_ms": 1.1, "plain_ms": 1.0},
+       "estimated_ms": 1.1, "estimated_spread": 0.04, "plain_ms": 1.0},
       {"name": "CNN/block:residual/blocks:1/filters:16/image:200/output:1000/batch:8/torch/fp32/train",
-       "estimated_ms": 9.0, "plain_ms": 10.0},
+       "estimated_ms": 9.0, "estimated_spread": 0.05, "plain_ms": 10.0},
       {"name": "FC/layers:8/nodes:256/input:2000/output:1000/batch:64/torch/fp32/train",
-       "estimated_ms": 2.0}]})";
+       "estimated_ms": 2.0, "estimated_spread": 0.06}]})";
   ReportOptions o;
   o.results = (dir / "results.json").string();
   o.bricks = (dir / "bricks.json").string();
@@ -418,6 +452,7 @@ TEST_CASE("bricks: estimates against plain runs, errors per group",
   CHECK(fs::file_size(dir / "report/bricks.svg") > 0);
   const std::string html = Slurp(dir / "report/index.html");
   CHECK_THAT(html, Contains("3 models' step times estimated"));
+  CHECK_THAT(html, Contains("each with an interval (median &plusmn;5%)"));
   CHECK_THAT(html, Contains("2 of them run plainly after the bricks"));
   CHECK_THAT(html, Contains("all the models plainly about 20 s"));
   CHECK_THAT(html, Contains("<tr><td>CNN</td><td>1</td><td>10%</td><td>10%"

@@ -318,7 +318,7 @@ TEST_CASE("Google Benchmark's own flags keep working", "[runner]") {
   REQUIRE(r.status == 0);
   json j = json::parse(Slurp(Scratch("gb.json")));
   // Three repetitions plus mean, median, stddev and cv.
-  CHECK(j["benchmarks"].size() >= 6);
+  CHECK(j["benchmarks"].size() == 7);
   CHECK(j["benchmarks"][0]["repetitions"] == 3);
 }
 
@@ -748,10 +748,11 @@ TEST_CASE(
     const Case c = ParseCaseName(m["name"].get<std::string>());
     const double truth_ms =
         test::ClockStepUs(c.model.BuildGraph(), c.mode) / 1e3;
-    // Each brick's median step is its time to a few microseconds; the
-    // model's steps the machine may stretch.
+    // Each brick's median step is its time to a few microseconds. The
+    // model's plain steps spin as long, and longer where the machine
+    // stretches one: their mean is no less.
     CHECK(m["uncalibrated_ms"].get<double>() == Approx(truth_ms).epsilon(0.03));
-    CHECK(m["plain_ms"].get<double>() == Approx(truth_ms).epsilon(0.15));
+    CHECK(m["plain_ms"].get<double>() >= truth_ms);
   }
   CHECK(j["step_cost_ms"]["clock/fp32/train"].get<double>() ==
         Approx(test::kClockStepUs / 1e3).epsilon(0.05));
