@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/results.h"
+#include "results/results.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
 

@@ -3,7 +3,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "analysis/results.h"
+#include "results/results.h"
 #include "backends/backend.h"
 #include "generators/sweep.h"
 

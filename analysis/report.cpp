@@ -14,8 +14,8 @@
 
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
-#include "analysis/results.h"
 #include "analysis/stats.h"
+#include "results/results.h"
 
 namespace paradnn {
 namespace fs = std::filesystem;
@@ -187,21 +187,35 @@ class Report {
 
   void Roofline() {
     std::ofstream csv(o_.out + "/roofline.csv");
-    csv << "family,case,intensity,flops\n";
+    csv << "family,case,intensity,flops,dtype\n";
+    std::set<std::string> dtypes;
     for (const CaseResult& r : a_.cases) {
       csv << r.c.model.family << "," << r.name << "," << r.intensity << ","
-          << r.flops << "\n";
+          << r.flops << "," << ToString(r.c.dtype) << "\n";
+      dtypes.insert(ToString(r.c.dtype));
     }
     csv.close();  // before gnuplot reads it
     std::ostringstream gp;
     gp << "set logscale xy\nset xrange [0.5:*]\n"
        << "set xlabel 'arithmetic intensity (FLOP/byte)'\n"
        << "set ylabel 'FLOP/s'\nset key outside right top\nset grid\n";
+    // A colour per family, a marker per data type (each type has its own
+    // roof below): fp32 circles, bf16 squares.
     std::string plots;
-    for (const FamilyDef& f : Families()) {
-      if (!plots.empty()) plots += ", ";
-      plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + f.name +
-               "' ? $3 : 1/0):4 with points pt 7 ps 0.8 title '" + f.name + "'";
+    const std::vector<FamilyDef>& families = Families();
+    for (size_t i = 0; i < families.size(); ++i) {
+      const std::string& family = families[i].name;
+      for (const std::string& dtype : dtypes) {
+        if (!plots.empty()) plots += ", ";
+        const std::string title =
+            dtypes.size() > 1 ? family + " " + dtype : family;
+        plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + family +
+                 "' && strcol(5) eq '" + dtype +
+                 "' ? $3 : 1/0):4 with points pt " +
+                 (dtype == "bf16" ? "5" : "7") + " ps 0.8 lc rgb '" +
+                 kCategoryColors[i % std::size(kCategoryColors)] + "' title '" +
+                 title + "'";
+      }
     }
     if (have_platform_) {
       gp << "set samples 400\nbw=" << platform_.memory_bandwidth << "\n";
@@ -231,7 +245,9 @@ class Report {
     gp << "plot " << plots << "\n";
     Gnuplot("roofline", gp.str());
     html_ << "<h2>Roofline</h2>\n";
-    Figure("roofline", "every case at (intensity, FLOP/s), by family");
+    Figure("roofline",
+           "every case at (intensity, FLOP/s), by family and data type, "
+           "each type under its own roof");
   }
 
   // Utilization (or GFLOP/s) over the two parameters that vary most, the

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/results.h"
+#include "results/results.h"
 
 namespace paradnn {
 

@@ -91,8 +91,8 @@ class Backend {
   // that wrote its input than in a brick of its own, by more than the
   // bricks' noise: its brick is then that layer's, the two timed together.
   // LibTorch's at 2 threads (a ReLU of 64x128 between two dense layers
-  // about 17 us of a training step, 7 on its own: docs/bricks.md, "An
-  // activation after its producer").
+  // about 17 us of a training step, 7 on its own: docs/bricks.md at 23ff8d0,
+  // "An activation after its producer").
   virtual bool ActivationsJoinProducer() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
@@ -138,12 +138,6 @@ const Backend* FindBackend(const std::string& name,
 bool ActivationsJoinProducer(const std::string& name);
 // Built-in, registered and PARADNN_BACKEND_PATH backends, none loaded.
 std::vector<std::string> BackendNames();
-
-// Opens a module of paradnn's (libparadnn_backend_<module>.so,
-// libparadnn_comm_<name>.so) from PARADNN_BACKEND_PATH, beside libparadnn,
-// or the build and install trees' module folders; nullptr and the reason
-// in *error when there is none or it does not load.
-void* OpenModule(const std::string& file, std::string* error);
 
 // A backend module is a shared object named libparadnn_backend_<module>.so
 // that exports this function: the backend of that name, or nullptr. The

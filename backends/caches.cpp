@@ -205,10 +205,10 @@ void FillCachesWithOtherData(size_t l3, int threads) {
   // Twice the L3: writing the L3's size once left some of its older lines
   // in place (its replacement is not LRU), and oneDNN's CNN bricks then
   // estimated 0.91-0.93 of their measured step where twice gave 0.98-0.99
-  // (docs/bricks.md). At least kOtherBytes: on a virtual EPYC of 8 MB of
-  // L3 fills of 16 and 64 MB left oneDNN's cold CNN bricks at 0.82 and 0.90
-  // of the models' steps, 256 MB and 1 GB at 0.99-1.03 (docs/bricks.md,
-  // "Where the kernel does not say").
+  // (docs/bricks.md at 23ff8d0). At least kOtherBytes: on a virtual EPYC of 8
+  // MB of L3 fills of 16 and 64 MB left oneDNN's cold CNN bricks at 0.82 and
+  // 0.90 of the models' steps, 256 MB and 1 GB at 0.99-1.03 (docs/bricks.md at
+  // 23ff8d0, "Where the kernel does not say").
   const size_t bytes = std::max(2 * l3, kOtherBytes);
   volatile char* p = OtherData(bytes);
   const int64_t lines = static_cast<int64_t>(bytes) / kLine;

@@ -19,8 +19,8 @@ size_t CpuidCacheBytes(int level);
 // which a chase of dependent loads through its lines, in random order,
 // finds at least half in the caches (nearer the latency of buffers of two
 // L2s than memory's), in steps of a quarter, up to `most` bytes. Took
-// 0.2-0.9 s on a virtual EPYC of 1 MB of L2; docs/bricks.md, "Where the
-// kernel does not say".
+// 0.2-0.9 s on a virtual EPYC of 1 MB of L2; docs/bricks.md at 23ff8d0, "Where
+// the kernel does not say".
 size_t MeasureL3Bytes(size_t l2, size_t most);
 
 // Writes back and drops [data, data + bytes) from every cache level,

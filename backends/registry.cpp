@@ -12,6 +12,7 @@
 
 #include "backends/backend.h"
 #include "generators/spec.h"
+#include "modules/loader.h"
 
 namespace paradnn {
 namespace {
@@ -49,31 +50,6 @@ std::string ModuleFile(const std::string& module) {
   return std::string(kModulePrefix) + module + std::string(kModuleSuffix);
 }
 
-// The folders of PARADNN_BACKEND_PATH (colon-separated).
-std::vector<fs::path> UserFolders() {
-  std::vector<fs::path> dirs;
-  const char* env = std::getenv("PARADNN_BACKEND_PATH");
-  for (const std::string& dir : Split(env ? env : "", ':')) {
-    if (!dir.empty()) dirs.emplace_back(dir);
-  }
-  return dirs;
-}
-
-// Where modules are looked for, in order: PARADNN_BACKEND_PATH, beside this
-// library (its paradnn/ folder), the build tree's and the install prefix's
-// module folders.
-std::vector<fs::path> SearchPath() {
-  std::vector<fs::path> dirs = UserFolders();
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<void*>(&SearchPath), &self) &&
-      self.dli_fname != nullptr) {
-    dirs.push_back(fs::path(self.dli_fname).parent_path() / "paradnn");
-  }
-  dirs.emplace_back(PARADNN_MODULE_BUILD_DIR);
-  dirs.emplace_back(PARADNN_MODULE_INSTALL_DIR);
-  return dirs;
-}
-
 struct Slot {
   std::string module;                // "" for a backend registered in-process
   std::unique_ptr<Backend> backend;  // once loaded
@@ -89,7 +65,7 @@ std::map<std::string, Slot>& Table() {
       (*t)[b.name].built_in = &b;
     }
     // Third-party modules: libparadnn_backend_<name>.so on the user's path.
-    for (const fs::path& dir : UserFolders()) {
+    for (const fs::path& dir : UserModuleFolders()) {
       std::error_code ec;
       for (const auto& f : fs::directory_iterator(dir, ec)) {
         const std::string file = f.path().filename().string();
@@ -125,25 +101,6 @@ void Load(const std::string& name, Slot& slot) {
 }
 
 }  // namespace
-
-void* OpenModule(const std::string& file, std::string* error) {
-  std::string tried;
-  for (const fs::path& dir : SearchPath()) {
-    const fs::path path = dir / file;
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
-      tried += (tried.empty() ? "" : ", ") + dir.string();
-      continue;
-    }
-    // A loaded module stays loaded: its code may still run.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) *error = dlerror();
-    return handle;
-  }
-  *error =
-      "no " + file + " in " + tried + " (PARADNN_BACKEND_PATH adds folders)";
-  return nullptr;
-}
 
 std::string RegisterBackend(std::unique_ptr<Backend> backend) {
   const std::string name = backend->name();

@@ -12,16 +12,22 @@
 #   bench/bricks.sh [config] [extra flags for both runs]
 # config: bench/bricks_heldout.yaml by default (the grid the method was not
 # tuned on); bench/bricks_grid.yaml is the development grid.
-# PARADNN_BRICKS_STEPS (20) steps per case, PARADNN_BRICKS_CHECK (16) models
-# checked, PARADNN_BRICKS_OUT=FILE keeps the bricks JSON.
+# BRICKS_STEPS (20) steps per case, BRICKS_CHECK (16) models checked,
+# BRICKS_KEEP=DIR keeps both runs' JSON there. (Not PARADNN_*: paradnn reads
+# every PARADNN_<FLAG> of the environment as its flag, in both runs.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
 "$root/scripts/build.sh" >/dev/null
+if env | grep -q '^PARADNN_'; then
+  echo "bench/bricks.sh: unset $(env | grep -o '^PARADNN_[A-Z_]*' | tr '\n' ' ')first:" \
+       "paradnn would take them as flags of the plain run too" >&2
+  exit 2
+fi
 config=${1:-$root/bench/bricks_heldout.yaml}
 shift || true
-steps=${PARADNN_BRICKS_STEPS:-20}
-check=${PARADNN_BRICKS_CHECK:-16}
+steps=${BRICKS_STEPS:-20}
+check=${BRICKS_CHECK:-16}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 common=(--paradnn_config="$config" --paradnn_progress=false
@@ -74,4 +80,7 @@ for g, rows in sorted(groups.items()):
           f" worst {max(raw):.1%}; within 2x their interval "
           f"{inside}/{len(rows)}; worst {worst[2]} {worst[0]:.3f}")
 PY
-if [[ -n ${PARADNN_BRICKS_OUT:-} ]]; then cp "$out/bricks.json" "$PARADNN_BRICKS_OUT"; fi
+if [[ -n ${BRICKS_KEEP:-} ]]; then
+  mkdir -p "$BRICKS_KEEP"
+  cp "$out/bricks.json" "$out/plain.json" "$out/estimate.json" "$BRICKS_KEEP/"
+fi

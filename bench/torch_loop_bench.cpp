@@ -15,9 +15,9 @@ static void BM_TorchLoop(benchmark::State& state) {
                 input = state.range(2), output = state.range(3),
                 batch = state.range(4);
   // Only where it changes, as paradnn's backend does: every call of
-  // set_num_threads starts a thread that spins for ~20 ms (docs/bricks.md,
-  // "A thread pool built again"), and Google Benchmark calls this function
-  // several times a case.
+  // set_num_threads starts a thread that spins for ~20 ms (docs/bricks.md at
+  // 23ff8d0, "A thread pool built again"), and Google Benchmark calls this
+  // function several times a case.
   const int threads = static_cast<int>(state.range(5));
   if (torch::get_num_threads() != threads) torch::set_num_threads(threads);
   torch::nn::Sequential model;

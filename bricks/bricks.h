@@ -68,9 +68,9 @@ std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity = 1,
 // save, and beside other such layers' records (LibTorch's autograd graph
 // and heap; oneDNN's workspaces) a layer takes longer: in a LibTorch stack
 // of GRUs of 100 units, the second layer took 10-14% more than the first,
-// and each from the sixth to the ninth 25-26% more (docs/bricks.md,
-// "Stacks of recurrent layers"). So a run is also timed as a chain of its
-// layer, of its own length up to kStackChainLayers, and a longer run takes
+// and each from the sixth to the ninth 25-26% more (docs/bricks.md at
+// 23ff8d0, "Stacks of recurrent layers"). So a run is also timed as a chain of
+// its layer, of its own length up to kStackChainLayers, and a longer run takes
 // the chain and, for each layer past it, what each layer after the first
 // added in the chain, on average (at least the chain's time per layer).
 struct BrickStack {
@@ -88,7 +88,7 @@ constexpr int kStackChainLayers = 3;
 // step's fixed cost (BrickStack): the chain's, and for each layer past the
 // chain what each layer after the first added in it, on average, but no
 // less than the chain's time per layer: each layer further in adds more
-// than the one before (docs/bricks.md, "Stacks of recurrent layers"), and
+// than the one before (docs/bricks.md, "What a brick is"), and
 // a lone brick slowed by a busy moment its chain missed would otherwise
 // take its excess from every layer past the chain.
 double StackMs(double brick_ms, double chain_ms, int layers);
@@ -113,7 +113,7 @@ std::vector<Brick> GradientSumsOf(const Graph& g, Mode mode);
 // bricks measure it: a ReLU of one element, and two of them in a chain.
 // Their layers cost next to nothing but their dispatch, the same for each:
 // twice the first's step less the second's leaves the fixed cost of one
-// step (docs/bricks.md, "A step's fixed cost").
+// step (docs/bricks.md, "What a brick is").
 std::vector<Brick> StepCostBricks();
 
 }  // namespace paradnn

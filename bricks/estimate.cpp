@@ -154,4 +154,35 @@ std::vector<Factor> Calibrate(const std::vector<CalibrationPoint>& points) {
   return factors;
 }
 
+CalibrationCheck CheckCalibration(const std::vector<CalibrationPoint>& points,
+                                  const std::vector<Factor>& factors) {
+  CalibrationCheck check;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const CalibrationPoint& p = points[i];
+    if (!p.measured_ms || *p.measured_ms <= 0) continue;
+    ++check.models;
+    check.calibrated_error +=
+        std::abs(p.estimate_ms * factors[i].value / *p.measured_ms - 1);
+    check.uncalibrated_error += std::abs(p.estimate_ms / *p.measured_ms - 1);
+  }
+  if (check.models == 0) return check;
+  check.calibrated_error /= check.models;
+  check.uncalibrated_error /= check.models;
+  check.applied = check.calibrated_error < check.uncalibrated_error;
+  return check;
+}
+
+std::vector<Factor> Uncalibrated(const std::vector<CalibrationPoint>& points) {
+  double squares = 0;
+  int n = 0;
+  for (const CalibrationPoint& p : points) {
+    if (!p.measured_ms || *p.measured_ms <= 0 || p.estimate_ms <= 0) continue;
+    const double r = std::log(p.estimate_ms / *p.measured_ms);
+    squares += r * r;
+    ++n;
+  }
+  const double spread = n > 0 ? std::sqrt(squares / n) : 0;
+  return std::vector<Factor>(points.size(), Factor{1, spread, n, "none"});
+}
+
 }  // namespace paradnn

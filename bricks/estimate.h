@@ -116,4 +116,22 @@ struct Factor {
 constexpr int kMinCalibrationModels = 3;
 std::vector<Factor> Calibrate(const std::vector<CalibrationPoint>& points);
 
+// Whether the factors bring the measured models' estimates nearer their
+// plain times than none do, each model with its leave-one-out factor: the
+// mean |estimate / plain - 1| both ways. Where they do not (the checked
+// models met other moments of the machine than the bricks did, and their
+// factor carries those moments into every estimate), the estimates are
+// left uncalibrated, and their spread is the measured models' root mean
+// square log error (Uncalibrated).
+struct CalibrationCheck {
+  int models = 0;
+  double calibrated_error = 0, uncalibrated_error = 0;
+  bool applied = false;
+};
+CalibrationCheck CheckCalibration(const std::vector<CalibrationPoint>& points,
+                                  const std::vector<Factor>& factors);
+// Factors of 1 for every point, each with the spread of the measured
+// points' log ratios (root mean square) and their count; scope "none".
+std::vector<Factor> Uncalibrated(const std::vector<CalibrationPoint>& points);
+
 }  // namespace paradnn

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "analysis/calibrate.h"
-#include "analysis/results.h"
+#include "results/results.h"
 #include "backends/backend.h"
 #include "core/run.h"
 

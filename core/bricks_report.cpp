@@ -144,7 +144,9 @@ ordered_json BricksResults(const Run& run) {
     }
     models.push_back(std::move(m));
   }
-  const std::vector<Factor> factors = Calibrate(points);
+  std::vector<Factor> factors = Calibrate(points);
+  const CalibrationCheck check = CheckCalibration(points, factors);
+  if (!check.applied) factors = Uncalibrated(points);
   std::map<std::string, std::vector<double>> raw_by_family, by_family, by_group;
   std::vector<double> raw_all, all;
   double checked_s = 0, checked_estimate = 0, all_estimate = 0;
@@ -231,6 +233,10 @@ ordered_json BricksResults(const Run& run) {
   out["l3_source"] = L3Source();
   out["step_cost_ms"] = step_costs;
   out["min_calibration_models"] = kMinCalibrationModels;
+  out["calibration"] = {{"applied", check.applied},
+                        {"models", check.models},
+                        {"calibrated_error", check.calibrated_error},
+                        {"uncalibrated_error", check.uncalibrated_error}};
   out["error"] = {{"all", Errors(all)},
                   {"per_family", ErrorsByGroup(by_family)},
                   {"per_family_context", ErrorsByGroup(by_group)}};
@@ -284,7 +290,10 @@ void ReportBricks(const Run& run) {
   }
   const int checked = b["checked_models"];
   if (checked > 0) {
-    std::fprintf(stderr, "; against %d plain runs:", checked);
+    std::fprintf(stderr, "; against %d plain runs, %s:", checked,
+                 b["calibration"]["applied"].get<bool>()
+                     ? "calibrated on the others"
+                     : "uncalibrated (calibrating did not help them)");
     const char* sep = "";
     for (const auto& [family, e] : b["error"]["per_family"].items()) {
       std::fprintf(stderr, "%s %s mean error %.1f%% (worst %.1f%%, %d)", sep,

@@ -26,9 +26,9 @@ namespace paradnn {
 
 enum class CaseStatus { kNotRun, kPassed, kSkipped, kFailed };
 
-// Where a brick's step finds its data (docs/bricks.md, "Warm and cold
-// caches"): where its last step left them, or flushed but its input
-// (Runner::Cool). A model's steps are all warm.
+// Where a brick's step finds its data (docs/bricks.md, "Timing"): where its
+// last step left them, or flushed but its input (Runner::Cool). A model's steps
+// are all warm.
 enum class Caches { kWarm, kCold };
 constexpr int kCachesKinds = 2;
 const char* ToString(Caches caches);  // "warm", "cold"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "backends/backend.h"
+#include "modules/loader.h"
 
 namespace paradnn {
 namespace {

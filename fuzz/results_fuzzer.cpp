@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "analysis/results.h"
+#include "results/results.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =

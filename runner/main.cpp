@@ -14,7 +14,7 @@
 #include "analysis/calibrate.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
-#include "analysis/results.h"
+#include "results/results.h"
 #include "core/flags.h"
 #include "generators/cost.h"
 #include "paradnn/paradnn.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "adapters/mlperf/reader.h"
-#include "analysis/results.h"
+#include "results/results.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
 

@@ -28,7 +28,7 @@ class StepAllocatorScope {
   // calls reorder weights and outputs into temporaries of sizes that layer
   // alone uses, reused once per step. Inside a model those reorders ran up
   // to 3 times longer than in a brick that found its temporaries cached
-  // from its previous step (docs/bricks.md, "Warm and cold caches").
+  // from its previous step (docs/bricks.md, "Timing").
   void FlushAll(int threads) const;
 
  private:

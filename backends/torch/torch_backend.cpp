@@ -373,7 +373,7 @@ void AddSelfTimes(
 // was prepared, it took a core from the first steps after: in a bricks run,
 // which times a brick in one or two steps right after preparing it, a third
 // of the small LibTorch bricks' steps came out about 4 ms (a scheduler
-// tick) longer (docs/bricks.md, "A thread pool built again").
+// tick) longer (docs/bricks.md at 23ff8d0, "A thread pool built again").
 void UseThreads(int threads) {
   if (torch::get_num_threads() != threads) torch::set_num_threads(threads);
 }
@@ -498,8 +498,8 @@ class TorchRunner : public Runner {
   // into blocks just freed), but other pages' translations replace the
   // step's, as oneDNN's fill replaces them: without, cold bricks put
   // LibTorch's CNN models at 0.92-0.93 of their measured step on a virtual
-  // EPYC, with it 0.99-1.06 (docs/bricks.md, "Where the kernel does not
-  // say").
+  // EPYC, with it 0.99-1.06 (docs/bricks.md at 23ff8d0, "Where the kernel does
+  // not say").
   void Cool() override {
     if (device_.is_cuda()) return;
     DropTranslations(threads_);

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "analysis/calibrate.h"
-#include "analysis/results.h"
+#include "results/results.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
@@ -136,6 +136,17 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
     INFO(f);
     CHECK(fs::file_size(dir / "report" / f) > 0);
   }
+  // The roofline's data keeps each case's data type, which picks its
+  // marker and its roof: 4 bf16 CNNs (2 blocks, 2 backends) of 24 cases.
+  const std::string roofline = Slurp(dir / "report/roofline.csv");
+  CHECK(roofline.rfind("family,case,intensity,flops,dtype\n", 0) == 0);
+  size_t bf16 = 0;
+  for (size_t at = roofline.find(",bf16\n"); at != std::string::npos;
+       at = roofline.find(",bf16\n", at + 1)) {
+    ++bf16;
+  }
+  CHECK(bf16 == 4);
+  CHECK(std::count(roofline.begin(), roofline.end(), '\n') == 1 + 24);
   // Every case is 1.5x faster on oneDNN: each family's box sits at 1.5.
   const std::string box = Slurp(dir / "report/speedup_box.csv");
   CHECK_THAT(box, Contains(",CNN,1.5,1.5,1.5,1.5,1.5,6"));

@@ -8,6 +8,7 @@
 
 #include "backends/torch/torch_backend.h"
 #include "generators/cost.h"
+#include "generators/init.h"
 #include "generators/sweep.h"
 #include "tests/backends/values.h"
 #include "tests/busy_threads.h"
@@ -210,6 +211,81 @@ TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {
     const Graph g = c.model.BuildGraph();
     CHECK_THAT(cuda->Unsupported({g, c.dtype, c.mode}),
                Catch::Matchers::Contains("no CUDA or no GPU"));
+  }
+}
+
+TEST_CASE("LibTorch's training step of a tiny FC model, by hand", "[torch]") {
+  // Input [2, 4] -> dense 3 (+bias) -> ReLU -> dense 2 (+bias) -> mean
+  // softmax cross-entropy, one SGD step of rate 0.01, computed here in
+  // double from the initial weights, inputs and labels.
+  const Case c = ParseCaseName(
+      "FC/layers:1/nodes:3/input:4/output:2/batch:2/torch/fp32/train");
+  const Graph g = c.model.BuildGraph();
+  auto runner = Prepare(c, g);  // no warm-up step: the weights are initial
+  std::vector<std::vector<float>> w;
+  for (int p = 0; p < 4; ++p) w.push_back(runner->Param(p));
+  REQUIRE(w[0].size() == 12);  // W1 [3, 4]
+  REQUIRE(w[1].size() == 3);   // b1
+  REQUIRE(w[2].size() == 6);   // W2 [2, 3]
+  REQUIRE(w[3].size() == 2);   // b2
+  const std::vector<float> x = InitInput(g, 1);
+  const std::vector<int64_t> y = InitLabels(g, 1);
+  REQUIRE(x.size() == 8);
+  REQUIRE(y.size() == 2);
+  runner->Step();
+  double h[2][3], a[2][3], z[2][2], dz[2][2], loss = 0;
+  for (int n = 0; n < 2; ++n) {
+    for (int j = 0; j < 3; ++j) {
+      h[n][j] = w[1][j];
+      for (int i = 0; i < 4; ++i) h[n][j] += w[0][j * 4 + i] * x[n * 4 + i];
+      a[n][j] = std::max(0.0, h[n][j]);
+    }
+    for (int k = 0; k < 2; ++k) {
+      z[n][k] = w[3][k];
+      for (int j = 0; j < 3; ++j) z[n][k] += w[2][k * 3 + j] * a[n][j];
+    }
+    const double top = std::max(z[n][0], z[n][1]);
+    const double sum = std::exp(z[n][0] - top) + std::exp(z[n][1] - top);
+    for (int k = 0; k < 2; ++k) {
+      const double p = std::exp(z[n][k] - top) / sum;
+      dz[n][k] = (p - (k == y[n] ? 1 : 0)) / 2;  // the mean over 2 rows
+      if (k == y[n]) loss -= std::log(p) / 2;
+    }
+  }
+  const std::vector<float> logits = runner->Output();
+  REQUIRE(logits.size() == 4);
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 2; ++k) {
+      CHECK(logits[n * 2 + k] == Approx(z[n][k]).margin(1e-5));
+    }
+  }
+  CHECK(runner->Loss() == Approx(loss).epsilon(1e-5));
+  // Backward and the update.
+  std::vector<double> dw1(12, 0), db1(3, 0), dw2(6, 0), db2(2, 0);
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 2; ++k) {
+      db2[k] += dz[n][k];
+      for (int j = 0; j < 3; ++j) dw2[k * 3 + j] += dz[n][k] * a[n][j];
+    }
+    for (int j = 0; j < 3; ++j) {
+      double da = 0;
+      for (int k = 0; k < 2; ++k) da += dz[n][k] * w[2][k * 3 + j];
+      const double dh = h[n][j] > 0 ? da : 0;
+      db1[j] += dh;
+      for (int i = 0; i < 4; ++i) dw1[j * 4 + i] += dh * x[n * 4 + i];
+    }
+  }
+  const std::vector<std::vector<double>> grads = {dw1, db1, dw2, db2};
+  // Updates large enough for the comparison below to see them.
+  double largest = 0;
+  for (double d : dw2) largest = std::max(largest, std::abs(0.01 * d));
+  REQUIRE(largest > 1e-4);
+  for (int p = 0; p < 4; ++p) {
+    INFO("param " << p);
+    const std::vector<float> updated = runner->Param(p);
+    for (size_t i = 0; i < updated.size(); ++i) {
+      CHECK(updated[i] == Approx(w[p][i] - 0.01 * grads[p][i]).margin(1e-6));
+    }
   }
 }
 

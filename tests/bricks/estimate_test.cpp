@@ -135,5 +135,40 @@ TEST_CASE(
   CHECK(f[6].scope.empty());
 }
 
+TEST_CASE(
+    "a calibration is applied only where it brings the measured "
+    "models nearer their plain times",
+    "[bricks]") {
+  // Estimates 10% under for three models, and one 10% over: the others'
+  // factors pull each towards the plain time on average.
+  std::vector<CalibrationPoint> p = {{"FC", "c", 9, 10},
+                                     {"FC", "c", 9, 10},
+                                     {"FC", "c", 9, 10},
+                                     {"FC", "c", 9, 10},
+                                     {"FC", "c", 5, std::nullopt}};
+  CalibrationCheck check = CheckCalibration(p, Calibrate(p));
+  CHECK(check.models == 4);
+  CHECK(check.uncalibrated_error == Approx(0.1));
+  CHECK(check.calibrated_error == Approx(0).margin(1e-12));
+  CHECK(check.applied);
+  // Ratios scattered about 1: the others' mean moves each one away.
+  p = {{"FC", "c", 10, 8},
+       {"FC", "c", 10, 12},
+       {"FC", "c", 10, 9},
+       {"FC", "c", 10, 11}};
+  check = CheckCalibration(p, Calibrate(p));
+  CHECK(check.calibrated_error > check.uncalibrated_error);
+  CHECK_FALSE(check.applied);
+  // Uncalibrated: factors of 1, the spread the log ratios' root mean
+  // square: sqrt((log(10/8)^2 + log(10/12)^2 + log(10/9)^2 +
+  // log(10/11)^2) / 4).
+  const std::vector<Factor> none = Uncalibrated(p);
+  REQUIRE(none.size() == 4);
+  CHECK(none[0].value == 1);
+  CHECK(none[0].models == 4);
+  CHECK(none[0].scope == "none");
+  CHECK(none[0].spread == Approx(0.160639).epsilon(1e-4));
+}
+
 }  // namespace
 }  // namespace paradnn

@@ -1,4 +1,4 @@
-#include "analysis/results.h"
+#include "results/results.h"
 
 #include <algorithm>
 #include <cmath>
