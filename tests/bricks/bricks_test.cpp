@@ -66,9 +66,17 @@ TEST_CASE("ResNet blocks repeat within a group", "[bricks]") {
   std::vector<Brick> b = Of(
       "CNN/block:residual/blocks:3/filters:8/image:64/output:10/batch:2/torch/"
       "fp32/train");
-  // Blocks 2 and 3 of each group are identical: their 8 layers (conv, bn,
-  // relu, conv, bn, add, relu = 7) appear twice per group.
-  CHECK(Keys(b).size() < b.size() - 4 * 7);
+  // The stem's conv, bn, ReLU and pool (4); per group a first block with
+  // its projection (shortcut conv and bn, conv, bn, ReLU, conv, bn, add,
+  // ReLU: 9) and two plain ones (7 each); then pool, dense, loss (3):
+  // 4 + 4 x 23 + 3 layers.
+  CHECK(b.size() == 99);
+  // Distinct: the stem's 4 and the tail's 3; in group 0 (stride 1, 8
+  // channels in and out) the shortcut conv, one bn, one 3x3 conv, one
+  // ReLU and the add, 5, the second block's and third's all seen; in each
+  // later group (stride 2) the shortcut conv, one bn, the strided and the
+  // plain 3x3 conv, one ReLU and the add, 6.
+  CHECK(Keys(b).size() == 4 + 5 + 3 * 6 + 3);
   // The stem convolution needs no input gradient, the others do.
   CHECK(b[0].op == Op::kConv2d);
   CHECK_FALSE(b[0].input_grad);
