@@ -51,12 +51,15 @@ if [[ ! -f "$cache/benchmark-main/CMakeLists.txt" ]]; then
     if [[ -n $found ]]; then tarball=$found; break; fi
   done
   if [[ -z $tarball ]]; then
+    # The other sources serve the rest of the host matrix; the main-branch
+    # host test fails, naming what is missing.
     echo "benchmark_sources: no google-benchmark-*.tar.gz (Google Benchmark's" \
-         "main branch) in ../shared/data/hosts or PARADNN_HOSTS_DATA" >&2
-    exit 1
+         "main branch) in ../shared/data/hosts or PARADNN_HOSTS_DATA:" \
+         "the host test on main will fail" >&2
+  else
+    mkdir -p "$cache/benchmark-main"
+    tar xzf "$tarball" -C "$cache/benchmark-main" --strip-components=1
+    echo "benchmark_sources: Google Benchmark main from $tarball" >&2
   fi
-  mkdir -p "$cache/benchmark-main"
-  tar xzf "$tarball" -C "$cache/benchmark-main" --strip-components=1
-  echo "benchmark_sources: Google Benchmark main from $tarball" >&2
 fi
 echo "$cache"
