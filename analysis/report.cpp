@@ -683,13 +683,9 @@ class Report {
     csv << "model,family,estimated_ms,plain_ms\n";
     std::vector<std::string> families;
     int estimated = 0;
-    std::vector<double> spreads;
     for (const nlohmann::json& m : b["models"]) {
       if (!m["estimated_ms"].is_number()) continue;
       ++estimated;
-      if (m.contains("estimated_spread") && m["estimated_spread"].is_number()) {
-        spreads.push_back(m["estimated_spread"].get<double>());
-      }
       if (!m.contains("plain_ms") || !m["plain_ms"].is_number()) continue;
       const std::string name = m["name"];
       const std::string family = name.substr(0, name.find('/'));
@@ -703,11 +699,10 @@ class Report {
           << " models' step times estimated from their layers, each timed "
              "once on its own (<code>"
           << Html(o_.bricks) << "</code>)";
-    if (!spreads.empty()) {
-      std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2,
-                       spreads.end());
+    if (b.contains("median_estimated_spread") &&
+        b["median_estimated_spread"].is_number()) {
       html_ << ", each with an interval (median &plusmn;"
-            << Num(100 * spreads[spreads.size() / 2], 2) << "%)";
+            << Num(100 * b["median_estimated_spread"].get<double>(), 2) << "%)";
     }
     html_ << ", and " << b.value("checked_models", 0)
           << " of them run plainly after the bricks, the reference. Each "

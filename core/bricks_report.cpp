@@ -48,9 +48,10 @@ ordered_json ErrorsByGroup(
   return out;
 }
 
-ordered_json Json(const std::optional<BrickTime>& t, const char* field) {
-  if (!t) return nullptr;
-  return field[0] == 'm' ? t->ms : t->spread_ms;
+// A field of a brick's time, null without one.
+ordered_json FieldOf(const std::optional<BrickTime>& t,
+                     double BrickTime::*field) {
+  return t ? ordered_json((*t).*field) : ordered_json(nullptr);
 }
 
 }  // namespace
@@ -78,7 +79,6 @@ std::optional<BrickTime> Entry::Time(Caches caches) const {
 ordered_json BricksResults(const Run& run) {
   // Every brick's times, by entry index.
   std::vector<std::optional<BrickTimes>> times(run.entries.size());
-  std::vector<Cost> costs(run.entries.size());
   std::set<std::string> step_cost_keys;
   for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
   int unique = 0, from_db = 0, longest = 0;
@@ -86,7 +86,6 @@ ordered_json BricksResults(const Run& run) {
   double bricks_s = 0;
   for (size_t i = 0; i < run.entries.size(); ++i) {
     const Entry& e = run.entries[i];
-    costs[i] = e.cost;
     if (!e.brick) {
       total_layers += e.layers;
       total_bricks += static_cast<int64_t>(e.bricks.layers.size());
@@ -127,7 +126,7 @@ ordered_json BricksResults(const Run& run) {
     if (!e.model) continue;
     Model m{&e, e.bricks, std::nullopt, PlainMs(e)};
     std::vector<Cost> layer_costs;
-    for (int b : m.bricks.layers) layer_costs.push_back(costs[b]);
+    for (int b : m.bricks.layers) layer_costs.push_back(run.entries[b].cost);
     const Backend* backend = FindBackend(e.backend);
     m.bricks.cold_parts = ColdParts(
         m.bricks.layers, m.bricks.stacks, layer_costs,
@@ -153,6 +152,7 @@ ordered_json BricksResults(const Run& run) {
   int checked = 0;
   ordered_json model_out = ordered_json::array();
   size_t point = 0;
+  std::vector<double> spreads;
   for (const Model& m : models) {
     const Entry& e = *m.entry;
     ordered_json j = {{"name", e.name}};
@@ -170,6 +170,7 @@ ordered_json BricksResults(const Run& run) {
       const double spread = std::hypot(m.raw->spread_ms / m.raw->ms, f.spread);
       j["estimated_ms"] = estimate;
       j["estimated_spread"] = spread;
+      spreads.push_back(spread);
       j["uncalibrated_ms"] = m.raw->ms;
       j["bricks_spread_ms"] = m.raw->spread_ms;
       j["calibration"] = {{"factor", f.value},
@@ -209,10 +210,10 @@ ordered_json BricksResults(const Run& run) {
         {{"name", e.name},
          {"from_db", e.known[0].has_value()},
          {"step_cost", step_cost_keys.count(e.brick->Key()) > 0},
-         {"step_ms", Json(warm, "ms")},
-         {"step_spread_ms", Json(warm, "spread")},
-         {"cold_step_ms", Json(cold, "ms")},
-         {"cold_step_spread_ms", Json(cold, "spread")},
+         {"step_ms", FieldOf(warm, &BrickTime::ms)},
+         {"step_spread_ms", FieldOf(warm, &BrickTime::spread_ms)},
+         {"cold_step_ms", FieldOf(cold, &BrickTime::ms)},
+         {"cold_step_spread_ms", FieldOf(cold, &BrickTime::spread_ms)},
          {"step_times_ms", e.all_step_times_ms[0]},
          {"cold_step_times_ms", e.all_step_times_ms[1]},
          {"benchmark_s", e.benchmark_s}});
@@ -227,6 +228,13 @@ ordered_json BricksResults(const Run& run) {
       checked > 0 && checked_estimate > 0
           ? ordered_json(checked_s * all_estimate / checked_estimate)
           : nullptr;
+  // The estimates' typical interval, for the summary line and the report.
+  if (!spreads.empty()) {
+    std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2,
+                     spreads.end());
+    out["estimated_models"] = spreads.size();
+    out["median_estimated_spread"] = spreads[spreads.size() / 2];
+  }
   out["threads"] = run.options.threads;
   out["l2_bytes"] = L2Bytes();
   out["l3_bytes"] = L3Bytes();
@@ -254,6 +262,9 @@ void ReportBricks(const Run& run) {
                   [](const Entry& e) { return e.brick.has_value(); });
   if (!any_brick) return;
   const ordered_json b = BricksResults(run);
+  if (!run.flags.bricks_out.empty()) {
+    std::ofstream(run.flags.bricks_out) << b.dump(2) << "\n";
+  }
   const int64_t total = b["total_layers"];
   std::fprintf(stderr,
                "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
@@ -263,9 +274,6 @@ void ReportBricks(const Run& run) {
                b["unique_bricks"].get<int>(), b["longest_brick"].get<int>());
   if (!b.contains("models")) {  // listed, not timed
     std::fprintf(stderr, "\n");
-    if (!run.flags.bricks_out.empty()) {
-      std::ofstream(run.flags.bricks_out) << b.dump(2) << "\n";
-    }
     return;
   }
   std::fprintf(stderr, ", benchmarked in %.1f s",
@@ -274,19 +282,12 @@ void ReportBricks(const Run& run) {
     std::fprintf(stderr, " (%d from the database)",
                  b["bricks_from_db"].get<int>());
   }
-  // The estimates' typical interval.
-  std::vector<double> spreads;
-  for (const auto& m : b["models"]) {
-    if (m.contains("estimated_spread"))
-      spreads.push_back(m["estimated_spread"]);
-  }
-  if (!spreads.empty()) {
-    std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2,
-                     spreads.end());
+  if (b.contains("median_estimated_spread")) {
     std::fprintf(stderr,
-                 "; %zu model step times estimated (median interval "
+                 "; %d model step times estimated (median interval "
                  "+-%.1f%%)",
-                 spreads.size(), 100 * spreads[spreads.size() / 2]);
+                 b["estimated_models"].get<int>(),
+                 100 * b["median_estimated_spread"].get<double>());
   }
   const int checked = b["checked_models"];
   if (checked > 0) {
@@ -313,9 +314,6 @@ void ReportBricks(const Run& run) {
     }
   }
   std::fprintf(stderr, "\n");
-  if (!run.flags.bricks_out.empty()) {
-    std::ofstream(run.flags.bricks_out) << b.dump(2) << "\n";
-  }
 }
 
 }  // namespace paradnn

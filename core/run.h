@@ -134,9 +134,6 @@ struct Run {
   std::string filter;      // Google Benchmark's, for progress and context
   // Start of the current call of a case's benchmark function.
   std::chrono::steady_clock::time_point call_start;
-  // What steps' start times count from.
-  std::chrono::steady_clock::time_point epoch =
-      std::chrono::steady_clock::now();
   // Progress.
   int to_run = -1;
   int started = 0;

@@ -88,7 +88,6 @@ Benchmarks RegisterCases() {
       b->UseRealTime();
     }
     if (info.steps > 0) b->Iterations(info.steps);
-    if (info.repetitions > 0) b->Repetitions(info.repetitions);
     registered.push_back(b);
   }
   return registered;

@@ -41,7 +41,6 @@ struct CaseInfo {
   std::string name;          // canonical, the benchmark's name
   int64_t batch = 0;         // examples per step
   int64_t steps = 0;         // timed steps, fixed by --paradnn_steps; 0: any
-  int repetitions = 0;       // calls the run chose (bricks); 0: the flag's
   bool manual_time = false;  // timed in a child process (--paradnn_isolate)
   // False for what the run knows without running it (bricks from the
   // bricks database, models with --paradnn_bricks_estimate_only).

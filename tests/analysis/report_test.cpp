@@ -434,6 +434,7 @@ TEST_CASE("bricks: estimates against plain runs, errors per group",
   std::ofstream(dir / "results.json") << ResultsJson();
   std::ofstream(dir / "bricks.json") << R"({
     "checked_models": 2, "bricks_benchmark_s": 4.0,
+    "median_estimated_spread": 0.05,
     "projected_plain_benchmark_s": 20.0,
     "error": {
       "all": {"geomean": 1.0, "models": 2},
