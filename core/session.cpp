@@ -454,14 +454,6 @@ Loaded Load(int* argc, char** argv) {
   return *run.loaded;
 }
 
-bool EnvironmentAsks() {
-  for (const char* name : {"PARADNN_CONFIG", "PARADNN_CASE"}) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') return true;
-  }
-  return false;
-}
-
 int CaseCount() { return static_cast<int>(TheRun().infos.size()); }
 
 const CaseInfo& Case(int index) { return TheRun().infos.at(index); }
@@ -541,3 +533,16 @@ int Finish() {
 
 }  // namespace core
 }  // namespace paradnn
+
+extern "C" __attribute__((visibility("default"))) const paradnn::core::Api*
+paradnn_core_api(int version) {
+  namespace c = paradnn::core;
+  static const c::Api api = {c::kApiVersion,    c::Load,
+                             c::CaseCount,      c::Case,
+                             c::Reports,        c::Context,
+                             c::BackendContext, c::BeginCase,
+                             c::Step,           c::IsolatedStepSeconds,
+                             c::EndCase,        c::Reported,
+                             c::Finish};
+  return version <= c::kApiVersion ? &api : nullptr;
+}

@@ -1,7 +1,7 @@
 // Host glue: paradnn's cases registered with the host's own Google
 // Benchmark, and the timing loop that drives the core. Compiled inside the
 // host's target (the paradnn::paradnn CMake target adds it), so it uses the
-// host's Google Benchmark, whatever version (1.7 to 1.9) and flags
+// host's Google Benchmark, whatever version (1.7 to main) and flags
 // (-fno-exceptions, -fno-rtti) the host builds with: public API only, no
 // try, no typeid.
 #include <dlfcn.h>
@@ -10,11 +10,69 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "paradnn/paradnn.h"
 
 namespace paradnn {
 namespace {
+
+// Where the build put libparadnn, and its soname (the paradnn::paradnn
+// target sets both).
+#ifndef PARADNN_CORE_LIBRARY
+#define PARADNN_CORE_LIBRARY "libparadnn.so"
+#endif
+#ifndef PARADNN_CORE_SONAME
+#define PARADNN_CORE_SONAME "libparadnn.so"
+#endif
+
+}  // namespace
+
+// libparadnn's table, opened on first use: PARADNN_LIBRARY's path if set;
+// else the copy already loaded, if the binary links libparadnn itself
+// (paradnn's runner), not a second one; else where the build put it; else
+// by soname, where the dynamic loader looks. RTLD_LOCAL: its dependencies
+// (yaml-cpp, Boost, OpenMP) stay out of the host's namespace, so a host
+// with its own copies of them keeps resolving to those. Exits with status
+// 2, naming every place tried, when none has it.
+const core::Api& internal::Core() {
+  static const core::Api* api = [] {
+    std::vector<std::string> places;
+    if (const char* env = std::getenv("PARADNN_LIBRARY"); env && *env) {
+      places = {env};
+    } else {
+      if (dlopen(PARADNN_CORE_SONAME, RTLD_NOW | RTLD_NOLOAD) != nullptr) {
+        places.push_back(PARADNN_CORE_SONAME);
+      }
+      places.push_back(PARADNN_CORE_LIBRARY);
+      places.push_back(PARADNN_CORE_SONAME);
+    }
+    std::string tried;
+    for (const std::string& place : places) {
+      void* library = dlopen(place.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (library == nullptr) {
+        tried += std::string("\n  ") + dlerror();
+        continue;
+      }
+      using Entry = const core::Api* (*)(int);
+      auto entry = reinterpret_cast<Entry>(dlsym(library, "paradnn_core_api"));
+      const core::Api* found = entry ? entry(core::kApiVersion) : nullptr;
+      if (found != nullptr) return found;
+      tried += "\n  " + place + ": older than this glue (no paradnn API " +
+               std::to_string(core::kApiVersion) + ")";
+    }
+    std::fprintf(stderr,
+                 "paradnn: cannot load libparadnn (PARADNN_LIBRARY=PATH "
+                 "names it):%s\n",
+                 tried.c_str());
+    std::exit(2);
+    return static_cast<const core::Api*>(nullptr);
+  }();
+  return *api;
+}
+
+namespace {
+using internal::Core;
 
 // Registering into one Google Benchmark while the host runs another would
 // lose every case silently. The copy this file was linked with is the one
@@ -38,27 +96,27 @@ void CheckOneBenchmarkLibrary() {
 }
 
 void RunCase(benchmark::State& state, int index) {
-  core::Status s = core::BeginCase(index, benchmark::GetBenchmarkFilter(),
-                                   state.max_iterations);
+  core::Status s = Core().begin_case(index, benchmark::GetBenchmarkFilter(),
+                                     state.max_iterations);
   std::vector<core::Counter> counters;
   if (s.ok()) {
-    if (core::Case(index).manual_time) {
+    if (Core().case_info(index).manual_time) {
       int64_t step = 0;
       for (auto _ : state) {
-        state.SetIterationTime(core::IsolatedStepSeconds(index, step++));
+        state.SetIterationTime(Core().isolated_step_seconds(index, step++));
       }
     } else {
       for (auto _ : state) {
-        if (!core::Step()) break;
+        if (!Core().step()) break;
       }
     }
-    s = core::EndCase(index, state.iterations(), &counters);
+    s = Core().end_case(index, state.iterations(), &counters);
   }
   if (!s.ok()) {
     state.SkipWithError(s.message.c_str());
     return;
   }
-  state.SetItemsProcessed(state.iterations() * core::Case(index).batch);
+  state.SetItemsProcessed(state.iterations() * Core().case_info(index).batch);
   for (const core::Counter& c : counters) {
     state.counters[c.name] =
         c.per_second
@@ -70,12 +128,12 @@ void RunCase(benchmark::State& state, int index) {
 
 Benchmarks RegisterCases() {
   CheckOneBenchmarkLibrary();
-  for (const auto& [key, value] : core::Context()) {
+  for (const auto& [key, value] : Core().context()) {
     benchmark::AddCustomContext(key, value);
   }
   Benchmarks registered;
-  for (int i = 0; i < core::CaseCount(); ++i) {
-    const core::CaseInfo& info = core::Case(i);
+  for (int i = 0; i < Core().case_count(); ++i) {
+    const core::CaseInfo& info = Core().case_info(i);
     if (!info.registered) continue;
     auto* b = benchmark::RegisterBenchmark(
         info.name.c_str(), [i](benchmark::State& state) { RunCase(state, i); });
@@ -96,7 +154,7 @@ Benchmarks RegisterCases() {
 // Loads the run; on bad input prints why and exits 2, on --paradnn_help
 // prints the flags and exits 0.
 void LoadOrExit(int* argc, char** argv, const char* note) {
-  const core::Loaded loaded = core::Load(argc, argv);
+  const core::Loaded loaded = Core().load(argc, argv);
   if (!loaded.help.empty()) {
     std::fputs(loaded.help.c_str(), stdout);
     if (note != nullptr) std::fputs(note, stdout);
@@ -122,7 +180,17 @@ bool AskedForHelp() {
   return false;
 }
 
-void PrintSummaryAtExit() { core::Finish(); }
+void PrintSummaryAtExit() { Core().finish(); }
+
+// Whether PARADNN_CONFIG or PARADNN_CASE asks for cases: without, the
+// static registration registers nothing and loads nothing.
+bool EnvironmentAsks() {
+  for (const char* name : {"PARADNN_CONFIG", "PARADNN_CASE"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -154,11 +222,13 @@ int RegisterFromEnvironment() {
     int count = 2;
     LoadOrExit(&count, args, kNote);  // prints the flags and exits
   }
-  if (!core::EnvironmentAsks()) return 0;
+  if (!EnvironmentAsks()) return 0;
   LoadOrExit(nullptr, nullptr, kNote);
   const int n = static_cast<int>(RegisterCases().size());
   std::atexit(PrintSummaryAtExit);
   return n;
 }
+
+int Finish() { return Core().finish(); }
 
 }  // namespace paradnn

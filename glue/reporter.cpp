@@ -43,11 +43,11 @@ class Reporter : public benchmark::BenchmarkReporter {
   explicit Reporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
 
   bool ReportContext(const Context& context) override {
-    if (!core::Reports()) return true;
+    if (!internal::Core().reports()) return true;
     // Only now is the filter known: describe (and so load) the backends of
     // the selected cases only.
     for (const auto& [key, value] :
-         core::BackendContext(benchmark::GetBenchmarkFilter())) {
+         internal::Core().backend_context(benchmark::GetBenchmarkFilter())) {
       benchmark::AddCustomContext(key, value);
     }
     inner_->SetOutputStream(&GetOutputStream());
@@ -56,7 +56,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   }
 
   void ReportRuns(const std::vector<Run>& runs) override {
-    if (core::Reports()) inner_->ReportRuns(runs);
+    if (internal::Core().reports()) inner_->ReportRuns(runs);
     for (const Run& run : runs) {
       core::ReportedRun r;
       r.name = run.benchmark_name();
@@ -67,12 +67,12 @@ class Reporter : public benchmark::BenchmarkReporter {
       r.iterations = run.iterations;
       r.seconds = run.real_accumulated_time;
       r.time_ms = run.GetAdjustedRealTime();
-      core::Reported(r);
+      internal::Core().reported(r);
     }
   }
 
   void Finalize() override {
-    if (core::Reports()) inner_->Finalize();
+    if (internal::Core().reports()) inner_->Finalize();
   }
 
  private:

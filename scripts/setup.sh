@@ -49,6 +49,6 @@ for lib in libblas.so.3 liblapack.so.3; do
 done
 # The tests build hosts with their own Google Benchmark, from sources.
 if [[ "${1:-}" == "--test" ]]; then
-  echo "setup: Google Benchmark sources in $("$(dirname "$0")/benchmark_sources.sh")"
+  echo "setup: host sources (Google Benchmark, yaml-cpp) in $("$(dirname "$0")/host_sources.sh")"
 fi
 echo "setup: ok ($(update-alternatives --query "libblas.so.3-$arch" | sed -n 's/^Value: //p'))"

@@ -2,13 +2,16 @@
 # variant and checks, in both styles, that the host's own benchmark and
 # paradnn's CNN cases list and run, the JSON is valid, the MLPerf log is
 # written (own main), a plain run of the BENCHMARK_MAIN() host registers
-# nothing, no LibTorch or oneDNN is linked, and a second Google Benchmark in
-# the process stops the run; with Debian's, that the installed runner runs.
+# and loads nothing of paradnn's, no LibTorch or oneDNN is linked, and a
+# second Google Benchmark in the process stops the run; with Debian's, that
+# the installed runner runs; with 1.9.1, that a host with its own yaml-cpp
+# of another version runs its benchmark and paradnn's cases.
 #   cmake -DSOURCE=<paradnn> -DBUILD=<paradnn build> -DWORK=<scratch>
 #         -DSOURCES=<Google Benchmark sources> -DVARIANT=<name> -P hosts.cmake
 cmake_minimum_required(VERSION 3.21)
 set(flags "-fvisibility=hidden -fno-exceptions -fno-rtti")
 set(fetch OFF)
+set(yaml "")
 if(VARIANT STREQUAL "debian")
   set(benchmark system)
   set(paradnn package)
@@ -22,12 +25,14 @@ elseif(VARIANT STREQUAL "vendored-1.9.1")
   set(benchmark ${SOURCES}/benchmark-1.9.1)
   set(paradnn package)
   set(order benchmark_first)
+  # And a host with its own static yaml-cpp of another version.
+  set(yaml ${SOURCES}/yaml-cpp-0.8.0)
 elseif(VARIANT STREQUAL "vendored-1.9.1-subdirectory")
   set(benchmark ${SOURCES}/benchmark-1.9.1)
   set(paradnn ${SOURCE})
   set(order benchmark_first)
 elseif(VARIANT STREQUAL "fetched-main-lto")
-  # Google Benchmark's main branch (scripts/benchmark_sources.sh), fetched
+  # Google Benchmark's main branch (scripts/host_sources.sh), fetched
   # the FetchContent way, everything built with link-time optimization.
   set(benchmark ${SOURCES}/benchmark-main)
   set(fetch ON)
@@ -39,7 +44,11 @@ else()
 endif()
 if(NOT benchmark STREQUAL "system" AND NOT EXISTS ${benchmark}/CMakeLists.txt)
   message(FATAL_ERROR "no Google Benchmark sources in ${benchmark}: run "
-                      "scripts/benchmark_sources.sh (scripts/setup.sh --test)")
+                      "scripts/host_sources.sh (scripts/setup.sh --test)")
+endif()
+if(yaml AND NOT EXISTS ${yaml}/CMakeLists.txt)
+  message(FATAL_ERROR "no yaml-cpp sources in ${yaml}: run "
+                      "scripts/host_sources.sh (scripts/setup.sh --test)")
 endif()
 
 set(work ${WORK}/${VARIANT})
@@ -72,7 +81,7 @@ run(${CMAKE_COMMAND} -S ${SOURCE}/tests/hosts -B ${work}/build
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${work}/prefix
     -DCMAKE_CXX_FLAGS=${flags} -DCMAKE_CXX_COMPILER_LAUNCHER=${ccache}
     -DHOST_BENCHMARK=${benchmark} -DHOST_PARADNN=${paradnn}
-    -DHOST_ORDER=${order} -DHOST_FETCH=${fetch})
+    -DHOST_ORDER=${order} -DHOST_FETCH=${fetch} -DHOST_YAML=${yaml})
 run(${CMAKE_COMMAND} --build ${work}/build -j 2)
 
 # The installed runner starts, and runs a case.
@@ -116,6 +125,11 @@ foreach(style own_main benchmark_main)
     # clone's folder is named after the project.
     run(${host} --benchmark_filter=${own} --benchmark_min_time=0.01)
     expect_not("${err}" "paradnn:")
+    # And loads nothing of paradnn's: not libparadnn, nor its dependencies.
+    run(${CMAKE_COMMAND} -E env LD_DEBUG=files ${host} --benchmark_list_tests)
+    foreach(library libparadnn libyaml-cpp libboost libgomp)
+      expect_not("${err}" ${library})
+    endforeach()
   endif()
   run(${env} ${host} ${args} --benchmark_list_tests)
   expect("${out}" ${own})
@@ -190,6 +204,26 @@ if(NOT benchmark STREQUAL "system")
   endif()
   expect("${err}" "two Google Benchmark libraries in this process")
   expect("${err}" "${shared}")
+endif()
+
+# A host with its own yaml-cpp (0.8.0, static) runs its benchmark with it
+# and paradnn's cases with paradnn's (0.7.0, shared, opened RTLD_LOCAL): the
+# host exports none of its copy's symbols for libparadnn to bind to.
+if(yaml)
+  set(host ${work}/build/host_own_yaml)
+  run(nm -D --defined-only ${host})
+  expect_not("${out}" YAML)
+  run(${CMAKE_COMMAND} -E env PARADNN_CONFIG=${config} PARADNN_THREADS=1
+      ${host} --benchmark_filter=BM_OwnYaml|CNN/ --benchmark_min_time=0.01
+      --benchmark_format=json)
+  expect("${err}" "paradnn: 4 passed, 0 skipped, 0 failed")
+  string(JSON name GET "${out}" benchmarks 0 name)
+  string(JSON error ERROR_VARIABLE none GET "${out}" benchmarks 0
+         error_occurred)
+  if(NOT name STREQUAL "BM_OwnYaml" OR error)
+    message(FATAL_ERROR "${VARIANT}: the host's own yaml-cpp benchmark:\n${out}")
+  endif()
+  expect("${out}" ${cnn})
 endif()
 
 string(REPLACE "/" "_" cnn_dir ${cnn})

@@ -3,6 +3,11 @@
 // Benchmark in it, and no exception crosses it: every call that can fail
 // returns a Status, so a host built with -fno-exceptions -fno-rtti can call
 // it. Cases are numbered 0..CaseCount()-1 in registration order.
+//
+// The glue reaches these functions through one table, paradnn_core_api(),
+// which it finds with dlopen when a case is first asked for: a host that
+// asks for none loads neither libparadnn nor its dependencies, and a host
+// that does keeps them in their own namespace (RTLD_LOCAL).
 #pragma once
 
 #include <cstdint>
@@ -32,10 +37,6 @@ struct Loaded {
 // only), loads the sweep (the built-in quickstart when none is given) and
 // makes the cases. Loads nothing twice: later calls return the first result.
 Loaded Load(int* argc, char** argv);
-
-// Whether PARADNN_CONFIG or PARADNN_CASE asks for cases, for the static
-// registration, which registers nothing otherwise.
-bool EnvironmentAsks();
 
 struct CaseInfo {
   std::string name;          // canonical, the benchmark's name
@@ -102,4 +103,30 @@ void Reported(const ReportedRun& run);
 // exit status: 1 when a case failed, else 0.
 int Finish();
 
+// The functions above, for the glue. A new member goes at the end and
+// raises kApiVersion: a glue compiled against an older header reads only
+// the members it knows.
+struct Api {
+  int version;
+  Loaded (*load)(int* argc, char** argv);
+  int (*case_count)();
+  const CaseInfo& (*case_info)(int index);
+  bool (*reports)();
+  std::vector<std::pair<std::string, std::string>> (*context)();
+  std::vector<std::pair<std::string, std::string>> (*backend_context)(
+      const std::string& filter);
+  Status (*begin_case)(int index, const std::string& filter, int64_t max_steps);
+  bool (*step)();
+  double (*isolated_step_seconds)(int index, int64_t step);
+  Status (*end_case)(int index, int64_t iterations,
+                     std::vector<Counter>* counters);
+  void (*reported)(const ReportedRun& run);
+  int (*finish)();
+};
+inline constexpr int kApiVersion = 1;
+
 }  // namespace paradnn::core
+
+// libparadnn's one entry point for the glue: the table, or null when the
+// library is older than `version` asks (its members would be missing).
+extern "C" const paradnn::core::Api* paradnn_core_api(int version);

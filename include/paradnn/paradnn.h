@@ -39,10 +39,12 @@
 // reproduces one result.
 //
 // The functions below are compiled into your binary, against your Google
-// Benchmark (1.7 to 1.9, with or without exceptions and RTTI): the CMake
+// Benchmark (1.7 to main, with or without exceptions and RTTI): the CMake
 // target paradnn::paradnn adds their sources to yours. They call paradnn's
-// core (paradnn/core.h), which has no Google Benchmark in it; backends are
-// loaded on the first case that needs them.
+// core (paradnn/core.h, libparadnn, which has no Google Benchmark in it),
+// opening it only when a case is asked for: a binary with
+// PARADNN_REGISTER_STATIC() and nothing asked loads nothing of paradnn.
+// Backends are loaded on the first case that needs them.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -77,7 +79,12 @@ benchmark::BenchmarkReporter* DisplayReporter();
 // Releases the last prepared model, prints
 // "paradnn: N passed, M skipped, K failed" on stderr and returns the exit
 // status: 1 when a case failed, else 0.
-inline int Finish() { return core::Finish(); }
+int Finish();
+
+namespace internal {
+// The core's functions, libparadnn opened on first use (paradnn/core.h).
+const core::Api& Core();
+}  // namespace internal
 
 }  // namespace paradnn
 

@@ -167,8 +167,16 @@ TEST_CASE("Transformer: projections, attention, feed-forward", "[cost]") {
   longer[4] = "12";
   CHECK(CostOf("TRANSFORMER", longer, Mode::kInfer).flops ==
         2 * infer.flops + 2 * 3 * 2 * (2 * 2 * 36 * 16));
-  // The scores' softmax: batch x heads x L x L per layer.
-  CHECK(infer.elementwise > 2 * 3 * 2 * 36);
+  // Elementwise work, per element: N = batch x L = 18 tokens; positions
+  // N·d; per layer the Q, K, V and output biases 4·N·d, the scores'
+  // softmax batch·heads·L² = 216, two adds and two layer norms 4·N·d, the
+  // feed-forward's biases N·ffn + N·d and its GELU N·ffn; the output's bias
+  // N·vocab (inference computes no loss).
+  const int64_t n = 18, d = 16;
+  CHECK(infer.elementwise ==
+        n * d + 2 * (4 * n * d + 216 + 4 * n * d + 2 * n * 32 + n * d) +
+            n * 32);
+  CHECK(infer.elementwise == 8784);
 }
 
 TEST_CASE("the paper's grids span about 10k to beyond 1B parameters",
