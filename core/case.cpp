@@ -208,17 +208,19 @@ void AddCounters(const Run& run, const Entry& e,
                {"params", static_cast<double>(e.cost.params), false},
                {"bytes_per_step", static_cast<double>(e.cost.bytes), false},
                {"intensity", e.cost.intensity, false}};
-  // The share of its device's calibrated peak, a plain fraction of the
-  // measured mean step; above the peak it is flagged instead, as the ratio
-  // over it: the calibration missed something, and no share is over 1.
+  // The share of its device's calibrated peak: a rate, which Google
+  // Benchmark divides by the time it reports, as FLOPS (one clock for every
+  // counter of a case). Above the peak (by the core's mean step) it is
+  // flagged instead, as the ratio over it: the calibration missed
+  // something, and no share is over 1.
   const Backend* backend = FindBackend(e.backend);
   const auto device = run.device_peaks.find(backend->Device());
   if (device != run.device_peaks.end() && e.step_ms > 0) {
     const auto peak = device->second.find(ToString(e.dtype));
     if (peak != device->second.end()) {
-      const double share = flops / (e.step_ms / 1e3) / peak->second;
-      counters->push_back(
-          {share <= 1 ? "flops_util" : "flops_over_peak", share, false});
+      const bool over = flops / (e.step_ms / 1e3) > peak->second;
+      counters->push_back({over ? "flops_over_peak" : "flops_util",
+                           flops / peak->second, true});
     }
   }
   for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
@@ -230,8 +232,8 @@ void AddCounters(const Run& run, const Entry& e,
     counters->push_back(
         {"allreduce_bytes_per_step", run.comm_bytes / steps, false});
     counters->push_back({"allreduce_seconds_per_step", seconds, false});
-    counters->push_back({"time_allreduce_frac",
-                         std::min(1.0, seconds / (e.step_ms / 1e3)), false});
+    // Seconds of all-reduce per second of step, on the same clock.
+    counters->push_back({"time_allreduce_frac", seconds, true});
     counters->push_back(
         {"allreduce_traffic_per_step",
          static_cast<double>(AllReduceTraffic(e.cost, e.dtype, run.world.size)),
