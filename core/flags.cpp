@@ -21,6 +21,24 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
+// Flags that choose a run's cases or write its outputs: an isolated child,
+// which runs one case for its parent, has none of them.
+const char* const kParentOnly[] = {
+    "paradnn_help",          "paradnn_config",
+    "paradnn_case",          "paradnn_resume",
+    "paradnn_shard",         "paradnn_shard_count",
+    "paradnn_isolate",       "paradnn_bricks",
+    "paradnn_bricks_out",    "paradnn_bricks_db",
+    "paradnn_bricks_check",  "paradnn_bricks_estimate_only",
+    "paradnn_profile_out",   "paradnn_mllog",
+    "paradnn_mlperf_package"};
+
+std::string EnvironmentName(const std::string& flag) {
+  std::string name = "PARADNN_" + flag.substr(8);
+  std::transform(name.begin(), name.end(), name.begin(), ::toupper);
+  return name;
+}
+
 // Flags given as text and parsed after (lists, sizes).
 struct Texts {
   std::string backends, dtypes, modes, max_memory, l3_bytes;
@@ -133,6 +151,28 @@ po::options_description Describe(Options& o, Texts& t) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::optional<std::string>>>
+ChildEnvironment(const Options& o) {
+  Options unused;
+  Texts texts;
+  const po::options_description table = Describe(unused, texts);
+  std::vector<std::pair<std::string, std::optional<std::string>>> env;
+  for (const auto& option : table.options()) {
+    const std::string& flag = option->long_name();
+    const bool parent_only =
+        std::find(std::begin(kParentOnly), std::end(kParentOnly), flag) !=
+        std::end(kParentOnly);
+    if (parent_only) {
+      env.emplace_back(EnvironmentName(flag), std::nullopt);
+      continue;
+    }
+    for (const auto& [name, value] : o.given) {
+      if (name == flag) env.emplace_back(EnvironmentName(flag), value);
+    }
+  }
+  return env;
+}
+
 int64_t ParseSize(const std::string& text) {
   size_t end = 0;
   double v = 0;
@@ -184,7 +224,14 @@ Options ParseFlags(int* argc, char** argv) {
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(ours).options(desc).run(), vm);
+    const po::parsed_options given =
+        po::command_line_parser(ours).options(desc).run();
+    for (const po::option& option : given.options) {
+      std::string value = "true";
+      if (!option.value.empty()) value = option.value.back();
+      o.given.emplace_back(option.string_key, value);
+    }
+    po::store(given, vm);
     po::store(po::parse_environment(
                   desc,
                   [&](const std::string& env) -> std::string {

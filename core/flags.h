@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace paradnn {
@@ -45,12 +47,23 @@ struct Options {
   std::string mllog, mlperf_package;
   // Empty: the config's, else "paradnn", the host name and "onprem".
   std::string mlperf_org, mlperf_system, mlperf_status;
+  // The flags given on the command line, by name, as given (a switch:
+  // "true"; a repeated flag: its last value), for ChildEnvironment.
+  std::vector<std::pair<std::string, std::string>> given;
 };
 
 // Removes every --paradnn_* argument (and the value of "--paradnn_x value")
 // from argv. With argc == nullptr only the environment is read.
 Options ParseFlags(int* argc, char** argv);
 std::string FlagsHelp();
+
+// The environment an isolated child (--paradnn_isolate) runs one case of
+// this run in, from the flag table: every flag given on the command line
+// as PARADNN_<NAME>=value (the environment's own it inherits), and, unset
+// (no value), every flag that chooses the run's cases or writes its
+// outputs: those are the parent's. The caller then sets the case itself.
+std::vector<std::pair<std::string, std::optional<std::string>>>
+ChildEnvironment(const Options& o);
 
 // "8G", "512M", "1000000" -> bytes.
 int64_t ParseSize(const std::string& text);

@@ -23,6 +23,15 @@ namespace {
 
 void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
                          const std::string& out) {
+  for (const auto& [name, value] : ChildEnvironment(run.flags)) {
+    if (value) {
+      setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      unsetenv(name.c_str());
+    }
+  }
+  // The case, and what the parent resolved (the config's threads and seed,
+  // the memory it found, its steps for this call), not re-derived.
   setenv("PARADNN_ISOLATED_OUT", out.c_str(), 1);
   setenv("PARADNN_CASE", e.name.c_str(), 1);
   setenv("PARADNN_STEPS", std::to_string(steps).c_str(), 1);
@@ -32,18 +41,6 @@ void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
   setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
   // The parent's (RunIsolated found it before the fork).
   if (e.brick) setenv("PARADNN_L3_BYTES", std::to_string(L3Bytes()).c_str(), 1);
-  const Options& f = run.flags;
-  if (f.case_timeout > 0) {
-    setenv("PARADNN_CASE_TIMEOUT", std::to_string(f.case_timeout).c_str(), 1);
-  }
-  if (!f.platform.empty()) setenv("PARADNN_PLATFORM", f.platform.c_str(), 1);
-  if (f.profile) setenv("PARADNN_PROFILE", "true", 1);
-  for (const char* unused :
-       {"PARADNN_CONFIG", "PARADNN_RESUME", "PARADNN_SHARD", "PARADNN_MLLOG",
-        "PARADNN_MLPERF_PACKAGE", "PARADNN_BRICKS", "PARADNN_BRICKS_OUT",
-        "PARADNN_PROFILE_OUT", "PARADNN_ISOLATE"}) {
-    unsetenv(unused);
-  }
 }
 
 // The case's name as a filter that matches it alone: names hold regular

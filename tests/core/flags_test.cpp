@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,36 @@ TEST_CASE("memory sizes", "[flags]") {
   CHECK(ParseSize("1000") == 1000);
   CHECK_THROWS_AS(ParseSize("-1G"), FlagError);
   CHECK_THROWS_AS(ParseSize("8X"), FlagError);
+}
+
+TEST_CASE("an isolated child gets the flags given, none of the parent's",
+          "[flags]") {
+  Argv a({"bin", "--paradnn_config=x.yaml", "--paradnn_platform", "p.json",
+          "--paradnn_profile", "--paradnn_case_timeout=30",
+          "--paradnn_bricks_out=b.json", "--paradnn_mllog=logs",
+          "--paradnn_isolate"});
+  const Options o = ParseFlags(&a.argc, a.ptrs.data());
+  std::map<std::string, std::optional<std::string>> env;
+  for (const auto& [name, value] : ChildEnvironment(o)) {
+    CHECK(env.count(name) == 0);  // each at most once
+    env[name] = value;
+  }
+  // Given, and the child's to use: as given.
+  CHECK(env.at("PARADNN_PLATFORM") == "p.json");
+  CHECK(env.at("PARADNN_PROFILE") == "true");
+  CHECK(env.at("PARADNN_CASE_TIMEOUT") == "30");
+  // The parent's, given or not (the environment may hold them): unset.
+  for (const char* parent :
+       {"PARADNN_CONFIG", "PARADNN_BRICKS_OUT", "PARADNN_MLLOG",
+        "PARADNN_ISOLATE", "PARADNN_RESUME", "PARADNN_CASE",
+        "PARADNN_BRICKS_DB", "PARADNN_BRICKS_CHECK", "PARADNN_PROFILE_OUT"}) {
+    INFO(parent);
+    REQUIRE(env.count(parent) == 1);
+    CHECK_FALSE(env.at(parent).has_value());
+  }
+  // Not given and the child's: left to the environment.
+  CHECK(env.count("PARADNN_BACKENDS") == 0);
+  CHECK(env.size() == 3 + 15);
 }
 
 }  // namespace
