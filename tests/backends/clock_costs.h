@@ -20,12 +20,22 @@ inline double ClockLayerUs(const Layer& l) {
   return 40 + static_cast<double>(Elements(l.shape)) / 100;
 }
 
-inline double ClockStepUs(const Graph& g, Mode mode) {
-  double us = kClockStepUs;
+// What a step spins for, in order: per layer (and per gradient sum, in
+// training) its microseconds and whether it is a matrix product (its
+// profile class, gemm; the others are elementwise), then the step's fixed
+// cost, which no operation covers.
+struct ClockPart {
+  double us = 0;
+  bool gemm = false;
+};
+inline std::vector<ClockPart> ClockParts(const Graph& g, Mode mode) {
+  std::vector<ClockPart> parts;
   std::vector<int> readers(g.size(), 0);
   for (const Layer& l : g.layers()) {
     if (mode == Mode::kTrain || l.op != Op::kSoftmaxCrossEntropy) {
-      us += ClockLayerUs(l);
+      const bool gemm = l.op == Op::kDense || l.op == Op::kConv2d ||
+                        l.op == Op::kRecurrent || l.op == Op::kAttention;
+      if (ClockLayerUs(l) > 0) parts.push_back({ClockLayerUs(l), gemm});
     }
     for (int x : l.inputs) ++readers[x];
   }
@@ -38,9 +48,15 @@ inline double ClockStepUs(const Graph& g, Mode mode) {
       Layer add;
       add.op = Op::kAdd;
       add.shape = g.layer(x).shape;
-      us += (readers[x] - 1) * ClockLayerUs(add);
+      parts.push_back({(readers[x] - 1) * ClockLayerUs(add), false});
     }
   }
+  return parts;
+}
+
+inline double ClockStepUs(const Graph& g, Mode mode) {
+  double us = kClockStepUs;
+  for (const ClockPart& p : ClockParts(g, mode)) us += p.us;
   return us;
 }
 

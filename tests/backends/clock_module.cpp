@@ -3,10 +3,13 @@
 // layer, a cost of the layer's output (kClockLayerUs), and in training an
 // add for each further reader of a tensor that takes a gradient (backward
 // sums their gradients), so that a model's true step time is known and a
-// bricks estimate of it can be checked against it.
+// bricks estimate of it can be checked against it. Its profile records each
+// part as an operation (matrix products as gemm, the rest elementwise), so
+// the shares of step time are known too.
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -17,23 +20,48 @@ namespace {
 using paradnn::Graph;
 using paradnn::Mode;
 
+void Spin(double us) {
+  using Clock = std::chrono::steady_clock;
+  const auto end =
+      Clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(us * 1e3));
+  while (Clock::now() < end) {
+  }
+}
+
 class ClockRunner : public paradnn::Runner {
  public:
-  explicit ClockRunner(double step_us) : step_us_(step_us) {}
+  explicit ClockRunner(std::vector<paradnn::test::ClockPart> parts)
+      : parts_(std::move(parts)) {}
   void Step() override {
-    using Clock = std::chrono::steady_clock;
-    const auto end = Clock::now() + std::chrono::nanoseconds(
-                                        static_cast<int64_t>(step_us_ * 1e3));
-    while (Clock::now() < end) {
-    }
+    for (const auto& p : parts_) Spin(p.us);
+    Spin(paradnn::test::kClockStepUs);
   }
   double Loss() override { return std::log(10.0); }
   std::vector<float> Output() override { return {}; }
   std::vector<float> Param(int) override { return {}; }
-  paradnn::StepProfile Profile(int) override { return {}; }
+  paradnn::StepProfile Profile(int steps) override {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::time_point since) {
+      return std::chrono::duration<double>(Clock::now() - since).count();
+    };
+    paradnn::StepProfile profile;
+    const auto start = Clock::now();
+    for (int s = 0; s < steps; ++s) {
+      for (const auto& p : parts_) {
+        const auto t = Clock::now();
+        Spin(p.us);
+        profile.Add(
+            p.gemm ? paradnn::OpClass::kGemm : paradnn::OpClass::kElementwise,
+            p.gemm ? "product" : "elementwise", seconds(t));
+      }
+      Spin(paradnn::test::kClockStepUs);
+    }
+    profile.SetWall(seconds(start), steps);
+    return profile;
+  }
 
  private:
-  double step_us_;
+  std::vector<paradnn::test::ClockPart> parts_;
 };
 
 class ClockBackend : public paradnn::Backend {
@@ -43,7 +71,7 @@ class ClockBackend : public paradnn::Backend {
   std::unique_ptr<paradnn::Runner> Prepare(
       const paradnn::Job& job, const paradnn::RunOptions&) const override {
     return std::make_unique<ClockRunner>(
-        paradnn::test::ClockStepUs(job.graph, job.mode));
+        paradnn::test::ClockParts(job.graph, job.mode));
   }
   std::string Describe() const override {
     return "clock backend, steps of known time";

@@ -754,6 +754,39 @@ TEST_CASE(
         Approx(test::kClockStepUs / 1e3).epsilon(0.05));
 }
 
+TEST_CASE("profile shares are the known shares of a backend's step",
+          "[runner][profile]") {
+  // The clock backend's step spins a known time per layer (its profile
+  // says gemm for the products, elementwise for the rest) and a fixed
+  // cost no operation covers (other).
+  const std::string name =
+      "FC/layers:3/nodes:64/input:128/output:10/batch:16/clock/fp32/train";
+  Result r = RunRunner("--paradnn_case=" + name +
+                           " --paradnn_steps=5 --paradnn_threads=1"
+                           " --paradnn_profile --benchmark_format=json",
+                       ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json b = json::parse(r.out)["benchmarks"][0];
+  const Case c = ParseCaseName(name);
+  double gemm = 0, elementwise = 0;
+  for (const test::ClockPart& p :
+       test::ClockParts(c.model.BuildGraph(), c.mode)) {
+    (p.gemm ? gemm : elementwise) += p.us;
+  }
+  const double step = gemm + elementwise + test::kClockStepUs;
+  // Four products (three layers and the output) of 40 us and one per 100
+  // outputs: 16 x 64 each but the output's 16 x 10.
+  CHECK(gemm == Approx(4 * 40 + (3 * 1024 + 160) / 100.0));
+  CHECK(b["time_gemm_frac"].get<double>() == Approx(gemm / step).margin(0.03));
+  CHECK(b["time_elementwise_frac"].get<double>() ==
+        Approx(elementwise / step).margin(0.03));
+  CHECK(b["time_other_frac"].get<double>() ==
+        Approx(test::kClockStepUs / step).margin(0.03));
+  CHECK(b["time_optimizer_frac"].get<double>() == 0);
+  CHECK(b["time_movement_frac"].get<double>() == 0);
+}
+
 TEST_CASE(
     "a bricks check of N models runs N plainly, chosen by the seed, "
     "and estimates the others only",
