@@ -131,10 +131,12 @@ class Report {
     html_ << "</p>\n";
     Roofline();
     for (const FamilyDef& f : Families()) {
+      if (f.name == "LLM") continue;  // per phase, in its own section
       for (const auto& [group, cases] : Groups(a_.cases, f.name)) {
         HeatMap(f.name, group, cases);
       }
     }
+    Llm();
     Regressions();
     Profiles();
     if (!o_.vs.empty() || !o_.a_select.empty()) Speedups();
@@ -190,8 +192,8 @@ class Report {
     csv << "family,case,intensity,flops,dtype\n";
     std::set<std::string> dtypes;
     for (const CaseResult& r : a_.cases) {
-      csv << r.c.model.family << "," << r.name << "," << r.intensity << ","
-          << r.flops << "," << ToString(r.c.dtype) << "\n";
+      csv << Series(r) << "," << r.name << "," << r.intensity << "," << r.flops
+          << "," << ToString(r.c.dtype) << "\n";
       dtypes.insert(ToString(r.c.dtype));
     }
     csv.close();  // before gnuplot reads it
@@ -202,9 +204,14 @@ class Report {
     // A colour per family, a marker per data type (each type has its own
     // roof below): fp32 circles, bf16 squares.
     std::string plots;
-    const std::vector<FamilyDef>& families = Families();
+    std::vector<std::string> families;
+    for (const FamilyDef& f : Families()) {
+      if (f.name != "LLM") families.push_back(f.name);
+    }
+    families.push_back("LLM prefill");
+    families.push_back("LLM decode");
     for (size_t i = 0; i < families.size(); ++i) {
-      const std::string& family = families[i].name;
+      const std::string& family = families[i];
       for (const std::string& dtype : dtypes) {
         if (!plots.empty()) plots += ", ";
         const std::string title =
@@ -248,6 +255,148 @@ class Report {
     Figure("roofline",
            "every case at (intensity, FLOP/s), by family and data type, "
            "each type under its own roof");
+  }
+
+  // The roofline's series of a case: its family, an LLM's by phase (a
+  // decode step is bound by memory, a prefill step by compute).
+  static std::string Series(const CaseResult& r) {
+    const ModelSpec& m = r.c.model;
+    return m.family == "LLM" ? "LLM " + m.Str("phase") : m.family;
+  }
+
+  // LLM cases: tokens per second over batch and context per phase (the
+  // median over the other parameters: sizes, kv_heads), and with --slo
+  // which cases meet the latency limits (TTFT for a prefill step, TPOT for
+  // a decode step).
+  void Llm() {
+    std::vector<const CaseResult*> llm;
+    for (const CaseResult& r : a_.cases) {
+      if (r.c.model.family == "LLM") llm.push_back(&r);
+    }
+    if (llm.empty()) {
+      if (!o_.slo.empty()) notes_.push_back("--slo: no LLM cases");
+      return;
+    }
+    html_ << "<h2>LLM serving</h2>\n<p>Tokens per second: a prefill step "
+             "gives each prompt's tokens (its time is the time to first "
+             "token, TTFT), a decode step one per sequence (its time is the "
+             "time per output token, TPOT). Decode steps read every weight "
+             "and the whole key/value cache for a few tokens: they sit on "
+             "the roofline's bandwidth roof; prefill steps on its compute "
+             "roof.</p>\n";
+    std::map<std::string, std::vector<const CaseResult*>> groups;
+    for (const CaseResult* r : llm) {
+      groups[r->c.model.Str("phase") + "/" +
+             ContextName(r->c.backend, r->c.dtype, r->c.mode)]
+          .push_back(r);
+    }
+    for (const auto& [group, cases] : groups) LlmHeatMap(group, cases);
+    if (!o_.slo.empty()) Slo(llm);
+  }
+
+  static double TokensPerStep(const CaseResult& r) {
+    const ModelSpec& m = r.c.model;
+    return static_cast<double>(m.Int("batch")) *
+           (m.Str("phase") == "prefill" ? m.Int("context") : 1);
+  }
+
+  void LlmHeatMap(const std::string& group,
+                  const std::vector<const CaseResult*>& cases) {
+    std::set<int64_t> xs, ys;
+    std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+    for (const CaseResult* r : cases) {
+      const int64_t x = r->c.model.Int("batch");
+      const int64_t y = r->c.model.Int("context");
+      xs.insert(x);
+      ys.insert(y);
+      cells[{x, y}].push_back(TokensPerStep(*r) / (r->step_ms / 1e3));
+    }
+    const std::string name = "llm_tokens_" + FileKey(group);
+    std::ofstream csv(o_.out + "/" + name + ".csv");
+    csv << "x_index,y_index,batch,context,tokens_per_second,cases\n";
+    std::map<int64_t, int> xi, yi;
+    for (int64_t x : xs) xi[x] = static_cast<int>(xi.size());
+    for (int64_t y : ys) yi[y] = static_cast<int>(yi.size());
+    for (const auto& [xy, v] : cells) {
+      csv << xi[xy.first] << "," << yi[xy.second] << "," << xy.first << ","
+          << xy.second << "," << Median(v) << "," << v.size() << "\n";
+    }
+    csv.close();
+    auto tics = [](const std::map<int64_t, int>& idx) {
+      std::string t = "(";
+      for (const auto& [v, i] : idx) {
+        t += (i ? ", '" : "'") + std::to_string(v) + "' " + std::to_string(i);
+      }
+      return t + ")";
+    };
+    std::ostringstream gp;
+    gp << "set xlabel 'batch'\nset ylabel 'context'\nset xtics " << tics(xi)
+       << "\nset ytics " << tics(yi)
+       << "\nset cblabel 'tokens/s'\nset logscale cb\n"
+       << kPalette << "set xrange [-0.5:" << xs.size() - 0.5
+       << "]\nset yrange [-0.5:" << ys.size() - 0.5 << "]\n"
+       << "set title 'LLM " << group << " (median over the other parameters)'\n"
+       << "set style fill solid 1.0 noborder\n"
+       << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
+       << "boxxyerror fc palette notitle, '" << name
+       << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
+       << "tc rgb 'white' notitle\n";
+    Gnuplot(name, gp.str());
+    Figure(name, "LLM " + group + ": tokens per second over batch and context");
+  }
+
+  // --slo ttft_ms=X,tpot_ms=Y: each LLM case's latency against its phase's
+  // limit (a limit not given: the phase is not judged).
+  void Slo(const std::vector<const CaseResult*>& llm) {
+    std::map<std::string, double> limits;
+    for (const std::string& part : Split(o_.slo, ',')) {
+      const size_t eq = part.find('=');
+      const std::string key = part.substr(0, eq);
+      double value = 0;
+      if (eq != std::string::npos) {
+        try {
+          value = std::stod(part.substr(eq + 1));
+        } catch (const std::exception&) {
+          value = 0;
+        }
+      }
+      if ((key != "ttft_ms" && key != "tpot_ms") || value <= 0) {
+        throw std::runtime_error(
+            "--slo " + o_.slo + ": '" + part +
+            "': expected ttft_ms=MS and/or tpot_ms=MS, comma-separated, "
+            "positive");
+      }
+      limits[key] = value;
+    }
+    std::ofstream csv(o_.out + "/slo.csv");
+    csv << "case,phase,latency,latency_ms,limit_ms,meets,tokens_per_second\n";
+    html_ << "<h3>Latency limits</h3>\n<p>";
+    for (const auto& [key, value] : limits) {
+      html_ << "<code>" << key << "</code> &le; " << Num(value, 6) << " ms. ";
+    }
+    html_ << "A prefill step is judged by TTFT, a decode step by TPOT.</p>\n"
+          << "<table><tr><th>case</th><th>latency (ms)</th><th>limit "
+             "(ms)</th><th>meets</th><th>tokens/s</th></tr>\n";
+    int judged = 0, meet = 0;
+    for (const CaseResult* r : llm) {
+      const bool prefill = r->c.model.Str("phase") == "prefill";
+      const std::string key = prefill ? "ttft_ms" : "tpot_ms";
+      const auto limit = limits.find(key);
+      if (limit == limits.end()) continue;
+      const bool ok = r->step_ms <= limit->second;
+      ++judged;
+      meet += ok;
+      const double tokens = TokensPerStep(*r) / (r->step_ms / 1e3);
+      csv << r->name << "," << r->c.model.Str("phase") << "," << key << ","
+          << r->step_ms << "," << limit->second << "," << (ok ? "yes" : "no")
+          << "," << tokens << "\n";
+      html_ << "<tr><td style='text-align:left'>" << Html(r->name)
+            << "</td><td>" << Num(r->step_ms, 4) << "</td><td>"
+            << Num(limit->second, 6) << "</td><td>" << (ok ? "yes" : "no")
+            << "</td><td>" << Num(tokens, 4) << "</td></tr>\n";
+    }
+    html_ << "</table>\n<p>" << meet << " of " << judged
+          << " cases meet their limit (<a href='slo.csv'>data</a>).</p>\n";
   }
 
   // Utilization (or GFLOP/s) over the two parameters that vary most, the

@@ -9,7 +9,7 @@
 namespace paradnn {
 
 struct ReportOptions {
-  std::string results;   // A: Google Benchmark JSON
+  std::string results;  // A: Google Benchmark JSON
   // More results whose cases join A's (mlperf-report's twins).
   std::vector<std::string> extra_results;
   std::string vs;        // B: another results file ("" : none, or A itself
@@ -23,6 +23,8 @@ struct ReportOptions {
   std::string mlperf;
   // Results of the same cases at other world sizes (data-parallel runs).
   std::vector<std::string> scaling;
+  // LLM latency limits, "ttft_ms=2000,tpot_ms=100": which cases meet them.
+  std::string slo;
   std::string out;
 };
 

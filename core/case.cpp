@@ -198,30 +198,55 @@ core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
 
 void AddCounters(const Run& run, const Entry& e,
                  std::vector<core::Counter>* counters) {
+  // Every rate and share of a case divides by one time: step_ms, the mean
+  // of its timed steps as paradnn measures each (Google Benchmark's
+  // real_time wraps the same steps in its own loop, and on a busy machine
+  // sometimes takes in a stall before the first).
+  const double step_s = e.step_ms / 1e3;
   const double flops = static_cast<double>(e.cost.flops);
+  const double bytes = static_cast<double>(e.cost.bytes);
   // Examples over all ranks (each steps its own batch); FLOP/s stays per
   // rank, against one device's peak.
   const double examples = static_cast<double>(e.batch) * run.world.size;
-  *counters = {{"examples_per_second", examples, true},
-               {"FLOPS", flops, true},
-               {"flop_per_step", flops, false},
-               {"params", static_cast<double>(e.cost.params), false},
-               {"bytes_per_step", static_cast<double>(e.cost.bytes), false},
-               {"intensity", e.cost.intensity, false}};
-  // The share of its device's calibrated peak: a rate, which Google
-  // Benchmark divides by the time it reports, as FLOPS (one clock for every
-  // counter of a case). Above the peak (by the core's mean step) it is
+  *counters = {{"step_ms", e.step_ms},
+               {"examples_per_second", examples / step_s},
+               {"FLOPS", flops / step_s},
+               {"flop_per_step", flops},
+               {"params", static_cast<double>(e.cost.params)},
+               {"bytes_per_step", bytes},
+               {"intensity", e.cost.intensity}};
+  // The share of its device's calibrated peak; above the peak it is
   // flagged instead, as the ratio over it: the calibration missed
   // something, and no share is over 1.
   const Backend* backend = FindBackend(e.backend);
   const auto device = run.device_peaks.find(backend->Device());
-  if (device != run.device_peaks.end() && e.step_ms > 0) {
+  if (device != run.device_peaks.end()) {
     const auto peak = device->second.find(ToString(e.dtype));
     if (peak != device->second.end()) {
-      const bool over = flops / (e.step_ms / 1e3) > peak->second;
-      counters->push_back({over ? "flops_over_peak" : "flops_util",
-                           flops / peak->second, true});
+      const double share = flops / step_s / peak->second;
+      counters->push_back(
+          {share <= 1 ? "flops_util" : "flops_over_peak", share});
     }
+  }
+  // The share of the calibrated memory bandwidth the cost model's bytes
+  // take: the roof decode steps live on.
+  if (run.memory_bandwidth > 0) {
+    counters->push_back(
+        {"bandwidth_util", bytes / step_s / run.memory_bandwidth});
+  }
+  if (e.model && e.model->model.family == "LLM") {
+    // What serving benchmarks report: tokens per second (a decode step
+    // gives one per sequence, a prefill step each prompt's), the latency of
+    // the first token (a prefill step) or of each next one (a decode step),
+    // the key/value cache.
+    const ModelSpec& m = e.model->model;
+    const bool prefill = m.Str("phase") == "prefill";
+    const double tokens = static_cast<double>(
+        e.batch * (prefill ? m.Int("context") : 1) * run.world.size);
+    counters->push_back({"tokens_per_second", tokens / step_s});
+    counters->push_back({prefill ? "ttft_ms" : "tpot_ms", e.step_ms});
+    counters->push_back(
+        {"kv_cache_bytes", static_cast<double>(e.cost.kv_cache_bytes)});
   }
   for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
   if (run.comm && e.mode == Mode::kTrain && !e.step_times_ms.empty()) {
@@ -229,15 +254,13 @@ void AddCounters(const Run& run, const Entry& e,
     // and the ring all-reduce's traffic per rank by the cost model.
     const double steps = static_cast<double>(e.step_times_ms.size());
     const double seconds = run.comm_seconds / steps;
+    counters->push_back({"allreduce_bytes_per_step", run.comm_bytes / steps});
+    counters->push_back({"allreduce_seconds_per_step", seconds});
     counters->push_back(
-        {"allreduce_bytes_per_step", run.comm_bytes / steps, false});
-    counters->push_back({"allreduce_seconds_per_step", seconds, false});
-    // Seconds of all-reduce per second of step, on the same clock.
-    counters->push_back({"time_allreduce_frac", seconds, true});
+        {"time_allreduce_frac", std::min(1.0, seconds / step_s)});
     counters->push_back(
-        {"allreduce_traffic_per_step",
-         static_cast<double>(AllReduceTraffic(e.cost, e.dtype, run.world.size)),
-         false});
+        {"allreduce_traffic_per_step", static_cast<double>(AllReduceTraffic(
+                                           e.cost, e.dtype, run.world.size))});
   }
 }
 

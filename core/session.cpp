@@ -158,7 +158,6 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     run.index[e.name] = index;
     core::CaseInfo info;
     info.name = e.name;
-    info.batch = e.batch;
     info.steps = o.steps;
     info.manual_time = run.isolate;
     run.infos.push_back(std::move(info));
@@ -362,13 +361,29 @@ void LoadRun(Run& run, int* argc, char** argv) {
     sweep = LoadCases(o, &bricks);
     sweep.cases = Override(sweep.cases, o);
     sweep.cases = Select(sweep.cases, o);
-    if (!o.platform.empty())
-      run.device_peaks = LoadPlatform(o.platform).devices;
+    if (!o.platform.empty()) {
+      const Platform platform = LoadPlatform(o.platform);
+      run.device_peaks = platform.devices;
+      run.memory_bandwidth = platform.memory_bandwidth;
+    }
   } catch (const std::exception& ex) {
     loaded.status = {core::Status::kFailed, ex.what()};
     return;
   }
   for (const std::string& why : sweep.invalid) loaded.notes.push_back(why);
+  if (o.bricks) {
+    // Layer bricks cover the four training families' layers, not a
+    // decoder's cache: those models are left out of a bricks run.
+    const auto decoders =
+        std::remove_if(sweep.cases.begin(), sweep.cases.end(),
+                       [](const Case& c) { return c.model.family == "LLM"; });
+    if (decoders != sweep.cases.end()) {
+      loaded.notes.push_back(
+          "skipped " + std::to_string(sweep.cases.end() - decoders) +
+          " LLM cases: layer bricks do not cover a decoder's key/value cache");
+      sweep.cases.erase(decoders, sweep.cases.end());
+    }
+  }
   run.options.threads = o.threads > 0       ? o.threads
                         : sweep.threads > 0 ? sweep.threads
                                             : UsableCpus();
@@ -433,12 +448,11 @@ std::vector<core::Counter> ProfileCounters(const Entry& e) {
           TheRun().world.size == 1) {
         continue;
       }
-      counters.push_back(
-          {ShareCounter(static_cast<OpClass>(c)), shares[c], false});
+      counters.push_back({ShareCounter(static_cast<OpClass>(c)), shares[c]});
     }
   }
   for (const auto& [key, value] : e.child_counters) {
-    counters.push_back({key, value, false});
+    counters.push_back({key, value});
   }
   return counters;
 }

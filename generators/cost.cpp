@@ -4,6 +4,18 @@
 
 namespace paradnn {
 
+int64_t AllowedPairs(const Layer& l) {
+  // The query at position context - length + t sees that many plus one.
+  const int64_t length = l.shape[0];
+  return length * (l.context - length) + length * (length + 1) / 2;
+}
+
+int64_t KvCacheBytes(const Layer& l, int64_t element_size) {
+  if (l.op != Op::kCachedAttention) return 0;
+  return 2 * l.shape[1] * l.context * (l.units / l.heads * l.kv_heads) *
+         element_size;
+}
+
 int64_t ForwardFlops(const Graph& g, int i) {
   const Layer& l = g.layer(i);
   const Shape& in = l.inputs.empty() ? l.shape : g.layer(l.inputs[0]).shape;
@@ -19,6 +31,9 @@ int64_t ForwardFlops(const Graph& g, int i) {
       // Q K^T and the weighted sum of V: 2 x 2 L^2 d per sample. A causal
       // mask does not save work: the products are computed in full.
       return 2 * 2 * Elements(l.shape) * in[0];
+    case Op::kCachedAttention:
+      // 2 x 2 d per (query, key) pair the mask allows.
+      return 2 * 2 * l.units * l.shape[1] * AllowedPairs(l);
     default:
       return 0;
   }
@@ -40,6 +55,13 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
     case Op::kAttention:
       // The softmax over every score: batch x heads x L x L.
       return Elements(l.shape) / l.units * l.heads * l.shape[0];
+    case Op::kCachedAttention:
+      // The softmax over every score the mask allows.
+      return l.shape[1] * l.heads * AllowedPairs(l);
+    case Op::kRmsNorm:
+    case Op::kRope:
+    case Op::kSwiGlu:
+      return Elements(l.shape);
     case Op::kMaxPool:
       return Elements(l.shape) * l.kernel * l.kernel;
     case Op::kGlobalAvgPool:
@@ -65,6 +87,9 @@ int64_t Workspace(const Layer& l, int64_t e) {
     case Op::kAttention:
       // The scores and their softmax, batch x heads x L x L each.
       return 2 * Elements(l.shape) / l.units * l.heads * l.shape[0] * e;
+    case Op::kCachedAttention:
+      // The scores against every cached position, and their softmax.
+      return 2 * l.shape[1] * l.heads * l.shape[0] * l.context * e;
     case Op::kRecurrent:
       // Every step's input products: both backends compute them as one
       // product before the steps.
@@ -96,6 +121,13 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     c.elementwise += ForwardElementwise(g, l);
     const int64_t out = Elements(l.shape);
     activation_bytes += OutputBytes(l, e);
+    // A decoder's attention reads its whole cache and writes the new
+    // positions' keys and values into it.
+    if (l.op == Op::kCachedAttention) {
+      const int64_t cache = KvCacheBytes(l, e);
+      c.kv_cache_bytes += cache;
+      activation_bytes += cache + cache / l.context * l.shape[0];
+    }
     workspace = std::max(workspace, Workspace(l, e));
     if (!train) continue;
     // Backward: the weight gradient always, the input gradient only where

@@ -16,6 +16,7 @@ struct Cost {
   int64_t gradient_bytes = 0;  // of which layer outputs' gradients (training)
   double intensity = 0;        // flops / bytes
   int64_t memory = 0;          // estimated peak bytes a backend holds
+  int64_t kv_cache_bytes = 0;  // decoders: their key/value caches
 };
 
 Cost ComputeCost(const Graph& g, Mode mode, DType dtype);
@@ -27,5 +28,10 @@ int64_t AllReduceTraffic(const Cost& cost, DType dtype, int world);
 
 // Matrix-like FLOPs of one layer's forward pass (0 for other layers).
 int64_t ForwardFlops(const Graph& g, int layer);
+
+// A cached attention's (query, key) pairs per sequence that its mask
+// allows, and its key/value cache's bytes (0 for other layers).
+int64_t AllowedPairs(const Layer& l);
+int64_t KvCacheBytes(const Layer& l, int64_t element_size);
 
 }  // namespace paradnn

@@ -46,6 +46,16 @@ const char* ToString(Op op) {
       return "softmax_xent";
     case Op::kMeanLoss:
       return "mean_loss";
+    case Op::kRmsNorm:
+      return "rmsnorm";
+    case Op::kRope:
+      return "rope";
+    case Op::kSwiGlu:
+      return "swiglu";
+    case Op::kCachedAttention:
+      return "cached_attention";
+    case Op::kLastPosition:
+      return "last_position";
   }
   return "?";
 }
@@ -248,6 +258,69 @@ int Graph::Attention(int q, int k, int v, int64_t heads, bool causal) {
   return Append(std::move(l));
 }
 
+int Graph::RmsNorm(int x) {
+  const int i = SameShape(Op::kRmsNorm, x);
+  layers_[i].units = layers_[i].shape.back();
+  return i;
+}
+
+int Graph::Rope(int x, int64_t heads, int64_t position) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 3,
+                "rotary embedding needs [length, batch, units]");
+  PARADNN_CHECK(heads > 0 && in[2] % heads == 0 && (in[2] / heads) % 2 == 0,
+                "rotary embedding needs heads of an even size");
+  const int i = SameShape(Op::kRope, x);
+  layers_[i].units = in[2];
+  layers_[i].heads = heads;
+  layers_[i].position = position;
+  return i;
+}
+
+int Graph::SwiGlu(int gate, int up) {
+  PARADNN_CHECK(layer(gate).shape == layer(up).shape,
+                "SwiGLU of unequal shapes");
+  Layer l;
+  l.op = Op::kSwiGlu;
+  l.inputs = {gate, up};
+  l.shape = layer(gate).shape;
+  return Append(std::move(l));
+}
+
+int Graph::CachedAttention(int q, int k, int v, int64_t heads, int64_t kv_heads,
+                           int64_t context) {
+  const Shape& in = layer(q).shape;
+  PARADNN_CHECK(in.size() == 3, "attention needs [length, batch, units]");
+  PARADNN_CHECK(
+      heads > 0 && kv_heads > 0 && heads % kv_heads == 0 && in[2] % heads == 0,
+      "attention needs kv_heads dividing heads dividing the units");
+  const Shape kv = {in[0], in[1], in[2] / heads * kv_heads};
+  PARADNN_CHECK(layer(k).shape == kv && layer(v).shape == kv,
+                "attention's keys and values of the wrong shape");
+  PARADNN_CHECK(context >= in[0], "a cache shorter than its new positions");
+  Layer l;
+  l.op = Op::kCachedAttention;
+  l.inputs = {q, k, v};
+  l.shape = in;
+  l.units = in[2];
+  l.heads = heads;
+  l.kv_heads = kv_heads;
+  l.context = context;
+  l.causal = true;
+  return Append(std::move(l));
+}
+
+int Graph::LastPosition(int x) {
+  const Shape& in = layer(x).shape;
+  PARADNN_CHECK(in.size() == 3, "last position of [length, batch, units]");
+  Layer l;
+  l.op = Op::kLastPosition;
+  l.inputs = {x};
+  l.shape = {1, in[1], in[2]};
+  l.units = in[2];
+  return Append(std::move(l));
+}
+
 int Graph::SoftmaxCrossEntropy(int logits) {
   Layer l;
   l.op = Op::kSoftmaxCrossEntropy;
@@ -305,6 +378,11 @@ std::vector<ParamTensor> Graph::Params() const {
       case Op::kPositional:
         add(i, "weight", {layer(l.inputs[0]).shape[0], l.units}, l.units);
         break;
+      case Op::kRmsNorm:
+        add(i, "weight", {l.units}, 1);
+        params.back().bound = 0;
+        params.back().fill = 1;
+        break;
       case Op::kEmbedding:
         // fan-in 1: one row is selected per token, so rows are uniform in
         // [-1, 1].
@@ -333,7 +411,7 @@ std::vector<bool> Graph::NeedsGrad() const {
     bool trainable = l.op == Op::kDense || l.op == Op::kConv2d ||
                      l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
                      l.op == Op::kRecurrent || l.op == Op::kLayerNorm ||
-                     l.op == Op::kPositional;
+                     l.op == Op::kPositional || l.op == Op::kRmsNorm;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

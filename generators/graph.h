@@ -35,6 +35,20 @@ enum class Op {
   kAttention,
   kSoftmaxCrossEntropy,  // mean over all rows of the logits; only in training
   kMeanLoss,  // mean of all values: the loss of a layer run on its own
+  // Decoder (LLM) layers, inference only:
+  kRmsNorm,  // x / sqrt(mean(x^2) + eps) * scale, over the last dimension
+  // Rotary position embedding of [length, batch, heads x dh] (dh even):
+  // positions `position`.. of each head's pairs (i, i + dh/2) rotated.
+  kRope,
+  kSwiGlu,  // silu(inputs[0]) * inputs[1]
+  // Grouped-query attention over a key/value cache of `context` positions
+  // per sequence: q [length, batch, heads x dh], k and v [length, batch,
+  // kv_heads x dh]; k and v go into the cache's last `length` positions,
+  // and the query at position p (context - length + t) attends to the
+  // cache's positions up to p. Query head h reads key/value head
+  // h / (heads / kv_heads).
+  kCachedAttention,
+  kLastPosition,  // [length, batch, units] -> [1, batch, units], the last
 };
 
 const char* ToString(Op op);
@@ -59,8 +73,11 @@ struct Layer {
   int64_t vocab = 0;  // token range, embedding rows, loss classes
   bool bias = false;
   Cell cell = Cell::kRnn;
-  int64_t heads = 0;    // attention
-  bool causal = false;  // attention: position t sees positions <= t only
+  int64_t heads = 0;     // attention
+  bool causal = false;   // attention: position t sees positions <= t only
+  int64_t kv_heads = 0;  // cached attention: key/value heads
+  int64_t context = 0;   // cached attention: positions in the cache
+  int64_t position = 0;  // rotary embedding: the first position
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
   bool requires_grad = false;
@@ -101,6 +118,12 @@ class Graph {
   int Attention(int q, int k, int v, int64_t heads, bool causal);
   int SoftmaxCrossEntropy(int logits);
   int MeanLoss(int x);
+  int RmsNorm(int x);
+  int Rope(int x, int64_t heads, int64_t position);
+  int SwiGlu(int gate, int up);
+  int CachedAttention(int q, int k, int v, int64_t heads, int64_t kv_heads,
+                      int64_t context);
+  int LastPosition(int x);
 
   // Room for n layers, so that a generator that knows its model's size
   // appends without moving the layers (listing builds thousands of graphs).

@@ -9,6 +9,7 @@ namespace {
 // then labels.
 constexpr uint64_t kInputStream = 1ull << 40;
 constexpr uint64_t kLabelStream = 1ull << 41;
+constexpr uint64_t kCacheStream = 1ull << 42;  // one per cache layer
 
 // splitmix64: a counter-based generator, so any element can be computed
 // independently of the others.
@@ -103,6 +104,17 @@ std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
   const int64_t batch = tokens >= 0 ? g.layer(tokens).shape[1] : rows;
   return ExampleInts(seed, kLabelStream, rows / batch, batch, first_example,
                      logits.back());
+}
+
+std::vector<float> InitCache(const Graph& g, uint64_t seed, int layer) {
+  const Layer& l = g.layer(layer);
+  PARADNN_CHECK(l.op == Op::kCachedAttention, "not a cached attention");
+  std::vector<float> out(2 * l.shape[1] * l.context *
+                         (l.units / l.heads * l.kv_heads));
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k] = Symmetric(Bits(seed, kCacheStream + layer, k));
+  }
+  return out;
 }
 
 }  // namespace paradnn

@@ -31,4 +31,10 @@ std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed,
 std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
                                 int64_t first_example = 0);
 
+// What a decoder's key/value cache (a kCachedAttention layer) holds before
+// the first step: the keys and values of the positions before the step's,
+// uniform in [-1, 1], laid out [2 (keys, values), batch, kv_heads, context,
+// head size].
+std::vector<float> InitCache(const Graph& g, uint64_t seed, int layer);
+
 }  // namespace paradnn

@@ -10,7 +10,7 @@ namespace paradnn {
 
 const std::vector<FamilyDef>& Families() {
   static const std::vector<FamilyDef> families = {
-      FcFamily(), CnnFamily(), RnnFamily(), TransformerFamily()};
+      FcFamily(), CnnFamily(), RnnFamily(), TransformerFamily(), LlmFamily()};
   return families;
 }
 
@@ -225,6 +225,11 @@ Case ParseCaseName(std::string_view name) {
     if (c.backend.empty()) throw SpecError("the backend is empty");
     c.dtype = ParseDType(parts[k + 1]);
     c.mode = ParseMode(parts[k + 2]);
+    if (std::find(def->modes.begin(), def->modes.end(), c.mode) ==
+        def->modes.end()) {
+      throw SpecError("mode " + parts[k + 2] + ": expected " +
+                      ToString(def->modes.front()) + ": " + def->modes_why);
+    }
     return c;
   } catch (const SpecError& e) {
     throw SpecError(quoted + ": " + e.what());

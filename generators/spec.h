@@ -29,6 +29,9 @@ struct FamilyDef {
   Graph (*build)(const ModelSpec&);
   // Why values that are each valid do not fit together, or "".
   std::string (*check)(const ModelSpec&) = nullptr;
+  // The modes its models run in, and why when not both.
+  std::vector<Mode> modes = {Mode::kTrain, Mode::kInfer};
+  std::string modes_why = "";
 };
 
 // The built-in families, in one explicit table.
@@ -108,5 +111,6 @@ FamilyDef FcFamily();
 FamilyDef CnnFamily();
 FamilyDef RnnFamily();
 FamilyDef TransformerFamily();
+FamilyDef LlmFamily();
 
 }  // namespace paradnn

@@ -267,6 +267,16 @@ class Parser {
                             " cases: expected at most " +
                             std::to_string(kMaxCases) + " per grid");
     }
+    std::vector<Mode> modes;
+    for (Mode m : d.modes) {
+      if (std::find(def->modes.begin(), def->modes.end(), m) !=
+          def->modes.end()) {
+        modes.push_back(m);
+      } else {
+        invalid->push_back(Where(grid.Mark()) + ": skipped " + def->name +
+                           " in mode " + ToString(m) + ": " + def->modes_why);
+      }
+    }
     std::vector<Case> cases;
     std::vector<size_t> at(axes.size(), 0);
     while (true) {
@@ -276,7 +286,7 @@ class Parser {
         ModelSpec model = ModelSpec::Make(def->name, values);
         for (const std::string& b : d.backends) {
           for (DType t : d.dtypes) {
-            for (Mode m : d.modes) cases.push_back({model, b, t, m});
+            for (Mode m : modes) cases.push_back({model, b, t, m});
           }
         }
       } catch (const SpecError& e) {

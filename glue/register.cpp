@@ -116,13 +116,8 @@ void RunCase(benchmark::State& state, int index) {
     state.SkipWithError(s.message.c_str());
     return;
   }
-  state.SetItemsProcessed(state.iterations() * Core().case_info(index).batch);
   for (const core::Counter& c : counters) {
-    state.counters[c.name] =
-        c.per_second
-            ? benchmark::Counter(c.value,
-                                 benchmark::Counter::kIsIterationInvariantRate)
-            : benchmark::Counter(c.value);
+    state.counters[c.name] = benchmark::Counter(c.value);
   }
 }
 

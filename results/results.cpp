@@ -32,8 +32,12 @@ double Percentile(std::vector<double> v, double p) {
 
 namespace {
 
-// Google Benchmark's real_time is per iteration, in time_unit.
+// paradnn's step_ms, the time its rates divide by; in results from before
+// it, Google Benchmark's real_time, per iteration, in time_unit.
 double StepMs(const json& run) {
+  if (run.contains("step_ms") && run["step_ms"].is_number()) {
+    return run["step_ms"].get<double>();
+  }
   const std::string unit = run.value("time_unit", "ns");
   const double scale = unit == "s"    ? 1e3
                        : unit == "ms" ? 1

@@ -14,10 +14,10 @@
 #include "analysis/calibrate.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
-#include "results/results.h"
 #include "core/flags.h"
 #include "generators/cost.h"
 #include "paradnn/paradnn.h"
+#include "results/results.h"
 
 namespace {
 
@@ -228,6 +228,7 @@ int ReportCommand(const Command& self, int argc, char** argv) {
                           : arg == "--color"    ? &o.color
                           : arg == "--bricks"   ? &o.bricks
                           : arg == "--mlperf"   ? &o.mlperf
+                          : arg == "--slo"      ? &o.slo
                           : arg == "-o"         ? &o.out
                                                 : nullptr;
     if (target != nullptr && i + 1 < argc) {
@@ -309,8 +310,8 @@ const Command kCommands[] = {
     {"report", "draw the HTML report of a results file",
      "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
      "               [--platform P.json] [--color PARAM]\n"
-     "               [--bricks BRICKS.json] [--scaling OTHER.json]... -o "
-     "DIR\n\n"
+     "               [--bricks BRICKS.json] [--scaling OTHER.json]...\n"
+     "               [--slo ttft_ms=MS,tpot_ms=MS] -o DIR\n\n"
      "Writes DIR/index.html: roofline, heat maps of utilization, which\n"
      "parameters matter, where step time goes, and A-vs-B speedups.\n\n"
      "  --vs FILE      compare with the cases of another results file\n"
@@ -327,6 +328,9 @@ const Command kCommands[] = {
      "  --scaling FILE results of the same cases at another world size\n"
      "                 (data-parallel runs; repeatable): throughput,\n"
      "                 all-reduce share and efficiency against ranks\n"
+     "  --slo LIMITS   LLM cases against latency limits, e.g.\n"
+     "                 ttft_ms=2000,tpot_ms=100 (MLPerf Inference's Server\n"
+     "                 limits for llama3.1-8b): which cases meet them\n"
      "  -o DIR         output folder\n",
      ReportCommand},
     {"merge", "merge the results of sharded runs into one file",

@@ -21,7 +21,7 @@ const std::vector<ReferenceModel>& ReferenceModels() {
       {"resnet", "ResNet-50 v1.5, 224x224", 25557032, 3 * 2 * 4.089184256e9,
        "torchvision resnet50: 25,557,032 parameters, 4.089 GMACs forward "
        "(fvcore)",
-       "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/output:1000",
+       "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/output:1000/batch:1",
        "none in the layers (ResNet-50 v1.5: stride in the 3x3 convolution); "
        "the first convolution computes no input gradient",
        0.01},
@@ -30,7 +30,7 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        "its heads); FLOPs 6 x params x tokens, attention products not "
        "included",
        "TRANSFORMER/layers:24/d_model:1024/heads:16/ffn:4096/length:512/"
-       "vocab:30522/causal:false",
+       "vocab:30522/causal:false/batch:1",
        "the output layer is not tied to the token embedding (+31.3M "
        "params); no token-type embeddings, pooler or MLM transform; the "
        "loss covers every position, where MLPerf's covers the masked ones; "
@@ -39,7 +39,7 @@ const std::vector<ReferenceModel>& ReferenceModels() {
       {"gpt3", "GPT-3 175B, sequence 2048", 175e9, 6 * 175e9 * 2048,
        "Brown et al. 2020; FLOPs 6 x params x tokens",
        "TRANSFORMER/layers:96/d_model:12288/heads:96/ffn:49152/length:2048/"
-       "vocab:50257/causal:true",
+       "vocab:50257/causal:true/batch:1",
        "dense attention in every layer (GPT-3 alternates dense and banded "
        "sparse layers); learned positions; the output layer untied",
        0.10},
@@ -48,13 +48,24 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        "Touvron et al. 2023 (70B; 68.98e9 counted); LoRA's training FLOPs "
        "are not published with it",
        "TRANSFORMER/layers:80/d_model:8192/heads:64/ffn:35840/length:8192/"
-       "vocab:32000/causal:true",
+       "vocab:32000/causal:true/batch:1",
        "full multi-head attention where Llama 2 shares keys and values "
        "between 8 groups; a GELU feed-forward of two matrices, sized to "
        "match the three of SwiGLU in params; layer norm for RMSNorm; the "
        "twin trains every weight, where LoRA trains small adapters only "
        "(weight gradients of the frozen weights are not computed there)",
        0.10},
+      {"llama3.1-8b", "Llama 3.1 8B, context 2048 (MLPerf Inference)", 8.03e9,
+       std::nullopt,
+       "Meta's Llama 3.1 8B model card (8.03B parameters); an MLPerf "
+       "Inference benchmark (Server: TTFT 2 s, TPOT 100 ms)",
+       "LLM/layers:32/d_model:4096/heads:32/kv_heads:8/ffn:14336/"
+       "vocab:128256/context:2048/batch:1/phase:decode",
+       "synthetic weights; rotary positions of base 500000 without Llama "
+       "3.1's frequency scaling; a decode step over a full cache of 2048 "
+       "positions, where a served request's context grows token by token; "
+       "MLPerf's training results have no such benchmark to set beside it",
+       0.005},
       {"ssd", "RetinaNet, ResNeXt50-32x4d, 800x800", 37.74e6, std::nullopt,
        "MLPerf Training v3.x reference model; FLOPs not stated there", "",
        "no family has grouped convolutions, a feature pyramid or detection "
@@ -83,9 +94,15 @@ const ReferenceModel* FindReference(const std::string& benchmark) {
 }
 
 ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
-  return ParseCaseName(m.twin + "/batch:" + std::to_string(batch) +
-                       "/any/fp32/train")
-      .model;
+  const FamilyDef* def = FindFamily(Split(m.twin, '/')[0]);
+  if (def == nullptr) throw SpecError("'" + m.twin + "': no such family");
+  const Case c = ParseCaseName(m.twin + "/any/fp32/" +
+                               ToString(def->modes.front()));
+  std::vector<std::string> values = c.model.values;
+  for (size_t i = 0; i < def->params.size(); ++i) {
+    if (def->params[i].key == "batch") values[i] = std::to_string(batch);
+  }
+  return ModelSpec::Make(c.model.family, std::move(values));
 }
 
 namespace {
@@ -111,9 +128,9 @@ TwinComparison Compare(const MlperfBenchmark& b, const ReferenceModel& m,
   if (!rates.empty() && devices > 0)
     t.accelerator_rate = Median(rates) / devices;
   // The twin's training cases: its model at any batch.
-  const std::string prefix = m.twin + "/batch:";
   for (const CaseResult& s : synthetic) {
-    if (s.c.mode == Mode::kTrain && s.c.model.Name().rfind(prefix, 0) == 0) {
+    if (s.c.mode == Mode::kTrain && s.c.model.family == t.twin.family &&
+        TwinModel(m, s.c.model.Int("batch")) == s.c.model) {
       t.here.push_back(&s);
     }
   }

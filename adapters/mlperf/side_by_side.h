@@ -13,7 +13,8 @@
 
 namespace paradnn {
 
-// Published sizes of MLPerf training models, for benchmark folder names,
+// Published sizes of MLPerf models (training, and llama3.1-8b of MLPerf
+// Inference), for benchmark folder names,
 // and each one's synthetic twin: the paradnn model built from the same
 // published architecture figures, as far as a family can express it.
 struct ReferenceModel {
@@ -22,9 +23,9 @@ struct ReferenceModel {
   double params = 0;
   std::optional<double> train_flop_per_sample;  // forward + backward
   std::string source;
-  // The twin's canonical model name without its batch ("" : no family
-  // expresses the model; `differences` says why), and what it leaves out
-  // or does differently.
+  // The twin's canonical model name at batch 1 ("" : no family expresses
+  // the model; `differences` says why), and what it leaves out or does
+  // differently.
   std::string twin;
   std::string differences;
   // The twin's params and training FLOPs per sample, by the cost model,

@@ -502,6 +502,14 @@ void OnednnRunner::Build(int i) {
       }
       break;
     }
+    case Op::kRmsNorm:
+    case Op::kRope:
+    case Op::kSwiGlu:
+    case Op::kCachedAttention:
+    case Op::kLastPosition:
+      // OnednnBackend::Unsupported refuses these graphs before.
+      throw std::runtime_error(std::string("onednn: no ") + ToString(l.op) +
+                               " layer");
   }
 }
 

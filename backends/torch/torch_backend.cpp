@@ -28,6 +28,9 @@ namespace paradnn {
 namespace {
 
 constexpr double kLayerNormEpsilon = 1e-5;
+// Llama 3's RMSNorm epsilon and rotary base.
+constexpr double kRmsNormEpsilon = 1e-5;
+constexpr double kRopeBase = 500000;
 
 // The modules of one layer; at most one is set.
 struct LayerModules {
@@ -39,10 +42,16 @@ struct LayerModules {
   torch::nn::LSTM lstm{nullptr};
   torch::nn::GRU gru{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
-  std::shared_ptr<torch::nn::Module> table;  // a positional table's holder
-  torch::Tensor positional;                  // and the table itself
-  torch::nn::Module* base = nullptr;         // whichever of the above is set
-  torch::Tensor causal_mask;  // attention: true above the diagonal
+  // A positional table's or an RMSNorm scale's holder, and the tensor.
+  std::shared_ptr<torch::nn::Module> table;
+  torch::Tensor positional;
+  torch::nn::Module* base = nullptr;  // whichever of the above is set
+  torch::Tensor causal_mask;          // attention: true above the diagonal
+  // Cached attention: keys and values [batch, kv_heads, context, dh] each
+  // (views of one tensor), and true where the mask hides a key from a query
+  // of [heads / kv_heads x length] (prefill only).
+  torch::Tensor keys, values, cache_mask;
+  torch::Tensor rope_cos, rope_sin;  // rotary: [length, 1, 1, dh / 2]
 };
 
 class TorchModel : public torch::nn::Module {
@@ -106,18 +115,75 @@ class TorchModel : public torch::nn::Module {
                 torch::ones({l.shape[0], l.shape[0]}, torch::kBool).triu(1);
           }
           break;
+        case Op::kRmsNorm:
+          m.table =
+              register_module(name, std::make_shared<torch::nn::Module>());
+          m.positional =
+              m.table->register_parameter("weight", torch::empty({l.units}));
+          m.base = m.table.get();
+          break;
+        case Op::kRope: {
+          const int64_t half = l.units / l.heads / 2;
+          const torch::Tensor position =
+              torch::arange(l.position, l.position + l.shape[0], torch::kDouble)
+                  .unsqueeze(1);
+          const torch::Tensor frequency = torch::pow(
+              kRopeBase, -torch::arange(half, torch::kDouble) / half);
+          const torch::Tensor angle =
+              (position * frequency).view({l.shape[0], 1, 1, half});
+          m.rope_cos = angle.cos().to(torch::kFloat);
+          m.rope_sin = angle.sin().to(torch::kFloat);
+          break;
+        }
+        case Op::kCachedAttention: {
+          const int64_t length = l.shape[0];
+          if (length > 1) {
+            // Query t (position context - length + t) sees keys up to it.
+            const torch::Tensor query =
+                torch::arange(length).add(l.context - length).unsqueeze(1);
+            const torch::Tensor key = torch::arange(l.context).unsqueeze(0);
+            m.cache_mask = key.gt(query).repeat({l.heads / l.kv_heads, 1});
+          }
+          break;
+        }
         default:
           break;
       }
     }
   }
 
+  // The caches' first contents (InitCache), in the model's data type.
+  void FillCaches(uint64_t seed, const torch::Device& device,
+                  torch::ScalarType dtype) {
+    for (int i = 0; i < graph_.size(); ++i) {
+      const Layer& l = graph_.layer(i);
+      if (l.op != Op::kCachedAttention) continue;
+      LayerModules& m = layers_[i];
+      const int64_t dh = l.units / l.heads;
+      const std::vector<float> init = InitCache(graph_, seed, i);
+      // A copy: to() of an fp32 CPU tensor is the tensor itself, and this
+      // one borrows `init`'s memory.
+      const torch::Tensor cache =
+          torch::from_blob(const_cast<float*>(init.data()),
+                           {2, l.shape[1], l.kv_heads, l.context, dh},
+                           torch::kFloat)
+              .to(device, dtype, /*non_blocking=*/false, /*copy=*/true);
+      m.keys = cache[0];
+      m.values = cache[1];
+    }
+  }
+
   // Parameters in the order of Graph::Params().
   // Causal masks stay boolean (Module::to would make a buffer the model's
   // data type): moved to the device once, not every step.
-  void MoveMasks(const torch::Device& device) {
+  void MoveMasks(const torch::Device& device, torch::ScalarType dtype) {
     for (LayerModules& m : layers_) {
       if (m.causal_mask.defined()) m.causal_mask = m.causal_mask.to(device);
+      if (m.cache_mask.defined()) m.cache_mask = m.cache_mask.to(device);
+      if (m.rope_cos.defined()) {
+        m.rope_cos = m.rope_cos.to(device, dtype);
+        m.rope_sin = m.rope_sin.to(device, dtype);
+      }
     }
   }
 
@@ -204,6 +270,23 @@ class TorchModel : public torch::nn::Module {
           // Its gradient is constant: the runner passes it to backward.
           logits = x;
           break;
+        case Op::kRmsNorm:
+          y = x * torch::rsqrt(x.pow(2).mean(-1, true).add_(kRmsNormEpsilon)) *
+              m.positional;
+          break;
+        case Op::kRope:
+          y = Rope(x, l, m);
+          break;
+        case Op::kSwiGlu:
+          y = torch::silu(x) * values_[l.inputs[1]];
+          break;
+        case Op::kCachedAttention:
+          y = CachedAttention(x, values_[l.inputs[1]], values_[l.inputs[2]], l,
+                              m);
+          break;
+        case Op::kLastPosition:
+          y = x.narrow(0, x.size(0) - 1, 1);
+          break;
       }
       // Drop each activation after its last reader, as eager Python frees
       // them; autograd keeps what backward needs.
@@ -234,6 +317,53 @@ class TorchModel : public torch::nn::Module {
     return torch::bmm(torch::softmax(scores, -1), split(v))
         .transpose(0, 1)
         .reshape({length, batch, units});
+  }
+
+  // Each head's pairs (i, i + dh/2) turned by its position's angles.
+  static torch::Tensor Rope(const torch::Tensor& x, const Layer& l,
+                            const LayerModules& m) {
+    const int64_t length = x.size(0), batch = x.size(1);
+    const int64_t half = l.units / l.heads / 2;
+    const torch::Tensor h = x.view({length, batch, l.heads, 2 * half});
+    const torch::Tensor a = h.narrow(3, 0, half), b = h.narrow(3, half, half);
+    return torch::cat({a * m.rope_cos - b * m.rope_sin,
+                       b * m.rope_cos + a * m.rope_sin},
+                      3)
+        .view({length, batch, l.units});
+  }
+
+  // The new keys and values into the cache's last positions, in place; then
+  // each group of heads / kv_heads query heads against its key/value head's
+  // cache, as one batch of products: no copy of the cache per query head.
+  static torch::Tensor CachedAttention(const torch::Tensor& q,
+                                       const torch::Tensor& k,
+                                       const torch::Tensor& v, const Layer& l,
+                                       LayerModules& m) {
+    const int64_t length = q.size(0), batch = q.size(1);
+    const int64_t dh = l.units / l.heads, group = l.heads / l.kv_heads;
+    const int64_t first = l.context - length;
+    // [length, batch, kv_heads x dh] -> [batch, kv_heads, length, dh]
+    auto heads = [&](const torch::Tensor& t) {
+      return t.view({length, batch, l.kv_heads, dh}).permute({1, 2, 0, 3});
+    };
+    m.keys.narrow(2, first, length).copy_(heads(k));
+    m.values.narrow(2, first, length).copy_(heads(v));
+    // [length, batch, kv_heads x group x dh] -> [batch, kv_heads, group x
+    // length, dh]: query head kv x group + g reads key/value head kv.
+    const torch::Tensor queries =
+        q.view({length, batch, l.kv_heads, group, dh})
+            .permute({1, 2, 3, 0, 4})
+            .reshape({batch, l.kv_heads, group * length, dh});
+    torch::Tensor scores = torch::matmul(queries, m.keys.transpose(2, 3))
+                               .mul_(1.0 / std::sqrt(static_cast<double>(dh)));
+    if (m.cache_mask.defined()) {
+      scores.masked_fill_(m.cache_mask,
+                          -std::numeric_limits<float>::infinity());
+    }
+    return torch::matmul(torch::softmax(scores, -1), m.values)
+        .view({batch, l.kv_heads, group, length, dh})
+        .permute({3, 0, 1, 2, 4})
+        .reshape({length, batch, l.units});
   }
 
   static torch::Tensor CrossEntropy(const torch::Tensor& logits,
@@ -386,7 +516,16 @@ class TorchRunner : public Runner {
         device_(device),
         threads_(opt.threads) {
     UseThreads(opt.threads);
-    model_ = std::make_shared<TorchModel>(graph_);
+    const auto dtype =
+        job.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
+    {
+      // Parameters made in the case's data type from the start: a model of
+      // 8 billion bf16 parameters never holds them in fp32 too (32 GB).
+      const caffe2::TypeMeta before = torch::get_default_dtype();
+      torch::set_default_dtype(c10::scalarTypeToTypeMeta(dtype));
+      model_ = std::make_shared<TorchModel>(graph_);
+      torch::set_default_dtype(before);
+    }
     params_ = model_->OrderedParams();
     {
       torch::NoGradGuard no_grad;
@@ -396,10 +535,9 @@ class TorchRunner : public Runner {
             FromVector(InitParam(graph_, opt.seed, i), specs[i].shape));
       }
     }
-    const auto dtype =
-        job.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
     model_->to(device_, dtype);
-    model_->MoveMasks(device_);
+    model_->MoveMasks(device_, dtype);
+    model_->FillCaches(opt.seed, device_, dtype);
     params_ = model_->OrderedParams();
     model_->train(train_);
 

@@ -40,7 +40,6 @@ Loaded Load(int* argc, char** argv);
 
 struct CaseInfo {
   std::string name;          // canonical, the benchmark's name
-  int64_t batch = 0;         // examples per step
   int64_t steps = 0;         // timed steps, fixed by --paradnn_steps; 0: any
   bool manual_time = false;  // timed in a child process (--paradnn_isolate)
   // False for what the run knows without running it (bricks from the
@@ -77,10 +76,11 @@ bool Step();
 // process that ran this call's steps measured them.
 double IsolatedStepSeconds(int index, int64_t step);
 
+// A value the case reports beside its time; rates and shares are the
+// core's, over its own mean step (step_ms), one clock for all.
 struct Counter {
   std::string name;
   double value = 0;
-  bool per_second = false;  // a rate: value per second of the case's time
 };
 Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters);
 

@@ -327,6 +327,76 @@ TEST_CASE("scaling: the same cases on 1 and 2 ranks", "[report]") {
   CHECK(fs::file_size(dir / "report/scaling_allreduce.svg") > 0);
 }
 
+TEST_CASE(
+    "LLM cases: tokens/s per phase over batch and context, latency "
+    "limits",
+    "[report]") {
+  const fs::path dir = Dir("llm");
+  // Decode steps of 10 ms + 1 ms per sequence and 1 ms per 1000 cached
+  // positions; prefill steps of 1 ms per 10 prompt tokens. step_ms is the
+  // time paradnn's rates divide by (real_time a little above it).
+  std::string out = "{\"context\": {}, \"benchmarks\": [";
+  bool first = true;
+  for (const char* phase : {"prefill", "decode"}) {
+    for (int batch : {1, 4}) {
+      for (int context : {1000, 4000}) {
+        const std::string name =
+            "LLM/layers:2/d_model:256/heads:8/kv_heads:2/ffn:688/vocab:1000/"
+            "context:" +
+            std::to_string(context) + "/batch:" + std::to_string(batch) +
+            "/phase:" + phase + "/torch/fp32/infer";
+        const bool prefill = std::string(phase) == "prefill";
+        const double ms =
+            prefill ? batch * context / 10.0 : 10 + batch + context / 1000.0;
+        out += std::string(first ? "" : ",") + "{\"name\": \"" + name +
+               "/real_time\", \"run_name\": \"" + name +
+               "/real_time\", \"run_type\": \"iteration\", \"iterations\": "
+               "5, \"real_time\": " +
+               std::to_string(ms * 1.01) +
+               ", \"step_ms\": " + std::to_string(ms) +
+               ", \"time_unit\": \"ms\", \"params\": 2e6, "
+               "\"flop_per_step\": 4e6, \"bytes_per_step\": 8e6, "
+               "\"intensity\": 0.5}";
+        first = false;
+      }
+    }
+  }
+  std::ofstream(dir / "llm.json") << out + "]}";
+  ReportOptions o;
+  o.results = (dir / "llm.json").string();
+  o.out = (dir / "out").string();
+  o.slo = "ttft_ms=150,tpot_ms=13";
+  WriteReport(o);
+  // Tokens per second: prefill batch x context per step, decode batch.
+  const std::string prefill =
+      Slurp(dir / "out/llm_tokens_prefill_torch_fp32_infer.csv");
+  CHECK_THAT(prefill, Contains("0,0,1,1000,10000,1"));  // 1000 in 100 ms
+  CHECK_THAT(prefill, Contains("1,1,4,4000,10000,1"));  // 16000 in 1.6 s
+  const std::string decode =
+      Slurp(dir / "out/llm_tokens_decode_torch_fp32_infer.csv");
+  CHECK_THAT(decode, Contains("0,0,1,1000,83.3333,1"));  // 1 in 12 ms
+  CHECK_THAT(decode, Contains("1,1,4,4000,222.222,1"));  // 4 in 18 ms
+  // TTFT 100 ms (batch 1, context 1000) meets 150 ms, the others do not;
+  // TPOT 12 ms (batch 1, context 1000) meets 13 ms, the others do not.
+  const std::string slo = Slurp(dir / "out/slo.csv");
+  size_t yes = 0;
+  for (size_t at = slo.find(",yes,"); at != std::string::npos;
+       at = slo.find(",yes,", at + 1)) {
+    ++yes;
+  }
+  CHECK(yes == 2);
+  CHECK_THAT(slo, Contains("context:1000/batch:1/phase:prefill/torch/fp32/"
+                           "infer,prefill,ttft_ms,100,150,yes"));
+  CHECK_THAT(slo, Contains("context:1000/batch:1/phase:decode/torch/fp32/"
+                           "infer,decode,tpot_ms,12,13,yes"));
+  CHECK_THAT(Slurp(dir / "out/index.html"), Contains("2 of 8 cases meet"));
+  // The roofline draws the phases apart.
+  CHECK_THAT(Slurp(dir / "out/roofline.csv"), Contains("LLM decode,"));
+  CHECK_THAT(Slurp(dir / "out/roofline.csv"), Contains("LLM prefill,"));
+  o.slo = "ttft=2";
+  CHECK_THROWS_WITH(WriteReport(o), Contains("expected ttft_ms=MS"));
+}
+
 TEST_CASE("bad input: a clear message, and what can be reported still is",
           "[report]") {
   const fs::path dir = Dir("bad");

@@ -289,5 +289,163 @@ TEST_CASE("LibTorch's training step of a tiny FC model, by hand", "[torch]") {
   }
 }
 
+// A decoder's logits, computed here in double from the initial weights,
+// tokens and cache, as Llama's equations say: the reference for the
+// LibTorch backend's LLM cases.
+std::vector<double> LlmReference(const Case& c, const Graph& g,
+                                 const std::vector<std::vector<float>>& w) {
+  const ModelSpec& m = c.model;
+  const int64_t d = m.Int("d_model"), heads = m.Int("heads");
+  const int64_t kvh = m.Int("kv_heads"), ffn = m.Int("ffn");
+  const int64_t vocab = m.Int("vocab"), context = m.Int("context");
+  const int64_t batch = m.Int("batch"), layers = m.Int("layers");
+  const int64_t dh = d / heads, half = dh / 2, group = heads / kvh;
+  const int64_t length = m.Str("phase") == "prefill" ? context : 1;
+  const int64_t first = context - length;
+  using Vec = std::vector<double>;
+  auto rms = [&](const Vec& x, const std::vector<float>& scale) {
+    double sq = 0;
+    for (double v : x) sq += v * v;
+    const double r = 1 / std::sqrt(sq / x.size() + 1e-5);
+    Vec y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * r * scale[i];
+    return y;
+  };
+  auto dense = [](const Vec& x, const std::vector<float>& weight, int64_t out) {
+    Vec y(out, 0);
+    for (int64_t j = 0; j < out; ++j) {
+      for (size_t i = 0; i < x.size(); ++i)
+        y[j] += weight[j * x.size() + i] * x[i];
+    }
+    return y;
+  };
+  auto rope = [&](Vec& x, int64_t position) {
+    for (int64_t h = 0; h < static_cast<int64_t>(x.size()) / dh; ++h) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle =
+            position * std::pow(500000.0, -static_cast<double>(i) / half);
+        const double a = x[h * dh + i], b = x[h * dh + half + i];
+        x[h * dh + i] = a * std::cos(angle) - b * std::sin(angle);
+        x[h * dh + half + i] = b * std::cos(angle) + a * std::sin(angle);
+      }
+    }
+  };
+  const std::vector<int64_t> tokens = InitTokens(g, 1);
+  std::vector<std::vector<Vec>> x(length, std::vector<Vec>(batch));
+  for (int64_t t = 0; t < length; ++t) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t id = tokens[t * batch + b];
+      x[t][b] = Vec(w[0].begin() + id * d, w[0].begin() + (id + 1) * d);
+    }
+  }
+  int layer = 0;  // the graph's index of the next cached attention
+  for (int64_t i = 0; i < layers; ++i) {
+    const auto& p = [&](int k) -> const std::vector<float>& {
+      return w[1 + 9 * i + k];
+    };
+    while (g.layer(layer).op != Op::kCachedAttention) ++layer;
+    std::vector<float> cache = InitCache(g, 1, layer++);
+    // cache[kind][b][kv head][position][dh]
+    auto at = [&](int kind, int64_t b, int64_t h, int64_t pos) {
+      return &cache[(((kind * batch + b) * kvh + h) * context + pos) * dh];
+    };
+    std::vector<std::vector<Vec>> q(length, std::vector<Vec>(batch));
+    for (int64_t t = 0; t < length; ++t) {
+      for (int64_t b = 0; b < batch; ++b) {
+        const Vec h = rms(x[t][b], p(0));
+        q[t][b] = dense(h, p(1), d);
+        Vec k = dense(h, p(2), kvh * dh), v = dense(h, p(3), kvh * dh);
+        rope(q[t][b], first + t);
+        rope(k, first + t);
+        for (int64_t kv = 0; kv < kvh; ++kv) {
+          for (int64_t e = 0; e < dh; ++e) {
+            at(0, b, kv, first + t)[e] = static_cast<float>(k[kv * dh + e]);
+            at(1, b, kv, first + t)[e] = static_cast<float>(v[kv * dh + e]);
+          }
+        }
+      }
+    }
+    for (int64_t t = 0; t < length; ++t) {
+      for (int64_t b = 0; b < batch; ++b) {
+        Vec a(d, 0);
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t kv = h / group, seen = first + t + 1;
+          Vec score(seen);
+          double top = -1e300, sum = 0;
+          for (int64_t pos = 0; pos < seen; ++pos) {
+            score[pos] = 0;
+            for (int64_t e = 0; e < dh; ++e) {
+              score[pos] += q[t][b][h * dh + e] * at(0, b, kv, pos)[e];
+            }
+            score[pos] /= std::sqrt(static_cast<double>(dh));
+            top = std::max(top, score[pos]);
+          }
+          for (double& s : score) sum += (s = std::exp(s - top));
+          for (int64_t pos = 0; pos < seen; ++pos) {
+            for (int64_t e = 0; e < dh; ++e) {
+              a[h * dh + e] += score[pos] / sum * at(1, b, kv, pos)[e];
+            }
+          }
+        }
+        const Vec o = dense(a, p(4), d);
+        for (int64_t e = 0; e < d; ++e) x[t][b][e] += o[e];
+        const Vec n = rms(x[t][b], p(5));
+        const Vec gate = dense(n, p(6), ffn), up = dense(n, p(7), ffn);
+        Vec f(ffn);
+        for (int64_t e = 0; e < ffn; ++e) {
+          f[e] = gate[e] / (1 + std::exp(-gate[e])) * up[e];
+        }
+        const Vec down = dense(f, p(8), d);
+        for (int64_t e = 0; e < d; ++e) x[t][b][e] += down[e];
+      }
+    }
+  }
+  Vec logits;
+  for (int64_t b = 0; b < batch; ++b) {
+    const Vec y =
+        dense(rms(x[length - 1][b], w[w.size() - 2]), w.back(), vocab);
+    logits.insert(logits.end(), y.begin(), y.end());
+  }
+  return logits;
+}
+
+TEST_CASE("LibTorch's LLM prefill and decode, by hand", "[torch][llm]") {
+  // Two layers, grouped-query attention (4 query heads on 2 key/value
+  // heads of 4), a cache of 6 positions, batch 2.
+  for (const char* phase : {"prefill", "decode"}) {
+    const Case c = ParseCaseName(
+        std::string("LLM/layers:2/d_model:16/heads:4/kv_heads:2/ffn:24/"
+                    "vocab:11/context:6/batch:2/phase:") +
+        phase + "/torch/fp32/infer");
+    INFO(c.Name());
+    const Graph g = c.model.BuildGraph();
+    auto runner = Prepare(c, g);
+    std::vector<std::vector<float>> w;
+    for (size_t p = 0; p < g.Params().size(); ++p)
+      w.push_back(runner->Param(p));
+    REQUIRE(w.size() == 1 + 2 * 9 + 2);
+    // Every step does the same work: the same logits after one or two.
+    runner->Step();
+    const std::vector<float> once = runner->Output();
+    runner->Step();
+    CHECK(runner->Output() == once);
+    const std::vector<double> expected = LlmReference(c, g, w);
+    REQUIRE(once.size() == expected.size());
+    REQUIRE(once.size() == 2 * 11);
+    for (size_t i = 0; i < once.size(); ++i) {
+      INFO(i);
+      CHECK(once[i] == Approx(expected[i]).margin(1e-5).epsilon(1e-4));
+    }
+  }
+}
+
+TEST_CASE("LibTorch's LLM modules hold the cost model's params", "[torch]") {
+  const Graph g = ModelSpec::Make("LLM", {"3", "64", "8", "2", "160", "100",
+                                          "32", "2", "decode"})
+                      .BuildGraph();
+  CHECK(TorchModuleParameterCount(g) ==
+        ComputeCost(g, Mode::kInfer, DType::kFp32).params);
+}
+
 }  // namespace
 }  // namespace paradnn

@@ -179,6 +179,60 @@ TEST_CASE("Transformer: projections, attention, feed-forward", "[cost]") {
   CHECK(infer.elementwise == 8784);
 }
 
+TEST_CASE("LLM: a decoder small enough to count every number", "[cost]") {
+  // layers 2, d 16, heads 4 (head size 4), kv_heads 2 (keys and values of
+  // 8), ffn 24, vocab 50, context 8, batch 3
+  auto llm = [](const char* phase) {
+    return CostOf("LLM", {"2", "16", "4", "2", "24", "50", "8", "3", phase},
+                  Mode::kInfer);
+  };
+  const Cost decode = llm("decode"), prefill = llm("prefill");
+  // Embedding 50·16; per layer two RMSNorm scales 2·16, Q and O 16·16
+  // each, K and V 16·8 each, gate and up 16·24 each, down 24·16; the final
+  // RMSNorm 16; the output 16·50. No biases.
+  CHECK(decode.params ==
+        800 + 2 * (32 + 2 * 256 + 2 * 128 + 3 * 384) + 16 + 800);
+  CHECK(decode.params == 5520);
+  // Per token and layer: projections 2·d·d·(2 + 2·kv_heads/heads) = 1536,
+  // SwiGLU 6·d·ffn = 2304; attention 4·d per allowed (query, key) pair;
+  // the output 2·d·vocab = 1600 once per sequence.
+  // Decode: one token seeing 8 positions.
+  CHECK(decode.flops == 3 * (2 * (1536 + 2304 + 4 * 16 * 8) + 1600));
+  // Prefill: 8 tokens, the t-th seeing t + 1 positions: 36 pairs.
+  CHECK(prefill.flops == 3 * (2 * (8 * (1536 + 2304) + 4 * 16 * 36) + 1600));
+  // Keys and values of 8 positions x 8, per layer and sequence, in fp32.
+  CHECK(decode.kv_cache_bytes == 2 * 2 * 3 * 8 * 8 * 4);
+  CHECK(prefill.kv_cache_bytes == decode.kv_cache_bytes);
+  // A decode step's bytes: the weights once; every layer's output (3
+  // tokens; ids at 8 bytes, the rest fp32); each attention reads its
+  // layer's cache (1536) and writes one position's keys and values (192).
+  const int64_t layer = 8 * 3 * 16 * 4    // norms, Q, its rotation, O,
+                                          // adds, down: 3 x 16 each
+                        + 3 * 3 * 8 * 4   // K, its rotation, V
+                        + 3 * 24 * 4 * 3  // gate, up, SwiGLU
+                        + 3 * 16 * 4 + 1536 + 192;  // attention
+  CHECK(decode.bytes == 5520 * 4 + 3 * 8 + 3 * 16 * 4 + 2 * layer +
+                            2 * 3 * 16 * 4 + 3 * 50 * 4);
+  // Elementwise: per layer two RMSNorms and two adds (48 each), the
+  // rotations of Q (48) and K (24), SwiGLU (72), the softmax over
+  // batch·heads·8 scores (96); the final RMSNorm.
+  CHECK(decode.elementwise == 2 * (4 * 48 + 48 + 24 + 72 + 96) + 48);
+}
+
+TEST_CASE("LLM: Llama 3.1 8B's shape has its 8.03 billion parameters",
+          "[cost]") {
+  const Cost c = CostOf(
+      "LLM",
+      {"32", "4096", "32", "8", "14336", "128256", "2048", "1", "decode"},
+      Mode::kInfer, DType::kBf16);
+  // Embedding and output 128256·4096 each; per layer Q and O 4096², K and
+  // V 4096·1024, three SwiGLU matrices 4096·14336, two norms; a final norm.
+  CHECK(c.params == 2 * 525336576LL + 32 * 218112000LL + 4096);
+  CHECK(c.params == Approx(8.03e9).epsilon(0.005));
+  // The cache: 32 layers x 2 x 2048 positions x 1024 x 2 bytes.
+  CHECK(c.kv_cache_bytes == 32LL * 2 * 2048 * 1024 * 2);
+}
+
 TEST_CASE("the paper's grids span about 10k to beyond 1B parameters",
           "[cost]") {
   CHECK(CostOf("FC", {"4", "32", "2000", "200", "64"}, Mode::kTrain).params <

@@ -17,8 +17,8 @@ TEST_CASE("shards partition the paper's CNN sweep, balanced by estimate",
       std::string(PARADNN_SOURCE_DIR) + "/configs/paper_cnn.yaml", {"torch"});
   std::vector<double> seconds;
   for (const Case& c : sweep.cases) {
-    seconds.push_back(EstimatedSeconds(
-        ComputeCost(c.model.BuildGraph(), c.mode, c.dtype)));
+    seconds.push_back(
+        EstimatedSeconds(ComputeCost(c.model.BuildGraph(), c.mode, c.dtype)));
   }
   const double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
   const double largest = *std::max_element(seconds.begin(), seconds.end());

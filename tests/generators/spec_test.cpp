@@ -20,7 +20,9 @@ TEST_CASE("canonical names round-trip for every family", "[spec]") {
       "RNN/cell:rnn/layers:13/embed:900/vocab:8/length:90/batch:1024/torch/"
       "fp32/infer",
       "TRANSFORMER/layers:12/d_model:768/heads:12/ffn:3072/length:512/"
-      "vocab:30522/causal:false/batch:32/onednn/bf16/train"};
+      "vocab:30522/causal:false/batch:32/onednn/bf16/train",
+      "LLM/layers:2/d_model:256/heads:8/kv_heads:2/ffn:688/vocab:1000/"
+      "context:512/batch:4/phase:decode/torch/fp32/infer"};
   for (const std::string& name : names) {
     Case c = ParseCaseName(name);
     CHECK(c.Name() == name);
@@ -40,7 +42,11 @@ TEST_CASE("every family's name starts with its prefix and keys in order",
   for (const FamilyDef& f : Families()) {
     std::vector<std::string> values;
     for (const ParamDef& p : f.params) {
-      values.push_back(p.choices.empty() ? "3" : p.choices.back());
+      // Heads of an even size for the decoder's rotary positions.
+      const char* number = p.key == "d_model"                        ? "2"
+                           : p.key == "heads" || p.key == "kv_heads" ? "1"
+                                                                     : "3";
+      values.push_back(p.choices.empty() ? number : p.choices.back());
     }
     ModelSpec m = ModelSpec::Make(f.name, values);
     Case c{m, "torch", DType::kBf16, Mode::kInfer};
@@ -63,6 +69,38 @@ TEST_CASE("names as Google Benchmark reports them", "[spec]") {
 TEST_CASE("values are canonicalized", "[spec]") {
   ModelSpec m = ModelSpec::Make("FC", {"04", "1024", "2000", "1000", "256"});
   CHECK(m.Name() == "FC/layers:4/nodes:1024/input:2000/output:1000/batch:256");
+}
+
+TEST_CASE("LLM: what does not fit is refused, naming the value", "[spec]") {
+  auto why = [](const std::string& name) {
+    try {
+      ParseCaseName(name);
+    } catch (const SpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string model =
+      "LLM/layers:2/d_model:256/heads:8/kv_heads:2/ffn:688/vocab:1000/"
+      "context:512/batch:4/phase:decode/torch/fp32/";
+  CHECK_THAT(why(model + "train"),
+             Catch::Contains("mode train: expected infer") &&
+                 Catch::Contains("inference only"));
+  CHECK_THAT(
+      why("LLM/layers:2/d_model:256/heads:8/kv_heads:3/ffn:688/"
+          "vocab:1000/context:512/batch:4/phase:decode/torch/fp32/infer"),
+      Catch::Contains("kv_heads:3 does not divide heads:8"));
+  CHECK_THAT(
+      why("LLM/layers:2/d_model:250/heads:8/kv_heads:2/ffn:688/"
+          "vocab:1000/context:512/batch:4/phase:decode/torch/fp32/infer"),
+      Catch::Contains("heads:8 does not divide d_model:250"));
+  CHECK_THAT(
+      why("LLM/layers:2/d_model:24/heads:8/kv_heads:2/ffn:688/"
+          "vocab:1000/context:512/batch:4/phase:decode/torch/fp32/infer"),
+      Catch::Contains("odd"));
+  CHECK_THAT(why("LLM/layers:2/d_model:256/heads:8/kv_heads:2/ffn:688/"
+                 "vocab:1000/context:512/batch:4/phase:serve/torch/fp32/infer"),
+             Catch::Contains("serve"));
 }
 
 TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
