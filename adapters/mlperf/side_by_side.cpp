@@ -21,7 +21,8 @@ const std::vector<ReferenceModel>& ReferenceModels() {
       {"resnet", "ResNet-50 v1.5, 224x224", 25557032, 3 * 2 * 4.089184256e9,
        "torchvision resnet50: 25,557,032 parameters, 4.089 GMACs forward "
        "(fvcore)",
-       "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/output:1000/batch:1",
+       "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/output:1000/"
+       "batch:1",
        "none in the layers (ResNet-50 v1.5: stride in the 3x3 convolution); "
        "the first convolution computes no input gradient",
        0.01},
@@ -96,8 +97,8 @@ const ReferenceModel* FindReference(const std::string& benchmark) {
 ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
   const FamilyDef* def = FindFamily(Split(m.twin, '/')[0]);
   if (def == nullptr) throw SpecError("'" + m.twin + "': no such family");
-  const Case c = ParseCaseName(m.twin + "/any/fp32/" +
-                               ToString(def->modes.front()));
+  const Case c =
+      ParseCaseName(m.twin + "/any/fp32/" + ToString(def->modes.front()));
   std::vector<std::string> values = c.model.values;
   for (size_t i = 0; i < def->params.size(); ++i) {
     if (def->params[i].key == "batch") values[i] = std::to_string(batch);
@@ -191,9 +192,9 @@ void Twin(const TwinComparison& t, std::ostringstream& md,
 double Distance(const ReferenceModel& m, const CaseResult& s) {
   double d = std::pow(std::log10(m.params) - std::log10(s.params), 2);
   if (m.train_flop_per_sample) {
-    d += std::pow(std::log10(*m.train_flop_per_sample) -
-                      std::log10(s.flop_per_sample),
-                  2);
+    d += std::pow(
+        std::log10(*m.train_flop_per_sample) - std::log10(s.flop_per_sample),
+        2);
   }
   return std::sqrt(d);
 }
@@ -226,7 +227,8 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     const ReferenceModel* m = FindReference(b.benchmark);
     std::vector<double> rates;
     for (const MlperfRun& r : b.runs) {
-      if (r.passed() && r.samples_per_second) rates.push_back(*r.samples_per_second);
+      if (r.passed() && r.samples_per_second)
+        rates.push_back(*r.samples_per_second);
     }
     const std::string params = m ? Num(m->params) : "";
     const std::string flops =
@@ -234,8 +236,8 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     const std::string rate = rates.empty() ? "" : Num(Median(rates), 6);
     const std::string score = b.score_min ? Num(*b.score_min, 6) : "";
     md << "| " << b.system_name << " | MLPerf " << b.benchmark
-       << (m ? " (" + m->model + ")" : "") << " | " << params << " | "
-       << flops << " | " << rate << " | " << score << " (score) |\n";
+       << (m ? " (" + m->model + ")" : "") << " | " << params << " | " << flops
+       << " | " << rate << " | " << score << " (score) |\n";
     csv << "mlperf," << b.system_name << "," << b.benchmark << "," << params
         << "," << flops << "," << rate << "," << score << ",\n";
   }
@@ -267,10 +269,10 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     if (m->params <= 0) continue;
     // One line per distinct size: cases differing only in batch, backend
     // or data type have the same params and FLOPs per sample.
-    std::map<std::pair<double, double>, std::vector<const CaseResult*>>
-        sizes;
+    std::map<std::pair<double, double>, std::vector<const CaseResult*>> sizes;
     for (const CaseResult& s : synthetic) {
-      if (s.c.mode == Mode::kTrain) sizes[{s.params, s.flop_per_sample}].push_back(&s);
+      if (s.c.mode == Mode::kTrain)
+        sizes[{s.params, s.flop_per_sample}].push_back(&s);
     }
     std::vector<std::vector<const CaseResult*>> ranked;
     for (auto& [size, cases] : sizes) ranked.push_back(cases);
@@ -280,8 +282,8 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     if (ranked.empty()) md << "No synthetic training cases in the results.\n";
     for (int i = 0; i < nearest && i < static_cast<int>(ranked.size()); ++i) {
       const auto& cases = ranked[i];
-      const CaseResult* best = *std::max_element(
-          cases.begin(), cases.end(), [](auto* a, auto* c) {
+      const CaseResult* best =
+          *std::max_element(cases.begin(), cases.end(), [](auto* a, auto* c) {
             return a->samples_per_second < c->samples_per_second;
           });
       md << "- " << Num(best->params) << " params, "
