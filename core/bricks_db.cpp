@@ -6,9 +6,9 @@
 #include <stdexcept>
 
 #include "analysis/calibrate.h"
-#include "results/results.h"
 #include "backends/backend.h"
 #include "core/run.h"
+#include "results/results.h"
 
 namespace paradnn {
 namespace {
@@ -116,7 +116,7 @@ void SaveBricksDb(Run& run) {
       if (!t) continue;
       record[FieldPrefix(caches) + "step_ms"] = t->ms;
       record[FieldPrefix(caches) + "step_spread_ms"] = t->spread_ms;
-      record[FieldPrefix(caches) + "steps"] = e.all_step_times_ms[k].size();
+      record[FieldPrefix(caches) + "steps"] = e.log.Of(caches).size();
     }
     record["measured_at"] = now;
     record["context"] = Context(run, e.backend);

@@ -18,7 +18,7 @@ using nlohmann::ordered_json;
 // A model's plain time: the mean of its timed steps over every call, as
 // Google Benchmark reports a case's time per iteration.
 std::optional<double> PlainMs(const Entry& model) {
-  const std::vector<double>& steps = model.all_step_times_ms[0];
+  const std::vector<double> steps = model.log.Of(Caches::kWarm);
   if (model.status != CaseStatus::kPassed || steps.empty()) return std::nullopt;
   double sum = 0;
   for (double ms : steps) sum += ms;
@@ -73,7 +73,7 @@ std::string FieldPrefix(Caches caches) {
 std::optional<BrickTime> Entry::Time(Caches caches) const {
   const int k = static_cast<int>(caches);
   if (known[k]) return known[k];
-  return TimeOfSteps(all_step_times_ms[k]);
+  return TimeOfSteps(log.Of(caches));
 }
 
 ordered_json BricksResults(const Run& run) {
@@ -214,8 +214,8 @@ ordered_json BricksResults(const Run& run) {
          {"step_spread_ms", FieldOf(warm, &BrickTime::spread_ms)},
          {"cold_step_ms", FieldOf(cold, &BrickTime::ms)},
          {"cold_step_spread_ms", FieldOf(cold, &BrickTime::spread_ms)},
-         {"step_times_ms", e.all_step_times_ms[0]},
-         {"cold_step_times_ms", e.all_step_times_ms[1]},
+         {"step_times_ms", e.log.Of(Caches::kWarm)},
+         {"cold_step_times_ms", e.log.Of(Caches::kCold)},
          {"benchmark_s", e.benchmark_s}});
   }
   out["bricks_benchmark_s"] = bricks_s;

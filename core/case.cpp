@@ -24,6 +24,15 @@ int64_t NowMs() {
       .count();
 }
 
+double SteadySeconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
 std::string Gib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / 1073741824.0);
@@ -249,10 +258,11 @@ void AddCounters(const Run& run, const Entry& e,
         {"kv_cache_bytes", static_cast<double>(e.cost.kv_cache_bytes)});
   }
   for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
-  if (run.comm && e.mode == Mode::kTrain && !e.step_times_ms.empty()) {
+  const size_t timed = e.log.LastCall().size();
+  if (run.comm && e.mode == Mode::kTrain && timed > 0) {
     // Measured around the communicator's all-reduces in the timed steps,
     // and the ring all-reduce's traffic per rank by the cost model.
-    const double steps = static_cast<double>(e.step_times_ms.size());
+    const double steps = static_cast<double>(timed);
     const double seconds = run.comm_seconds / steps;
     counters->push_back({"allreduce_bytes_per_step", run.comm_bytes / steps});
     counters->push_back({"allreduce_seconds_per_step", seconds});
@@ -271,22 +281,39 @@ void AddCounters(const Run& run, const Entry& e,
 constexpr int kColdSteps = 3;
 
 void ColdSteps(Run& run, Entry& e) {
-  std::vector<double>& cold = e.all_step_times_ms[1];
-  if (cold.size() >= kColdSteps ||
-      !ModelIsCold(e.model_bytes, L2Bytes(), run.options.threads, L3Bytes())) {
+  if (!ModelIsCold(e.model_bytes, L2Bytes(), run.options.threads, L3Bytes())) {
     return;
   }
-  while (cold.size() < kColdSteps) {
+  for (size_t n = e.log.Of(Caches::kCold).size(); n < kColdSteps; ++n) {
     run.runner->Cool();
     const auto start = Clock::now();
     run.runner->Step();
-    cold.push_back(
-        std::chrono::duration<double, std::milli>(Clock::now() - start)
-            .count());
+    e.log.Add(SteadySeconds(start), MsSince(start), Caches::kCold);
   }
 }
 
 }  // namespace
+
+void StepLog::Add(double at_s, double ms, Caches caches) {
+  steps.push_back({at_s, ms, caches, static_cast<int>(calls.size()) - 1});
+}
+
+std::vector<double> StepLog::LastCall() const {
+  std::vector<double> out;
+  const int last = static_cast<int>(calls.size()) - 1;
+  for (const StepRecord& r : steps) {
+    if (r.call == last && r.caches == Caches::kWarm) out.push_back(r.ms);
+  }
+  return out;
+}
+
+std::vector<double> StepLog::Of(Caches caches) const {
+  std::vector<double> out;
+  for (const StepRecord& r : steps) {
+    if (r.caches == caches) out.push_back(r.ms);
+  }
+  return out;
+}
 
 int64_t L2Bytes() {
   static const int64_t l2 = [] {
@@ -356,9 +383,14 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   if (!s.ok()) return EndCall(run, e, s);
   if (run.isolate) {
     const int64_t start = NowMs();
-    s = RunIsolated(run, e, max_steps);
-    if (s.ok()) e.timed_ms.emplace_back(start, 0);
-    return s.ok() ? s : EndCall(run, e, s);
+    const double at_s = SteadySeconds(Clock::now());
+    std::vector<double> steps_ms;
+    s = RunIsolated(run, e, max_steps, &steps_ms);
+    if (!s.ok()) return EndCall(run, e, s);
+    // The child's steps, as it measured them, all at this call's start.
+    e.log.BeginCall(start);
+    for (double ms : steps_ms) e.log.Add(at_s, ms, Caches::kWarm);
+    return s;
   }
   bool fresh = false;
   s = Prepare(run, index, &fresh);
@@ -387,9 +419,8 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
     run.comm_bytes0 = run.comm->gradient_bytes();
   }
   run.step_error.clear();
-  e.step_times_ms.clear();
-  e.step_times_ms.reserve(max_steps);
-  e.timed_ms.emplace_back(NowMs(), 0);
+  e.log.steps.reserve(e.log.steps.size() + max_steps);
+  e.log.BeginCall(NowMs());
   return {};
 }
 
@@ -406,38 +437,30 @@ bool Step() {
     run.step_error = std::string("step failed: ") + ex.what();
     return false;
   }
-  e.step_times_ms.push_back(
-      std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  e.log.Add(SteadySeconds(start), MsSince(start), Caches::kWarm);
   return true;
 }
 
 double IsolatedStepSeconds(int index, int64_t step) {
-  const std::vector<double>& steps =
-      TheRun().entries.at(index).isolated_steps_s;
-  return steps.at(std::min<size_t>(step, steps.size() - 1));
+  const std::vector<double> steps = TheRun().entries.at(index).log.LastCall();
+  return steps.at(std::min<size_t>(step, steps.size() - 1)) / 1e3;
 }
 
 Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   Run& run = TheRun();
   Entry& e = run.entries.at(index);
-  if (!e.timed_ms.empty()) e.timed_ms.back().second = NowMs();
+  if (!e.log.calls.empty()) e.log.calls.back().second = NowMs();
   if (run.comm) {
     run.comm_seconds = run.comm->gradient_seconds() - run.comm_seconds0;
     run.comm_bytes = run.comm->gradient_bytes() - run.comm_bytes0;
   }
-  if (run.isolate) {
-    e.step_times_ms.clear();
-    for (double seconds : e.isolated_steps_s) {
-      e.step_times_ms.push_back(seconds * 1e3);
-    }
-  } else if (!run.step_error.empty()) {
+  if (!run.isolate && !run.step_error.empty()) {
     return EndCall(run, e, core::Status::Failed(run.step_error));
   }
+  const std::vector<double> steps = e.log.LastCall();
   double total = 0;
-  for (double ms : e.step_times_ms) total += ms;
-  e.step_ms = total / std::max<size_t>(1, e.step_times_ms.size());
-  std::vector<double>& warm = e.all_step_times_ms[0];
-  warm.insert(warm.end(), e.step_times_ms.begin(), e.step_times_ms.end());
+  for (double ms : steps) total += ms;
+  e.step_ms = total / std::max<size_t>(1, steps.size());
   if (!run.isolate && e.brick) {
     try {
       ColdSteps(run, e);

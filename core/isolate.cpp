@@ -62,15 +62,16 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
                   : status.code == core::Status::kSkipped ? "skipped"
                                                           : "failed";
   out["message"] = status.message;
-  out["steps_ms"] = e.step_times_ms;
+  out["steps_ms"] = e.log.LastCall();
   for (const core::Counter& c : ProfileCounters(e)) {
     out["counters"][c.name] = c.value;
   }
   std::ofstream(std::getenv("PARADNN_ISOLATED_OUT")) << out.dump() << "\n";
 }
 
-core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
-  e.isolated_steps_s.clear();
+core::Status RunIsolated(Run& run, Entry& e, int64_t steps,
+                         std::vector<double>* steps_ms) {
+  steps_ms->clear();
   std::string out =
       (std::filesystem::temp_directory_path() / "paradnn_isolate.XXXXXX")
           .string();
@@ -119,11 +120,11 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps) {
   if (how != "ok")
     return core::Status::Failed("in its isolated process: " + message);
   for (const auto& ms : result["steps_ms"]) {
-    e.isolated_steps_s.push_back(ms.get<double>() / 1e3);
+    steps_ms->push_back(ms.get<double>());
   }
-  if (static_cast<int64_t>(e.isolated_steps_s.size()) != steps) {
+  if (static_cast<int64_t>(steps_ms->size()) != steps) {
     return core::Status::Failed("its isolated process ran " +
-                                std::to_string(e.isolated_steps_s.size()) +
+                                std::to_string(steps_ms->size()) +
                                 " steps, not " + std::to_string(steps));
   }
   for (const auto& [key, value] : result["counters"].items()) {

@@ -65,13 +65,13 @@ void WriteMlperf(Run& run, const core::ReportedRun& reported, const Entry& e) {
   // Google Benchmark reports a case's repetitions together, after them: the
   // last `repetitions` calls of the case are theirs, in order (the calls
   // before probed the step count).
-  const size_t calls = e.timed_ms.size();
+  const size_t calls = e.log.calls.size();
   const size_t call =
       calls -
       std::min<size_t>(calls, reported.repetitions - reported.repetition_index);
   if (call < calls) {
-    r.run_start_ms = e.timed_ms[call].first;
-    r.run_stop_ms = e.timed_ms[call].second;
+    r.run_start_ms = e.log.calls[call].first;
+    r.run_stop_ms = e.log.calls[call].second;
   }
   r.success = !reported.error;
   r.org = flags.mlperf_org;

@@ -35,8 +35,32 @@ const char* ToString(Caches caches);  // "warm", "cold"
 // "", "cold_": the prefix of their fields in outputs.
 std::string FieldPrefix(Caches caches);
 
+// One step a case timed.
+struct StepRecord {
+  double at_s = 0;  // when it started, on the steady clock, in seconds
+  double ms = 0;
+  Caches caches = Caches::kWarm;
+  int call = 0;  // the call of the case's benchmark function it ran in
+};
+
+// Everything a case timed, in order: one record per step, and per call of
+// its benchmark function the wall-clock milliseconds around its timed
+// steps (for MLPerf logs).
+struct StepLog {
+  std::vector<StepRecord> steps;
+  std::vector<std::pair<int64_t, int64_t>> calls;
+
+  // A call begins at `now_ms`; its steps follow.
+  void BeginCall(int64_t now_ms) { calls.emplace_back(now_ms, 0); }
+  void Add(double at_s, double ms, Caches caches);
+  // The warm steps of the last call, in milliseconds.
+  std::vector<double> LastCall() const;
+  // Every step of that kind, all calls pooled (probes and repetitions).
+  std::vector<double> Of(Caches caches) const;
+};
+
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
-// their unique layers on its own.
+// their unique layers on its own: what it is, and the log of its steps.
 struct Entry {
   std::string name;  // canonical
   std::string backend;
@@ -56,24 +80,19 @@ struct Entry {
   int64_t batch = 0;
   CaseStatus status = CaseStatus::kNotRun;
   std::string why;  // the reason of a skip or failure
-  // Wall-clock milliseconds around the last Prepare, and around the timed
-  // steps of each call of the case's benchmark function, for MLPerf logs.
+  // Wall-clock milliseconds around the last Prepare, for MLPerf logs.
   int64_t init_start_ms = 0, init_stop_ms = 0;
-  std::vector<std::pair<int64_t, int64_t>> timed_ms;
-  double step_ms = 0;                 // per step, in the last timed loop
-  std::vector<double> step_times_ms;  // each step of the last timed loop
-  // Each step of every call that timed some (probes and repetitions
-  // pooled), warm; a brick's cold steps, taken after its timed loop.
-  std::array<std::vector<double>, kCachesKinds> all_step_times_ms;
+  // Every step timed: warm in the timed loops (an isolated case's as its
+  // child measured them); a brick's cold steps after its timed loop.
+  StepLog log;
+  double step_ms = 0;  // the mean of the last call's steps
   // A brick's times from the bricks database (--paradnn_bricks_db), when it
   // was measured before in this context and is not run again.
   std::array<std::optional<BrickTime>, kCachesKinds> known;
 
   // A brick's time of each kind: from its steps, else from the database.
   std::optional<BrickTime> Time(Caches caches) const;
-  double benchmark_s = 0;  // in all of Google Benchmark's calls
-  // --paradnn_isolate: the steps of this call, as its child measured them.
-  std::vector<double> isolated_steps_s;
+  double benchmark_s = 0;              // in all of Google Benchmark's calls
   std::optional<StepProfile> profile;  // --paradnn_profile
   // Counters the isolated child measured beyond its time (the profile's).
   std::map<std::string, double> child_counters;
@@ -153,9 +172,10 @@ std::function<bool(const std::string&)> Selector(const std::string& filter);
 std::vector<core::Counter> ProfileCounters(const Entry& e);
 
 // --paradnn_isolate: runs this call's `steps` steps of the case in a child
-// process (this binary again) and keeps each step's time as the child
+// process (this binary again) and gives each step's time as the child
 // measured it; a crash fails the case only, a skip there is a skip here.
-core::Status RunIsolated(Run& run, Entry& e, int64_t steps);
+core::Status RunIsolated(Run& run, Entry& e, int64_t steps,
+                         std::vector<double>* steps_ms);
 
 // In such a child (PARADNN_ISOLATED_OUT names the file): writes how its call
 // of the case ended, its steps' times and its profile, for the parent.
