@@ -3,7 +3,8 @@
 # makes sure LibTorch's BLAS is OpenBLAS rather than the reference BLAS.
 #   scripts/setup.sh          build and run dependencies
 #   scripts/setup.sh --test   also what the tests use (Chromium opens reports,
-#                             clang fuzzes, Google Benchmark sources for hosts)
+#                             clang fuzzes, Google Benchmark and yaml-cpp
+#                             sources for hosts)
 #   scripts/setup.sh --bench  also what bench/ compares against
 set -euo pipefail
 
@@ -17,7 +18,9 @@ packages=(cmake make g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox
           libgloo-dev)  # Gloo's headers, for the data-parallel communicator
 case "${1:-}" in
-  --test) packages+=(chromium clang libclang-rt-14-dev slurm-wlm munge openmpi-bin python3) ;;
+  # xz-utils: yaml-cpp's source tarball (scripts/host_sources.sh) is .tar.xz.
+  --test) packages+=(chromium clang libclang-rt-14-dev slurm-wlm munge openmpi-bin python3
+                     xz-utils) ;;
   --bench) packages+=(python3-torch time bc) ;;
 esac
 
