@@ -4,8 +4,10 @@
 // add for each further reader of a tensor that takes a gradient (backward
 // sums their gradients), so that a model's true step time is known and a
 // bricks estimate of it can be checked against it. Its profile records each
-// part as an operation (matrix products as gemm, the rest elementwise), so
-// the shares of step time are known too.
+// part as an operation (matrix products as gemm, the rest elementwise), in
+// the thread's CPU time, so the shares of step time are known too.
+#include <time.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -28,6 +30,18 @@ void Spin(double us) {
   }
 }
 
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec / 1e9;
+}
+
+void SpinCpu(double us) {
+  const double end = CpuSeconds() + us / 1e6;
+  while (CpuSeconds() < end) {
+  }
+}
+
 class ClockRunner : public paradnn::Runner {
  public:
   explicit ClockRunner(std::vector<paradnn::test::ClockPart> parts)
@@ -39,24 +53,23 @@ class ClockRunner : public paradnn::Runner {
   double Loss() override { return std::log(10.0); }
   std::vector<float> Output() override { return {}; }
   std::vector<float> Param(int) override { return {}; }
+  // In the thread's CPU time: each part spins that long on the CPU and is
+  // recorded as such, and so is the profiled steps' total, so the shares
+  // are the known ones even where the machine takes time slices away.
   paradnn::StepProfile Profile(int steps) override {
-    using Clock = std::chrono::steady_clock;
-    auto seconds = [](Clock::time_point since) {
-      return std::chrono::duration<double>(Clock::now() - since).count();
-    };
     paradnn::StepProfile profile;
-    const auto start = Clock::now();
+    const double start = CpuSeconds();
     for (int s = 0; s < steps; ++s) {
       for (const auto& p : parts_) {
-        const auto t = Clock::now();
-        Spin(p.us);
+        const double t = CpuSeconds();
+        SpinCpu(p.us);
         profile.Add(
             p.gemm ? paradnn::OpClass::kGemm : paradnn::OpClass::kElementwise,
-            p.gemm ? "product" : "elementwise", seconds(t));
+            p.gemm ? "product" : "elementwise", CpuSeconds() - t);
       }
-      Spin(paradnn::test::kClockStepUs);
+      SpinCpu(paradnn::test::kClockStepUs);
     }
-    profile.SetWall(seconds(start), steps);
+    profile.SetWall(CpuSeconds() - start, steps);
     return profile;
   }
 

@@ -761,11 +761,12 @@ TEST_CASE("profile shares are the known shares of a backend's step",
           "[runner][profile]") {
   // The clock backend's step spins a known time per layer (its profile
   // says gemm for the products, elementwise for the rest) and a fixed
-  // cost no operation covers (other).
+  // cost no operation covers (other); its profile counts the thread's CPU
+  // time, which a busy machine's time slices do not move.
   const std::string name =
-      "FC/layers:3/nodes:64/input:128/output:10/batch:16/clock/fp32/train";
+      "FC/layers:3/nodes:4096/input:128/output:10/batch:64/clock/fp32/train";
   Result r = RunRunner("--paradnn_case=" + name +
-                           " --paradnn_steps=5 --paradnn_threads=1"
+                           " --paradnn_steps=15 --paradnn_threads=1"
                            " --paradnn_profile --benchmark_format=json",
                        ClockPath());
   INFO(r.err);
@@ -779,8 +780,8 @@ TEST_CASE("profile shares are the known shares of a backend's step",
   }
   const double step = gemm + elementwise + test::kClockStepUs;
   // Four products (three layers and the output) of 40 us and one per 100
-  // outputs: 16 x 64 each but the output's 16 x 10.
-  CHECK(gemm == Approx(4 * 40 + (3 * 1024 + 160) / 100.0));
+  // outputs: 64 x 4096 each but the output's 64 x 10.
+  CHECK(gemm == Approx(4 * 40 + (3 * 262144 + 640) / 100.0));
   CHECK(b["time_gemm_frac"].get<double>() == Approx(gemm / step).margin(0.03));
   CHECK(b["time_elementwise_frac"].get<double>() ==
         Approx(elementwise / step).margin(0.03));
