@@ -1,5 +1,7 @@
 // The LibTorch backend against the cost model and against itself.
 #include <sys/resource.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -437,6 +439,40 @@ TEST_CASE("LibTorch's LLM prefill and decode, by hand", "[torch][llm]") {
       CHECK(once[i] == Approx(expected[i]).margin(1e-5).epsilon(1e-4));
     }
   }
+}
+
+TEST_CASE("LLM FLOPs: the cost model's against LibTorch's profiler",
+          "[torch][llm]") {
+  // The profiler's FLOP count of the matrix products a decode step runs
+  // (mm, addmm, bmm: 2 per multiply-add), against the cost model's. A
+  // decode step's query sees every cached position, so the products
+  // LibTorch computes are the pairs the cost model counts.
+  const Case c = ParseCaseName(
+      "LLM/layers:2/d_model:64/heads:8/kv_heads:2/ffn:160/vocab:100/"
+      "context:32/batch:3/phase:decode/torch/fp32/infer");
+  const Graph g = c.model.BuildGraph();
+  auto runner = Prepare(c, g);
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ProfilerConfig;
+  using torch::profiler::impl::ProfilerState;
+  prof::enableProfilerLegacy(ProfilerConfig(ProfilerState::CPU,
+                                            /*report_input_shapes=*/true,
+                                            /*profile_memory=*/false,
+                                            /*with_stack=*/false,
+                                            /*with_flops=*/true));
+  runner->Step();
+  const prof::thread_event_lists lists = prof::disableProfilerLegacy();
+  uint64_t flops = 0;
+  for (const auto& events : lists) {
+    for (const auto& e : events) {
+      const std::string name = e.name();
+      if (name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm") {
+        flops += const_cast<prof::LegacyEvent&>(e).flops();
+      }
+    }
+  }
+  CHECK(flops > 0);
+  CHECK(static_cast<int64_t>(flops) == ComputeCost(g, c.mode, c.dtype).flops);
 }
 
 TEST_CASE("LibTorch's LLM modules hold the cost model's params", "[torch]") {
