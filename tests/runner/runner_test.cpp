@@ -722,7 +722,9 @@ std::string ClockPath() {
 TEST_CASE(
     "bricks estimate a backend's known step times: each layer once, the "
     "step's fixed cost once, gradient sums, recurrent stacks",
-    "[runner][bricks]") {
+    "[runner][bricks][serial]") {
+  // [serial]: run alone (CTest's RUN_SERIAL): its truth is wall-clock
+  // spins, which another test's threads on the same cores stretch.
   const std::vector<std::string> models = {
       "FC/layers:4/nodes:64/input:128/output:10/batch:16",
       "CNN/block:residual/blocks:2/filters:4/image:16/output:10/batch:2",
