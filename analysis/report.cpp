@@ -257,6 +257,55 @@ class Report {
            "each type under its own roof");
   }
 
+  // Values per (x, y) cell of two integer parameters.
+  using Cells = std::map<std::pair<int64_t, int64_t>, std::vector<double>>;
+
+  // A heat map of each cell's median: NAME.csv (the cells' indices and
+  // values, the median as `value`, the count) and NAME.svg, titled
+  // "TITLE (median over the other parameters)"; `colorbar` sets gnuplot's
+  // colour scale.
+  void GridMap(const std::string& name, const std::string& x_key,
+               const std::string& y_key, const std::string& value,
+               const std::string& colorbar, const std::string& title,
+               const Cells& cells) {
+    std::map<int64_t, int> xi, yi;
+    for (const auto& [xy, v] : cells) {
+      xi[xy.first];
+      yi[xy.second];
+    }
+    for (auto* index : {&xi, &yi}) {
+      int i = 0;
+      for (auto& [key, at] : *index) at = i++;
+    }
+    std::ofstream csv(o_.out + "/" + name + ".csv");
+    csv << "x_index,y_index," << x_key << "," << y_key << "," << value
+        << ",cases\n";
+    for (const auto& [xy, v] : cells) {
+      csv << xi[xy.first] << "," << yi[xy.second] << "," << xy.first << ","
+          << xy.second << "," << Median(v) << "," << v.size() << "\n";
+    }
+    csv.close();
+    auto tics = [](const std::map<int64_t, int>& idx) {
+      std::string t = "(";
+      for (const auto& [v, i] : idx) {
+        t += (i ? ", '" : "'") + std::to_string(v) + "' " + std::to_string(i);
+      }
+      return t + ")";
+    };
+    std::ostringstream gp;
+    gp << "set xlabel '" << x_key << "'\nset ylabel '" << y_key
+       << "'\nset xtics " << tics(xi) << "\nset ytics " << tics(yi) << "\n"
+       << colorbar << kPalette << "set xrange [-0.5:" << xi.size() - 0.5
+       << "]\nset yrange [-0.5:" << yi.size() - 0.5 << "]\n"
+       << "set title '" << title << " (median over the other parameters)'\n"
+       << "set style fill solid 1.0 noborder\n"
+       << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
+       << "boxxyerror fc palette notitle, '" << name
+       << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
+       << "tc rgb 'white' notitle\n";
+    Gnuplot(name, gp.str());
+  }
+
   // The roofline's series of a case: its family, an LLM's by phase (a
   // decode step is bound by memory, a prefill step by compute).
   static std::string Series(const CaseResult& r) {
@@ -302,46 +351,14 @@ class Report {
 
   void LlmHeatMap(const std::string& group,
                   const std::vector<const CaseResult*>& cases) {
-    std::set<int64_t> xs, ys;
-    std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+    Cells cells;
     for (const CaseResult* r : cases) {
-      const int64_t x = r->c.model.Int("batch");
-      const int64_t y = r->c.model.Int("context");
-      xs.insert(x);
-      ys.insert(y);
-      cells[{x, y}].push_back(TokensPerStep(*r) / (r->step_ms / 1e3));
+      cells[{r->c.model.Int("batch"), r->c.model.Int("context")}].push_back(
+          TokensPerStep(*r) / (r->step_ms / 1e3));
     }
     const std::string name = "llm_tokens_" + FileKey(group);
-    std::ofstream csv(o_.out + "/" + name + ".csv");
-    csv << "x_index,y_index,batch,context,tokens_per_second,cases\n";
-    std::map<int64_t, int> xi, yi;
-    for (int64_t x : xs) xi[x] = static_cast<int>(xi.size());
-    for (int64_t y : ys) yi[y] = static_cast<int>(yi.size());
-    for (const auto& [xy, v] : cells) {
-      csv << xi[xy.first] << "," << yi[xy.second] << "," << xy.first << ","
-          << xy.second << "," << Median(v) << "," << v.size() << "\n";
-    }
-    csv.close();
-    auto tics = [](const std::map<int64_t, int>& idx) {
-      std::string t = "(";
-      for (const auto& [v, i] : idx) {
-        t += (i ? ", '" : "'") + std::to_string(v) + "' " + std::to_string(i);
-      }
-      return t + ")";
-    };
-    std::ostringstream gp;
-    gp << "set xlabel 'batch'\nset ylabel 'context'\nset xtics " << tics(xi)
-       << "\nset ytics " << tics(yi)
-       << "\nset cblabel 'tokens/s'\nset logscale cb\n"
-       << kPalette << "set xrange [-0.5:" << xs.size() - 0.5
-       << "]\nset yrange [-0.5:" << ys.size() - 0.5 << "]\n"
-       << "set title 'LLM " << group << " (median over the other parameters)'\n"
-       << "set style fill solid 1.0 noborder\n"
-       << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
-       << "boxxyerror fc palette notitle, '" << name
-       << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
-       << "tc rgb 'white' notitle\n";
-    Gnuplot(name, gp.str());
+    GridMap(name, "batch", "context", "tokens_per_second",
+            "set cblabel 'tokens/s'\nset logscale cb\n", "LLM " + group, cells);
     Figure(name, "LLM " + group + ": tokens per second over batch and context");
   }
 
@@ -413,13 +430,10 @@ class Report {
     }
     const std::pair<std::string, std::string> axes = {varying[0], varying[1]};
     const bool util = have_platform_;
-    std::set<int64_t> xs, ys;
-    std::map<std::pair<int64_t, int64_t>, std::vector<double>> cells;
+    Cells cells;
     for (const CaseResult& r : cases) {
       const int64_t x = r.c.model.Int(axes.first);
       const int64_t y = r.c.model.Int(axes.second);
-      xs.insert(x);
-      ys.insert(y);
       const double peak = Peak(r);
       // A case above the platform's peak is no utilization over 1: it says
       // the platform file was measured slower than this run; the map's
@@ -434,40 +448,11 @@ class Report {
                                                : r.flops / 1e9);
     }
     const std::string name = "heatmap_" + family + "_" + FileKey(group);
-    std::ofstream csv(o_.out + "/" + name + ".csv");
-    csv << "x_index,y_index," << axes.first << "," << axes.second << ","
-        << (util ? "flops_util" : "gflops") << ",cases\n";
-    std::map<int64_t, int> xi, yi;
-    for (int64_t x : xs) xi[x] = static_cast<int>(xi.size());
-    for (int64_t y : ys) yi[y] = static_cast<int>(yi.size());
-    for (const auto& [xy, v] : cells) {
-      csv << xi[xy.first] << "," << yi[xy.second] << "," << xy.first << ","
-          << xy.second << "," << Median(v) << "," << v.size() << "\n";
-    }
-    csv.close();
-    auto tics = [](const std::map<int64_t, int>& idx) {
-      std::string t = "(";
-      for (const auto& [v, i] : idx) {
-        t += (i ? ", '" : "'") + std::to_string(v) + "' " + std::to_string(i);
-      }
-      return t + ")";
-    };
-    std::ostringstream gp;
-    gp << "set xlabel '" << axes.first << "'\nset ylabel '" << axes.second
-       << "'\nset xtics " << tics(xi) << "\nset ytics " << tics(yi)
-       << "\nset cblabel '" << (util ? "FLOP/s utilization" : "GFLOP/s")
-       << "'\n"
-       << (util ? "set cbrange [0:1]\n" : "") << kPalette
-       << "set xrange [-0.5:" << xs.size() - 0.5
-       << "]\nset yrange [-0.5:" << ys.size() - 0.5 << "]\n"
-       << "set title '" << family << " " << group
-       << " (median over the other parameters)'\n"
-       << "set style fill solid 1.0 noborder\n"
-       << "plot '" << name << ".csv' skip 1 using 1:2:(0.5):(0.5):5 with "
-       << "boxxyerror fc palette notitle, '" << name
-       << ".csv' skip 1 using 1:2:(sprintf('%.3g',$5)) with labels "
-       << "tc rgb 'white' notitle\n";
-    Gnuplot(name, gp.str());
+    GridMap(name, axes.first, axes.second, util ? "flops_util" : "gflops",
+            std::string("set cblabel '") +
+                (util ? "FLOP/s utilization" : "GFLOP/s") + "'\n" +
+                (util ? "set cbrange [0:1]\n" : ""),
+            family + " " + group, cells);
     if (!heat_title_) {
       html_ << "<h2>Heat maps</h2>\n";
       heat_title_ = true;
