@@ -78,6 +78,104 @@ class Rnn(nn.Module):
         return self.dense(x)
 
 
+class RmsNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * \
+            self.weight
+
+
+def rope(x, heads, cos, sin):
+    length, batch, units = x.shape
+    half = units // heads // 2
+    h = x.view(length, batch, heads, 2 * half)
+    a, b = h[..., :half], h[..., half:]
+    return torch.cat((a * cos - b * sin, b * cos + a * sin), 3).view(
+        length, batch, units)
+
+
+class Decoder(nn.Module):
+    """A Llama block serving from its key/value cache: the new keys and
+    values written in place, each key/value head's group of query heads as
+    one batch of products over the cache (no copy of it per query head)."""
+
+    def __init__(self, p, length):
+        super().__init__()
+        d, heads, kv = int(p["d_model"]), int(p["heads"]), int(p["kv_heads"])
+        ffn, context, batch = int(p["ffn"]), int(p["context"]), int(p["batch"])
+        self.heads, self.kv, self.dh = heads, kv, d // heads
+        self.first = context - length
+        self.norm1, self.norm2 = RmsNorm(d), RmsNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv * self.dh, bias=False)
+        self.v = nn.Linear(d, kv * self.dh, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+        shape = (batch, kv, context, self.dh)
+        self.register_buffer("keys", torch.rand(shape) * 2 - 1)
+        self.register_buffer("values", torch.rand(shape) * 2 - 1)
+        query = torch.arange(length).add(self.first).unsqueeze(1)
+        mask = torch.arange(context).unsqueeze(0).gt(query)
+        self.register_buffer("mask", mask.repeat(heads // kv, 1)
+                             if length > 1 else None)
+
+    def forward(self, x, cos, sin):
+        length, batch, d = x.shape
+        group = self.heads // self.kv
+        h = self.norm1(x)
+        q = rope(self.q(h), self.heads, cos, sin)
+        k = rope(self.k(h), self.kv, cos, sin)
+        v = self.v(h)
+        self.keys[:, :, self.first:] = \
+            k.view(length, batch, self.kv, self.dh).permute(1, 2, 0, 3)
+        self.values[:, :, self.first:] = \
+            v.view(length, batch, self.kv, self.dh).permute(1, 2, 0, 3)
+        queries = q.view(length, batch, self.kv, group, self.dh).permute(
+            1, 2, 3, 0, 4).reshape(batch, self.kv, group * length, self.dh)
+        scores = torch.matmul(queries, self.keys.transpose(2, 3)).mul_(
+            self.dh ** -0.5)
+        if self.mask is not None:
+            scores.masked_fill_(self.mask, float("-inf"))
+        a = torch.matmul(torch.softmax(scores, -1), self.values).view(
+            batch, self.kv, group, length, self.dh).permute(
+            3, 0, 1, 2, 4).reshape(length, batch, d)
+        x = x + self.o(a)
+        n = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(n)) * self.up(n))
+
+
+class Llm(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        d, heads, vocab = int(p["d_model"]), int(p["heads"]), int(p["vocab"])
+        context = int(p["context"])
+        length = context if p["phase"] == "prefill" else 1
+        self.embedding = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(Decoder(p, length)
+                                    for _ in range(int(p["layers"])))
+        self.norm = RmsNorm(d)
+        self.out = nn.Linear(d, vocab, bias=False)
+        half = d // heads // 2
+        position = torch.arange(context - length, context,
+                                dtype=torch.float64).unsqueeze(1)
+        angle = position * 500000.0 ** (
+            -torch.arange(half, dtype=torch.float64) / half)
+        angle = angle.view(length, 1, 1, half)
+        self.register_buffer("cos", angle.cos().float())
+        self.register_buffer("sin", angle.sin().float())
+
+    def forward(self, tokens):
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x, self.cos, self.sin)
+        return self.out(self.norm(x[-1:]))
+
+
 def build(family, p):
     if family == "FC":
         layers, width = [], int(p["input"])
@@ -93,6 +191,12 @@ def build(family, p):
         image = int(p["image"])
         x = torch.rand(int(p["batch"]), 3, image, image) * 2 - 1
         classes, rows = int(p["output"]), int(p["batch"])
+    elif family == "LLM":
+        model = Llm(p)
+        classes = int(p["vocab"])
+        length = int(p["context"]) if p["phase"] == "prefill" else 1
+        x = torch.randint(classes, (length, int(p["batch"])))
+        rows = int(p["batch"])
     else:
         model = Rnn(p)
         classes = int(p["vocab"])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Step time of paradnn's LibTorch backend against the same models written in
 # PyTorch eager Python (Debian's python3-torch, the same LibTorch), small and
-# mid-sized models of every family, train and infer. The two take turns in
+# mid-sized models of every family, train and infer, and LLM decoders'
+# prefill and decode steps (fp32 and bf16). The two take turns in
 # short rounds (a quarter second per case and side), so that both meet the
 # same moments of a shared machine; each side's fastest round per case is
 # kept. Prints paradnn's time over eager's per case (below 1: paradnn
@@ -27,6 +28,13 @@ for mode in train infer; do
     "CNN/block:bottleneck/blocks:1/filters:16/image:200/output:1000/batch:8/torch/fp32/$mode"
     "RNN/cell:lstm/layers:2/embed:16/vocab:32/length:5/batch:4/torch/fp32/$mode"
     "RNN/cell:gru/layers:1/embed:256/vocab:128/length:50/batch:64/torch/fp32/$mode")
+done
+llm=LLM/layers:8/d_model:1024/heads:16/kv_heads:4/ffn:2816/vocab:32000
+for dtype in fp32 bf16; do
+  cases+=(
+    "$llm/context:512/batch:1/phase:prefill/torch/$dtype/infer"
+    "$llm/context:2048/batch:1/phase:decode/torch/$dtype/infer"
+    "$llm/context:2048/batch:16/phase:decode/torch/$dtype/infer")
 done
 work=$(mktemp -d)
 args=()

@@ -157,9 +157,11 @@ core::Status Check(const Run& run, const Entry& e) {
     return core::Status::Failed(ex.what());
   }
   if (!unsupported.empty()) return core::Status::Skipped(unsupported);
-  if (e.cost.memory > run.max_memory) {
+  const int64_t memory =
+      backend->RecyclesWithinStep() ? e.cost.streaming_memory : e.cost.memory;
+  if (memory > run.max_memory) {
     return core::Status::Skipped(
-        "needs about " + Gib(e.cost.memory) + " by the cost model, over the " +
+        "needs about " + Gib(memory) + " by the cost model, over the " +
         Gib(run.max_memory) + " limit (--paradnn_max_memory)");
   }
   return {};

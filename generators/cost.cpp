@@ -1,6 +1,7 @@
 #include "generators/cost.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace paradnn {
 
@@ -112,6 +113,12 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   int64_t gradient_bytes = 0;
   int64_t saved = 0;  // bytes recurrent cells and attention keep for backward
   int64_t workspace = 0;  // the largest a layer holds while it runs
+  // Inference, freeing as it goes: the activations alive at once, at most.
+  std::vector<int> last_reader(g.size(), -1);
+  for (int i = 0; i < g.size(); ++i) {
+    for (int in : g.layer(i).inputs) last_reader[in] = i;
+  }
+  int64_t live = 0, peak_live = 0;
   for (int i = 0; i < g.size(); ++i) {
     const Layer& l = g.layer(i);
     const bool loss = l.op == Op::kSoftmaxCrossEntropy || l.op == Op::kMeanLoss;
@@ -127,8 +134,14 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
       const int64_t cache = KvCacheBytes(l, e);
       c.kv_cache_bytes += cache;
       activation_bytes += cache + cache / l.context * l.shape[0];
+      live += cache;  // held from one step to the next
     }
     workspace = std::max(workspace, Workspace(l, e));
+    live += OutputBytes(l, e);
+    peak_live = std::max(peak_live, live + Workspace(l, e));
+    for (int in : l.inputs) {
+      if (last_reader[in] == i) live -= OutputBytes(g.layer(in), e);
+    }
     if (!train) continue;
     // Backward: the weight gradient always, the input gradient only where
     // the input depends on something trainable.
@@ -160,16 +173,26 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   if (train) c.elementwise += 2 * c.params;  // SGD: w -= lr * grad
 
   const int64_t weight_bytes = c.params * e;
+  // Initialization makes each parameter's values in fp32 for the backend to
+  // convert: the largest parameter in fp32 sits beside the weights made
+  // before it.
+  int64_t largest = 0;
+  for (const ParamTensor& p : g.Params()) {
+    largest = std::max(largest, Elements(p.shape));
+  }
+  const int64_t staging = largest * 4;
   if (train) {
     c.bytes = 2 * weight_bytes + activation_bytes + gradient_bytes;
     c.gradient_bytes = gradient_bytes;
     // Everything above is alive at once in the backward pass.
-    c.memory = c.bytes + saved;
+    c.memory = c.bytes + saved + staging;
+    c.streaming_memory = c.memory;
   } else {
     c.bytes = weight_bytes + activation_bytes;
     // Backends that plan their buffers once (oneDNN) keep every
     // activation; LibTorch frees them as it goes and holds less.
-    c.memory = c.bytes + workspace;
+    c.memory = c.bytes + workspace + staging;
+    c.streaming_memory = weight_bytes + peak_live + staging;
   }
   c.intensity = c.bytes > 0 ? static_cast<double>(c.flops) / c.bytes : 0;
   return c;

@@ -15,7 +15,12 @@ struct Cost {
   int64_t bytes = 0;           // minimum traffic of one step
   int64_t gradient_bytes = 0;  // of which layer outputs' gradients (training)
   double intensity = 0;        // flops / bytes
-  int64_t memory = 0;          // estimated peak bytes a backend holds
+  // Estimated peak bytes a backend holds: one that plans a buffer for
+  // every activation once (oneDNN's), and one that frees each activation
+  // after its last reader (Backend::RecyclesWithinStep, LibTorch's). In
+  // training both keep what backward needs: the two are equal.
+  int64_t memory = 0;
+  int64_t streaming_memory = 0;
   int64_t kv_cache_bytes = 0;  // decoders: their key/value caches
 };
 

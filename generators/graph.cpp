@@ -277,6 +277,22 @@ int Graph::Rope(int x, int64_t heads, int64_t position) {
   return i;
 }
 
+void RotaryTables(const Layer& l, std::vector<float>* cos,
+                  std::vector<float>* sin) {
+  const int64_t length = l.shape[0], half = l.units / l.heads / 2;
+  cos->resize(length * half);
+  sin->resize(length * half);
+  for (int64_t t = 0; t < length; ++t) {
+    for (int64_t j = 0; j < half; ++j) {
+      const double angle = static_cast<double>(l.position + t) *
+                           std::pow(kRopeBase, -static_cast<double>(j) /
+                                                   static_cast<double>(half));
+      (*cos)[t * half + j] = static_cast<float>(std::cos(angle));
+      (*sin)[t * half + j] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
 int Graph::SwiGlu(int gate, int up) {
   PARADNN_CHECK(layer(gate).shape == layer(up).shape,
                 "SwiGLU of unequal shapes");

@@ -53,6 +53,11 @@ enum class Op {
 
 const char* ToString(Op op);
 
+// Llama 3's RMSNorm epsilon and rotary base: the decoder layers' constants,
+// the same on every backend.
+constexpr double kRmsNormEpsilon = 1e-5;
+constexpr double kRopeBase = 500000;
+
 enum class Cell { kRnn, kLstm, kGru };
 const char* ToString(Cell c);
 // Gate count: the number of hidden-sized blocks in a cell's weight matrices.
@@ -82,6 +87,12 @@ struct Layer {
   // does inside its model (bricks).
   bool requires_grad = false;
 };
+
+// A rotary layer's angles, [length, dh / 2] row-major: cos and sin of
+// position (l.position + t) x kRopeBase^(-j / (dh / 2)), in double, rounded
+// once: every backend turns its pairs by the same numbers.
+void RotaryTables(const Layer& l, std::vector<float>* cos,
+                  std::vector<float>* sin);
 
 // A trainable tensor, in the layout LibTorch's modules use. Its position in
 // Graph::Params() is its tensor index for deterministic initialization.

@@ -14,13 +14,6 @@ class OnednnBackend : public Backend {
   std::string name() const override { return "onednn"; }
 
   std::string Unsupported(const Job& job) const override {
-    for (const Layer& l : job.graph.layers()) {
-      if (l.op == Op::kCachedAttention) {
-        return "onednn: the decoder's layers (RMSNorm, rotary positions, "
-               "SwiGLU, attention over a key/value cache) are built on "
-               "LibTorch only so far";
-      }
-    }
     if (job.dtype == DType::kBf16 &&
         dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
       return "onednn: bf16 needs a CPU with AVX-512 (avx512_core) or newer";

@@ -19,32 +19,41 @@ void OnednnRunner::BuildDense(int i, const Layer& l) {
   const bool logits = i == graph_.logits();
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
-  memory::desc b_md({l.units}, dt_, Tag::x);
+  memory::desc b_md =
+      l.bias ? memory::desc({l.units}, dt_, Tag::x) : memory::desc();
   memory::desc dst_md(dst_dims, dt_, logits ? Tag::nc : Tag::any);
   dnnl::inner_product_forward::primitive_desc pd(
-      {Forward(), src_md, w_md, b_md, dst_md}, engine_);
+      l.bias
+          ? dnnl::inner_product_forward::desc(Forward(), src_md, w_md, b_md,
+                                              dst_md)
+          : dnnl::inner_product_forward::desc(Forward(), src_md, w_md, dst_md),
+      engine_);
   AddParam(i, "weight", pd.weights_desc(), memory::desc(w_dims, Dt::f32, w_tag),
            pd.weights_desc());
-  AddParam(i, "bias", pd.bias_desc(), memory::desc({l.units}, Dt::f32, Tag::x),
-           pd.bias_desc());
+  if (l.bias) {
+    AddParam(i, "bias", pd.bias_desc(),
+             memory::desc({l.units}, Dt::f32, Tag::x), pd.bias_desc());
+  }
   SetOut(i, pd.dst_desc());
   const memory in = Input(x, pd.src_desc());
   Weight& w = ParamOf(i, "weight");
-  Weight& b = ParamOf(i, "bias");
-  Run(forward_, dnnl::inner_product_forward(pd),
-      {{DNNL_ARG_SRC, in},
-       {DNNL_ARG_WEIGHTS, w.value},
-       {DNNL_ARG_BIAS, b.value},
-       {DNNL_ARG_DST, out_[i]}});
+  Args args = {
+      {DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w.value}, {DNNL_ARG_DST, out_[i]}};
+  if (l.bias) args[DNNL_ARG_BIAS] = ParamOf(i, "bias").value;
+  Run(forward_, dnnl::inner_product_forward(pd), args);
   if (!train_) return;
   dnnl::inner_product_backward_weights::primitive_desc wpd(
-      {pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc()},
+      l.bias
+          ? dnnl::inner_product_backward_weights::desc(
+                pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc())
+          : dnnl::inner_product_backward_weights::desc(
+                pd.src_desc(), pd.weights_desc(), pd.dst_desc()),
       engine_, pd);
-  Run(backward_[i], dnnl::inner_product_backward_weights(wpd),
-      {{DNNL_ARG_SRC, in},
-       {DNNL_ARG_DIFF_DST, diff_[i]},
-       {DNNL_ARG_DIFF_WEIGHTS, w.grad},
-       {DNNL_ARG_DIFF_BIAS, b.grad}});
+  Args grads = {{DNNL_ARG_SRC, in},
+                {DNNL_ARG_DIFF_DST, diff_[i]},
+                {DNNL_ARG_DIFF_WEIGHTS, w.grad}};
+  if (l.bias) grads[DNNL_ARG_DIFF_BIAS] = ParamOf(i, "bias").grad;
+  Run(backward_[i], dnnl::inner_product_backward_weights(wpd), grads);
   if (Grad(x)) {
     dnnl::inner_product_backward_data::primitive_desc dpd(
         {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, engine_, pd);

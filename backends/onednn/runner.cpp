@@ -38,7 +38,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
   for (size_t p = 0; p < specs.size(); ++p) {
     Weight& param = params_[p];
     if (!param.value) continue;  // recurrent biases live in bias_masters_
-    WriteParam(param, InitParam(graph_, opt.seed, static_cast<int>(p)));
+    WriteParam(param, specs[p], static_cast<int>(p));
     if (train_) AddUpdate(param);
   }
   for (RecurrentBias& b : biases_) {
@@ -377,13 +377,17 @@ void OnednnRunner::PlaceGradients() {
   }
 }
 
-void OnednnRunner::WriteParam(Weight& p, const std::vector<float>& values) {
+// The values made in the staging buffer itself (GRU's through a copy that
+// permutes its gates): one fp32 copy of one parameter at a time.
+void OnednnRunner::WriteParam(Weight& p, const ParamTensor& spec, int index) {
   memory user = Staging(p.user);
   float* u = static_cast<float*>(user.get_data_handle());
   if (p.gru) {
+    std::vector<float> values(Elements(spec.shape));
+    InitParam(spec, seed_, index, values.data());
     PermuteGates(values.data(), u, p.gate_rows, values.size());
   } else {
-    std::copy(values.begin(), values.end(), u);
+    InitParam(spec, seed_, index, u);
   }
   RunNow(user, p.value);
 }
@@ -503,13 +507,20 @@ void OnednnRunner::Build(int i) {
       break;
     }
     case Op::kRmsNorm:
+      BuildRmsNorm(i, l);
+      break;
     case Op::kRope:
+      BuildRope(i, l);
+      break;
     case Op::kSwiGlu:
+      BuildSwiGlu(i, l);
+      break;
     case Op::kCachedAttention:
+      BuildCachedAttention(i, l);
+      break;
     case Op::kLastPosition:
-      // OnednnBackend::Unsupported refuses these graphs before.
-      throw std::runtime_error(std::string("onednn: no ") + ToString(l.op) +
-                               " layer");
+      BuildLastPosition(i, l);
+      break;
   }
 }
 

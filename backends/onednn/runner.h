@@ -246,7 +246,7 @@ class OnednnRunner : public Runner {
   void AddParam(int layer, const std::string& role, const memory::desc& md,
                 const memory::desc& user, const memory::desc& grad_md);
 
-  void WriteParam(Weight& p, const std::vector<float>& values);
+  void WriteParam(Weight& p, const ParamTensor& spec, int index);
 
   // A reorder outside the step, at preparation or to read results.
   void RunNow(memory from, memory to);
@@ -302,6 +302,17 @@ class OnednnRunner : public Runner {
 
   void BuildEmbedding(int i, const Layer& l);
 
+  // The decoder's layers (decoder.cpp), inference only.
+  memory PlainRows(int x);
+  void BuildRmsNorm(int i, const Layer& l);
+  void BuildRope(int i, const Layer& l);
+  void BuildSwiGlu(int i, const Layer& l);
+  void BuildLastPosition(int i, const Layer& l);
+  // Grouped-query attention over a key/value cache, read in place.
+  void BuildCachedAttention(int i, const Layer& l);
+  char* AttentionScratchAt(const Layer& l);
+  memory CausalMask(int64_t rows, int64_t length, int64_t context);
+
   void BuildRecurrent(int i, const Layer& l);
 
   // Mean softmax cross-entropy over the rows of the logits; in training
@@ -333,6 +344,10 @@ class OnednnRunner : public Runner {
   std::vector<Weight> params_;
   std::unordered_map<std::pair<int, std::string>, int, PairHash> param_index_;
   std::deque<RecurrentBias> biases_;  // stable addresses for the closures
+  // Rotary layers' cos and sin tables, for their closures.
+  std::deque<std::pair<std::vector<float>, std::vector<float>>> tables_;
+  memory attention_scratch_;   // every cached attention's, shared
+  std::vector<memory> masks_;  // causal masks, one per shape
   std::vector<int64_t> tokens_, labels_;
   Actions forward_, update_;
   std::vector<Actions> backward_;  // per layer

@@ -28,9 +28,6 @@ namespace paradnn {
 namespace {
 
 constexpr double kLayerNormEpsilon = 1e-5;
-// Llama 3's RMSNorm epsilon and rotary base.
-constexpr double kRmsNormEpsilon = 1e-5;
-constexpr double kRopeBase = 500000;
 
 // The modules of one layer; at most one is set.
 struct LayerModules {
@@ -124,15 +121,10 @@ class TorchModel : public torch::nn::Module {
           break;
         case Op::kRope: {
           const int64_t half = l.units / l.heads / 2;
-          const torch::Tensor position =
-              torch::arange(l.position, l.position + l.shape[0], torch::kDouble)
-                  .unsqueeze(1);
-          const torch::Tensor frequency = torch::pow(
-              kRopeBase, -torch::arange(half, torch::kDouble) / half);
-          const torch::Tensor angle =
-              (position * frequency).view({l.shape[0], 1, 1, half});
-          m.rope_cos = angle.cos().to(torch::kFloat);
-          m.rope_sin = angle.sin().to(torch::kFloat);
+          std::vector<float> cos, sin;
+          RotaryTables(l, &cos, &sin);
+          m.rope_cos = torch::tensor(cos).view({l.shape[0], 1, 1, half});
+          m.rope_sin = torch::tensor(sin).view({l.shape[0], 1, 1, half});
           break;
         }
         case Op::kCachedAttention: {
@@ -530,9 +522,12 @@ class TorchRunner : public Runner {
     {
       torch::NoGradGuard no_grad;
       const std::vector<ParamTensor> specs = graph_.Params();
+      // Made in one fp32 tensor at a time, converted by the copy.
       for (size_t i = 0; i < specs.size(); ++i) {
-        params_[i].copy_(
-            FromVector(InitParam(graph_, opt.seed, i), specs[i].shape));
+        torch::Tensor values = torch::empty(specs[i].shape, torch::kFloat);
+        InitParam(specs[i], opt.seed, static_cast<int>(i),
+                  values.data_ptr<float>());
+        params_[i].copy_(values);
       }
     }
     model_->to(device_, dtype);

@@ -217,6 +217,15 @@ TEST_CASE("LLM: a decoder small enough to count every number", "[cost]") {
   // rotations of Q (48) and K (24), SwiGLU (72), the softmax over
   // batch·heads·8 scores (96); the final RMSNorm.
   CHECK(decode.elementwise == 2 * (4 * 48 + 48 + 24 + 72 + 96) + 48);
+  // Freed after its last reader (LibTorch), the most alive at once is at
+  // the second attention: the weights, both caches, the residual stream,
+  // the rotated Q (48 values) and K (24), V (24), the attention's output
+  // (48) and its scores and their softmax (2 x batch·heads·8); and while
+  // the weights are made, the largest (the embedding's or the output's
+  // 800 values) in fp32.
+  CHECK(decode.streaming_memory == 5520 * 4 + 2 * 1536 +
+                                       4 * (48 + 48 + 24 + 24 + 48) +
+                                       2 * 96 * 4 + 800 * 4);
 }
 
 TEST_CASE("LLM: Llama 3.1 8B's shape has its 8.03 billion parameters",

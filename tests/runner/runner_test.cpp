@@ -436,8 +436,8 @@ TEST_CASE("flops_util is a plain fraction of the device's peak, never over 1",
 }
 
 TEST_CASE(
-    "oneDNN runs no reference kernel for products, pooling or norms, and no "
-    "generic reorder for an add",
+    "oneDNN runs no reference kernel for products, pooling, norms, "
+    "activations or softmax, and no generic reorder for an add",
     "[runner][onednn]") {
   // Every family, both data types, both modes: the smoke sweep's models,
   // with CNN filters at 16 (fewer channels than a vector has lanes only
@@ -453,7 +453,10 @@ TEST_CASE(
          "  - {family: RNN, cell: [rnn, lstm, gru], layers: 2, embed: 16, "
          "vocab: 32, length: 5, batch: 4}\n"
          "  - {family: TRANSFORMER, layers: 2, d_model: 16, heads: 2, ffn: 32, "
-         "length: 6, vocab: 32, causal: [false, true], batch: 3}\n";
+         "length: 6, vocab: 32, causal: [false, true], batch: 3}\n"
+         "  - {family: LLM, layers: 2, d_model: 64, heads: 8, kv_heads: "
+         "[8, 2], ffn: 176, vocab: 97, context: 19, batch: 3, phase: "
+         "[prefill, decode]}\n";
   setenv("ONEDNN_VERBOSE", "1", 1);
   Result r = RunRunner("--paradnn_config=" + config +
                        " --paradnn_steps=2 --paradnn_threads=2");
@@ -471,8 +474,12 @@ TEST_CASE(
     ++executed;
     for (const char* kind :
          {"convolution", "inner_product", "matmul", "pooling",
-          "batch_normalization", "layer_normalization"}) {
-      if (f[3] == kind && f[4].rfind("ref", 0) == 0) reference += line + "\n";
+          "batch_normalization", "layer_normalization", "eltwise", "binary",
+          "softmax"}) {
+      // softmax_v2 is oneDNN 2.6's softmax.
+      if (f[3].rfind(kind, 0) == 0 && f[4].rfind("ref", 0) == 0) {
+        reference += line + "\n";
+      }
     }
     // An SGD update or a gradient sum (a reorder that adds to its
     // destination) in oneDNN's generic code, several times slower than
@@ -1373,22 +1380,38 @@ TEST_CASE("memory estimates against the measured peak RSS",
         "RNN/cell:lstm/layers:3/embed:512/vocab:1024/length:50/batch:64",
         "RNN/cell:gru/layers:2/embed:512/vocab:1024/length:50/batch:64",
         "TRANSFORMER/layers:2/d_model:256/heads:8/ffn:1024/length:256/"
-        "vocab:1000/causal:true/batch:16"}) {
+        "vocab:1000/causal:true/batch:16",
+        "LLM/layers:4/d_model:512/heads:8/kv_heads:2/ffn:1408/vocab:32000/"
+        "context:2048/batch:4/phase:prefill",
+        "LLM/layers:4/d_model:512/heads:8/kv_heads:2/ffn:1408/vocab:32000/"
+        "context:8192/batch:16/phase:decode"}) {
     for (const std::string suffix :
          {"/torch/fp32/train", "/torch/fp32/infer", "/onednn/fp32/train",
           "/onednn/fp32/infer"}) {
       const std::string name = model + suffix;
+      // The LLM family serves requests: inference only.
+      if (name.rfind("LLM/", 0) == 0 && name.find("/train") != name.npos) {
+        continue;
+      }
       const Case c = ParseCaseName(name);
+      // LibTorch frees each activation after its last reader (its
+      // Backend::RecyclesWithinStep); oneDNN keeps a buffer for each.
+      const Cost cost = ComputeCost(c.model.BuildGraph(), c.mode, c.dtype);
       const double estimate = static_cast<double>(
-          ComputeCost(c.model.BuildGraph(), c.mode, c.dtype).memory);
+          c.backend == "torch" ? cost.streaming_memory : cost.memory);
       const double measured = PeakRss(name) - baseline.at(c.backend);
       INFO(name << ": estimate " << estimate / 1048576 << " MiB, measured "
-                << measured / 1048576 << " MiB above the baseline");
-      // Measured over estimated here: 0.33-0.44 (LibTorch inference frees
-      // activations as it goes, and how much its allocator keeps varies)
-      // to 1.54 (allocator slack and backend temporaries). An estimate
-      // that misses low lets a case run the machine out of memory.
-      CHECK(measured < 1.75 * estimate);
+                << measured / 1048576 << " MiB above the baseline, "
+                << measured / estimate << " times");
+      // Measured over estimated here: 0.44 (LibTorch training) to 1.54
+      // (allocator slack and backend temporaries); LibTorch's inference,
+      // against what is alive between its layers, 1.04-2.26: its
+      // convolutions copy inputs and outputs to blocked layouts and its
+      // attention transposes, temporaries the layer graph does not show.
+      // An estimate that misses low lets a case run the machine out of
+      // memory.
+      const bool streaming = c.backend == "torch" && c.mode == Mode::kInfer;
+      CHECK(measured < (streaming ? 2.5 : 1.75) * estimate);
       CHECK(measured > estimate / 4);
     }
   }

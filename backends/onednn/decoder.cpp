@@ -1,0 +1,306 @@
+// oneDNN backend. The decoder's layers (the LLM family, inference only):
+// RMSNorm, rotary positions, SwiGLU, attention over a key/value cache, the
+// last position. oneDNN 2.6 has neither an RMS normalization nor a rotary
+// primitive: those two are loops of our own over rows, as the embedding is;
+// the rest are primitives.
+#include "backends/onednn/runner.h"
+
+namespace paradnn::onednn {
+namespace {
+
+inline float ToFloat(float v) { return v; }
+inline float ToFloat(uint16_t v) { return Bf16ToFloat(v); }
+inline void Put(float* p, float v) { *p = v; }
+inline void Put(uint16_t* p, float v) { *p = FloatToBf16(v); }
+
+// y = x / sqrt(mean(x^2) + eps) * w, row by row, in fp32.
+template <typename T>
+void RmsRows(const T* x, const T* w, T* y, int64_t rows, int64_t n,
+             int threads) {
+#pragma omp parallel for num_threads(threads)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* in = x + r * n;
+    T* out = y + r * n;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t k = 0; k < n; ++k) {
+      const float v = ToFloat(in[k]);
+      sum += v * v;
+    }
+    const float scale = static_cast<float>(
+        1 / std::sqrt(sum / static_cast<double>(n) + kRmsNormEpsilon));
+    for (int64_t k = 0; k < n; ++k) {
+      Put(out + k, ToFloat(in[k]) * scale * ToFloat(w[k]));
+    }
+  }
+}
+
+// Each head's pairs (j, j + half) of row r (position r / batch) turned by
+// that position's angles.
+template <typename T>
+void RopeRows(const T* x, T* y, const float* cos, const float* sin,
+              int64_t rows, int64_t batch, int64_t heads, int64_t half,
+              int threads) {
+  const int64_t n = heads * 2 * half;
+#pragma omp parallel for num_threads(threads)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* c = cos + r / batch * half;
+    const float* s = sin + r / batch * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      const T* a = x + r * n + h * 2 * half;
+      T* out = y + r * n + h * 2 * half;
+      for (int64_t j = 0; j < half; ++j) {
+        const float u = ToFloat(a[j]), v = ToFloat(a[half + j]);
+        Put(out + j, u * c[j] - v * s[j]);
+        Put(out + half + j, v * c[j] + u * s[j]);
+      }
+    }
+  }
+}
+
+// The bytes an attention layer's scratch holds: its scores (softmax in
+// place) and, with more than one position, the queries and the result in
+// the grouped order; each at a 64-byte boundary.
+int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+int64_t AttentionScratch(const Layer& l, int64_t element) {
+  const int64_t length = l.shape[0], batch = l.shape[1];
+  const int64_t scores = batch * l.heads * length * l.context * element;
+  const int64_t grouped = length > 1 ? Elements(l.shape) * element : 0;
+  return Aligned(scores) + 2 * Aligned(grouped);
+}
+
+}  // namespace
+
+// Layer x's output as a plain [rows, units] matrix.
+memory OnednnRunner::PlainRows(int x) {
+  Flatten(x);
+  const Dims dims = out_[x].get_desc().dims();
+  return Input(x, memory::desc(dims, dt_, Tag::ab));
+}
+
+void OnednnRunner::BuildRmsNorm(int i, const Layer& l) {
+  PARADNN_CHECK(!train_, "onednn: RMSNorm is built for inference only");
+  const memory x = PlainRows(l.inputs[0]);
+  const Dims dims = x.get_desc().dims();
+  const memory::desc w_md({l.units}, dt_, Tag::x);
+  AddParam(i, "weight", w_md, memory::desc({l.units}, Dt::f32, Tag::x), w_md);
+  SetOut(i, x.get_desc());
+  const memory w = ParamOf(i, "weight").value, y = out_[i];
+  const int64_t rows = dims[0], n = dims[1];
+  Push(forward_, OpClass::kElementwise, "rmsnorm", [this, x, w, y, rows, n] {
+    if (dt_ == Dt::f32) {
+      RmsRows(static_cast<const float*>(x.get_data_handle()),
+              static_cast<const float*>(w.get_data_handle()),
+              static_cast<float*>(y.get_data_handle()), rows, n, threads_);
+    } else {
+      RmsRows(static_cast<const uint16_t*>(x.get_data_handle()),
+              static_cast<const uint16_t*>(w.get_data_handle()),
+              static_cast<uint16_t*>(y.get_data_handle()), rows, n, threads_);
+    }
+  });
+}
+
+void OnednnRunner::BuildRope(int i, const Layer& l) {
+  PARADNN_CHECK(!train_, "onednn: rotary positions are built for inference");
+  const memory x = PlainRows(l.inputs[0]);
+  SetOut(i, x.get_desc());
+  const memory y = out_[i];
+  tables_.emplace_back();
+  std::pair<std::vector<float>, std::vector<float>>& t = tables_.back();
+  RotaryTables(l, &t.first, &t.second);
+  const int64_t rows = x.get_desc().dims()[0], batch = l.shape[1];
+  const int64_t heads = l.heads, half = l.units / l.heads / 2;
+  Push(forward_, OpClass::kElementwise, "rope",
+       [this, x, y, &t, rows, batch, heads, half] {
+         if (dt_ == Dt::f32) {
+           RopeRows(static_cast<const float*>(x.get_data_handle()),
+                    static_cast<float*>(y.get_data_handle()), t.first.data(),
+                    t.second.data(), rows, batch, heads, half, threads_);
+         } else {
+           RopeRows(static_cast<const uint16_t*>(x.get_data_handle()),
+                    static_cast<uint16_t*>(y.get_data_handle()), t.first.data(),
+                    t.second.data(), rows, batch, heads, half, threads_);
+         }
+       });
+}
+
+// silu(gate) * up: the swish activation, then the product in place. (With
+// the product as the activation's post-op oneDNN 2.6 runs reference code.)
+void OnednnRunner::BuildSwiGlu(int i, const Layer& l) {
+  PARADNN_CHECK(!train_, "onednn: SwiGLU is built for inference only");
+  const memory gate = PlainRows(l.inputs[0]);
+  const memory up = PlainRows(l.inputs[1]);
+  const memory::desc md = gate.get_desc();
+  SetOut(i, md);
+  Run(forward_,
+      dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(
+          {Forward(), dnnl::algorithm::eltwise_swish, md, 1.f}, engine_)),
+      {{DNNL_ARG_SRC, gate}, {DNNL_ARG_DST, out_[i]}});
+  Run(forward_,
+      dnnl::binary(dnnl::binary::primitive_desc(
+          {dnnl::algorithm::binary_mul, md, md, md}, engine_)),
+      {{DNNL_ARG_SRC_0, out_[i]},
+       {DNNL_ARG_SRC_1, up},
+       {DNNL_ARG_DST, out_[i]}});
+}
+
+// A view of the input's last `batch` rows, its last position.
+void OnednnRunner::BuildLastPosition(int i, const Layer& l) {
+  const memory x = PlainRows(l.inputs[0]);
+  const int64_t rows = x.get_desc().dims()[0], batch = l.shape[1];
+  owners_.push_back(x);
+  const memory::desc md({batch, l.units}, dt_, Tag::ab);
+  char* base = static_cast<char*>(x.get_data_handle());
+  out_[i] = memory(md, engine_, base + (rows - batch) * md.get_size() / batch);
+}
+
+// One scratch buffer for every attention layer's scores, queries and
+// result: each layer's are dead once it has run, so the model holds one
+// layer's (the cost model's workspace), not one per layer.
+char* OnednnRunner::AttentionScratchAt(const Layer& l) {
+  if (!attention_scratch_) {
+    int64_t bytes = 0;
+    for (const Layer& other : graph_.layers()) {
+      if (other.op == Op::kCachedAttention) {
+        bytes = std::max(bytes,
+                         AttentionScratch(other, memory::data_type_size(dt_)));
+      }
+    }
+    attention_scratch_ = Make(memory::desc({bytes}, Dt::u8, Tag::a));
+  }
+  PARADNN_CHECK(
+      AttentionScratch(l, memory::data_type_size(dt_)) <=
+          static_cast<int64_t>(attention_scratch_.get_desc().get_size()),
+      "attention scratch too small");
+  return static_cast<char*>(attention_scratch_.get_data_handle());
+}
+
+// Row g x length + t of a group's scores is position context - length + t:
+// -inf past it, added to the scores in place (as the matmul's post-op it
+// would run oneDNN's reference code). Layers of one shape share one mask.
+memory OnednnRunner::CausalMask(int64_t rows, int64_t length, int64_t context) {
+  const memory::desc md({1, 1, rows, context}, Dt::f32, Tag::abcd);
+  for (const memory& m : masks_) {
+    if (m.get_desc() == md) return m;
+  }
+  memory mask = Make(md);
+  float* m = static_cast<float*>(mask.get_data_handle());
+  const int64_t first = context - length;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < context; ++c) {
+      m[r * context + c] = c > first + r % length
+                               ? -std::numeric_limits<float>::infinity()
+                               : 0.f;
+    }
+  }
+  masks_.push_back(mask);
+  return mask;
+}
+
+// The cache is [batch, kv_heads, context, dh] per layer, keys and values.
+// Query head kv x group + g reads key/value head kv, so the queries as
+// [batch, kv_heads, group x length, dh] make each key/value head's products
+// one matrix product over its group's rows: the cache is read in place,
+// once per key/value head, and never copied per query head. A row r of
+// [length, batch, heads x dh] holds position r / batch: with one position
+// (decode) the queries and the output are already in that order; with
+// more (prefill) a reorder brings them in and out.
+void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
+  PARADNN_CHECK(!train_, "onednn: cached attention is built for inference");
+  const int64_t length = l.shape[0], batch = l.shape[1], units = l.units;
+  const int64_t kvh = l.kv_heads, dh = units / l.heads;
+  const int64_t group = l.heads / kvh, context = l.context;
+  const int64_t rows = group * length, first = context - length;
+  const memory q = PlainRows(l.inputs[0]), k = PlainRows(l.inputs[1]),
+               v = PlainRows(l.inputs[2]);
+  SetOut(i, q.get_desc());
+  auto view = [&](const memory& m, const memory::desc& md) {
+    owners_.push_back(m);
+    return memory(md, engine_, m.get_data_handle());
+  };
+  // The cache's first contents, keys then values.
+  const memory::desc cache_md({batch, kvh, context, dh}, dt_, Tag::abcd);
+  memory keys = Make(cache_md), values = Make(cache_md);
+  {
+    const std::vector<float> init = InitCache(graph_, seed_, i);
+    memory user = Staging(
+        memory::desc({2, batch, kvh, context, dh}, Dt::f32, Tag::abcde));
+    std::copy(init.begin(), init.end(),
+              static_cast<float*>(user.get_data_handle()));
+    const int64_t half = init.size() / 2 * sizeof(float);
+    char* u = static_cast<char*>(user.get_data_handle());
+    RunNow(
+        memory(memory::desc(cache_md.dims(), Dt::f32, Tag::abcd), engine_, u),
+        keys);
+    RunNow(memory(memory::desc(cache_md.dims(), Dt::f32, Tag::abcd), engine_,
+                  u + half),
+           values);
+  }
+  // The new keys and values into the cache's last `length` positions.
+  const Dims new_dims = {batch, kvh, length, dh};
+  const memory::desc new_md(new_dims, dt_,
+                            Dims{kvh * dh, dh, batch * kvh * dh, 1});
+  const memory::desc slot_md =
+      cache_md.submemory_desc(new_dims, {0, 0, first, 0});
+  Reorder(forward_, view(k, new_md), view(keys, slot_md), false);
+  Reorder(forward_, view(v, new_md), view(values, slot_md), false);
+  // [length, batch, kv_heads x group x dh] as [batch, kv_heads, group,
+  // length, dh], and the same shape plain.
+  const Dims split_dims = {batch, kvh, group, length, dh};
+  const memory::desc split_md(split_dims, dt_,
+                              Dims{units, group * dh, dh, batch * units, 1});
+  const memory::desc grouped_md({batch, kvh, rows, dh}, dt_, Tag::abcd);
+  const memory::desc scores_md({batch, kvh, rows, context}, dt_, Tag::abcd);
+  char* scratch = AttentionScratchAt(l);
+  memory scores(scores_md, engine_, scratch);
+  memory queries = view(q, grouped_md), result = view(out_[i], grouped_md);
+  if (length > 1) {
+    const int64_t at = Aligned(scores_md.get_size());
+    queries = memory(grouped_md, engine_, scratch + at);
+    result = memory(grouped_md, engine_,
+                    scratch + at + Aligned(grouped_md.get_size()));
+    Reorder(forward_, view(q, split_md),
+            memory(memory::desc(split_dims, dt_, Tag::abcde), engine_,
+                   queries.get_data_handle()),
+            false);
+  }
+  const memory::desc keys_t_md({batch, kvh, dh, context}, dt_,
+                               Dims{kvh * context * dh, context * dh, 1, dh});
+  dnnl::primitive_attr scaled;
+  scaled.set_output_scales(0, {1.f / std::sqrt(static_cast<float>(dh))});
+  Run(forward_,
+      dnnl::matmul(dnnl::matmul::primitive_desc(
+          {grouped_md, keys_t_md, scores_md}, scaled, engine_)),
+      {{DNNL_ARG_SRC, queries},
+       {DNNL_ARG_WEIGHTS, view(keys, keys_t_md)},
+       {DNNL_ARG_DST, scores}});
+  if (length > 1) {
+    Run(forward_,
+        dnnl::binary(dnnl::binary::primitive_desc(
+            {dnnl::algorithm::binary_add, scores_md,
+             CausalMask(rows, length, context).get_desc(), scores_md},
+            engine_)),
+        {{DNNL_ARG_SRC_0, scores},
+         {DNNL_ARG_SRC_1, CausalMask(rows, length, context)},
+         {DNNL_ARG_DST, scores}});
+  }
+  Run(forward_,
+      dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
+          {Forward(), scores_md, 3}, engine_)),
+      {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
+  Run(forward_,
+      dnnl::matmul(dnnl::matmul::primitive_desc(
+          {scores_md, cache_md, grouped_md}, engine_)),
+      {{DNNL_ARG_SRC, scores},
+       {DNNL_ARG_WEIGHTS, values},
+       {DNNL_ARG_DST, result}});
+  if (length > 1) {
+    Reorder(forward_,
+            memory(memory::desc(split_dims, dt_, Tag::abcde), engine_,
+                   result.get_data_handle()),
+            view(out_[i], split_md), false);
+  }
+}
+
+}  // namespace paradnn::onednn
