@@ -63,9 +63,17 @@ void RopeRows(const T* x, T* y, const float* cos, const float* sin,
 // the grouped order; each at a 64-byte boundary.
 int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// A prompt's queries attend in chunks of this many positions, each to the
+// keys up to its last position: the products the causal mask discards
+// shrink from half the square to a triangle per chunk (1/16 of the products
+// at 1024 positions), while a chunk's products keep 128 rows or more per
+// key/value head, several row blocks of oneDNN's matmul kernels.
+constexpr int64_t kChunk = 128;
+
 int64_t AttentionScratch(const Layer& l, int64_t element) {
   const int64_t length = l.shape[0], batch = l.shape[1];
-  const int64_t scores = batch * l.heads * length * l.context * element;
+  const int64_t scores =
+      batch * l.heads * std::min(length, kChunk) * l.context * element;
   const int64_t grouped = length > 1 ? Elements(l.shape) * element : 0;
   return Aligned(scores) + 2 * Aligned(grouped);
 }
@@ -176,22 +184,23 @@ char* OnednnRunner::AttentionScratchAt(const Layer& l) {
   return static_cast<char*>(attention_scratch_.get_data_handle());
 }
 
-// Row g x length + t of a group's scores is position context - length + t:
-// -inf past it, added to the scores in place (as the matmul's post-op it
-// would run oneDNN's reference code). Layers of one shape share one mask.
-memory OnednnRunner::CausalMask(int64_t rows, int64_t length, int64_t context) {
-  const memory::desc md({1, 1, rows, context}, Dt::f32, Tag::abcd);
+// The scores of a chunk of positions [from, from + span) against `keys`
+// keys: row t x group + g holds position from + t of the keys' numbering,
+// which sees keys up to it; -inf past it, added to the scores in place (as
+// the matmul's post-op it would run oneDNN's reference code). Layers of one
+// shape share their masks.
+memory OnednnRunner::CausalMask(int64_t from, int64_t span, int64_t group,
+                                int64_t keys) {
+  const memory::desc md({1, 1, span * group, keys}, Dt::f32, Tag::abcd);
   for (const memory& m : masks_) {
     if (m.get_desc() == md) return m;
   }
   memory mask = Make(md);
   float* m = static_cast<float*>(mask.get_data_handle());
-  const int64_t first = context - length;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < context; ++c) {
-      m[r * context + c] = c > first + r % length
-                               ? -std::numeric_limits<float>::infinity()
-                               : 0.f;
+  for (int64_t r = 0; r < span * group; ++r) {
+    for (int64_t c = 0; c < keys; ++c) {
+      m[r * keys + c] =
+          c > from + r / group ? -std::numeric_limits<float>::infinity() : 0.f;
     }
   }
   masks_.push_back(mask);
@@ -200,18 +209,19 @@ memory OnednnRunner::CausalMask(int64_t rows, int64_t length, int64_t context) {
 
 // The cache is [batch, kv_heads, context, dh] per layer, keys and values.
 // Query head kv x group + g reads key/value head kv, so the queries as
-// [batch, kv_heads, group x length, dh] make each key/value head's products
-// one matrix product over its group's rows: the cache is read in place,
-// once per key/value head, and never copied per query head. A row r of
-// [length, batch, heads x dh] holds position r / batch: with one position
-// (decode) the queries and the output are already in that order; with
-// more (prefill) a reorder brings them in and out.
+// [batch, kv_heads, length x group, dh] (position-major) make each key/value
+// head's products one matrix product over its group's rows: the cache is
+// read in place, once per key/value head, and never copied per query head.
+// A row r of [length, batch, heads x dh] holds position r / batch: with one
+// position (decode) the queries and the output are already in that order;
+// with more (prefill) a reorder brings them in and out, and the positions
+// attend in chunks of kChunk, each only to the keys up to its last.
 void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
   PARADNN_CHECK(!train_, "onednn: cached attention is built for inference");
   const int64_t length = l.shape[0], batch = l.shape[1], units = l.units;
   const int64_t kvh = l.kv_heads, dh = units / l.heads;
   const int64_t group = l.heads / kvh, context = l.context;
-  const int64_t rows = group * length, first = context - length;
+  const int64_t first = context - length;
   const memory q = PlainRows(l.inputs[0]), k = PlainRows(l.inputs[1]),
                v = PlainRows(l.inputs[2]);
   SetOut(i, q.get_desc());
@@ -245,18 +255,19 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
       cache_md.submemory_desc(new_dims, {0, 0, first, 0});
   Reorder(forward_, view(k, new_md), view(keys, slot_md), false);
   Reorder(forward_, view(v, new_md), view(values, slot_md), false);
-  // [length, batch, kv_heads x group x dh] as [batch, kv_heads, group,
-  // length, dh], and the same shape plain.
-  const Dims split_dims = {batch, kvh, group, length, dh};
+  // [length, batch, kv_heads x group x dh] as [batch, kv_heads, length,
+  // group, dh], and the same shape plain.
+  const Dims split_dims = {batch, kvh, length, group, dh};
   const memory::desc split_md(split_dims, dt_,
-                              Dims{units, group * dh, dh, batch * units, 1});
-  const memory::desc grouped_md({batch, kvh, rows, dh}, dt_, Tag::abcd);
-  const memory::desc scores_md({batch, kvh, rows, context}, dt_, Tag::abcd);
+                              Dims{units, group * dh, batch * units, dh, 1});
+  const memory::desc grouped_md({batch, kvh, length * group, dh}, dt_,
+                                Tag::abcd);
   char* scratch = AttentionScratchAt(l);
-  memory scores(scores_md, engine_, scratch);
   memory queries = view(q, grouped_md), result = view(out_[i], grouped_md);
   if (length > 1) {
-    const int64_t at = Aligned(scores_md.get_size());
+    const int64_t at =
+        Aligned(batch * l.heads * std::min(length, kChunk) * context *
+                static_cast<int64_t>(memory::data_type_size(dt_)));
     queries = memory(grouped_md, engine_, scratch + at);
     result = memory(grouped_md, engine_,
                     scratch + at + Aligned(grouped_md.get_size()));
@@ -265,36 +276,50 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
                    queries.get_data_handle()),
             false);
   }
-  const memory::desc keys_t_md({batch, kvh, dh, context}, dt_,
-                               Dims{kvh * context * dh, context * dh, 1, dh});
   dnnl::primitive_attr scaled;
   scaled.set_output_scales(0, {1.f / std::sqrt(static_cast<float>(dh))});
-  Run(forward_,
-      dnnl::matmul(dnnl::matmul::primitive_desc(
-          {grouped_md, keys_t_md, scores_md}, scaled, engine_)),
-      {{DNNL_ARG_SRC, queries},
-       {DNNL_ARG_WEIGHTS, view(keys, keys_t_md)},
-       {DNNL_ARG_DST, scores}});
-  if (length > 1) {
+  for (int64_t from = 0; from < length; from += kChunk) {
+    const int64_t span = std::min(kChunk, length - from);
+    // The keys of positions up to the chunk's last.
+    const int64_t seen = first + from + span;
+    const Dims rows_at = {0, 0, from * group, 0};
+    const memory::desc rows_md =
+        grouped_md.submemory_desc({batch, kvh, span * group, dh}, rows_at);
+    const memory::desc keys_t_md({batch, kvh, dh, seen}, dt_,
+                                 Dims{kvh * context * dh, context * dh, 1, dh});
+    const memory::desc values_md({batch, kvh, seen, dh}, dt_,
+                                 Dims{kvh * context * dh, context * dh, dh, 1});
+    const memory::desc scores_md({batch, kvh, span * group, seen}, dt_,
+                                 Tag::abcd);
+    const memory scores(scores_md, engine_, scratch);
     Run(forward_,
-        dnnl::binary(dnnl::binary::primitive_desc(
-            {dnnl::algorithm::binary_add, scores_md,
-             CausalMask(rows, length, context).get_desc(), scores_md},
-            engine_)),
-        {{DNNL_ARG_SRC_0, scores},
-         {DNNL_ARG_SRC_1, CausalMask(rows, length, context)},
+        dnnl::matmul(dnnl::matmul::primitive_desc(
+            {rows_md, keys_t_md, scores_md}, scaled, engine_)),
+        {{DNNL_ARG_SRC, view(queries, rows_md)},
+         {DNNL_ARG_WEIGHTS, view(keys, keys_t_md)},
          {DNNL_ARG_DST, scores}});
+    if (span > 1) {
+      const memory mask = CausalMask(first + from, span, group, seen);
+      Run(forward_,
+          dnnl::binary(dnnl::binary::primitive_desc(
+              {dnnl::algorithm::binary_add, scores_md, mask.get_desc(),
+               scores_md},
+              engine_)),
+          {{DNNL_ARG_SRC_0, scores},
+           {DNNL_ARG_SRC_1, mask},
+           {DNNL_ARG_DST, scores}});
+    }
+    Run(forward_,
+        dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
+            {Forward(), scores_md, 3}, engine_)),
+        {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
+    Run(forward_,
+        dnnl::matmul(dnnl::matmul::primitive_desc(
+            {scores_md, values_md, rows_md}, engine_)),
+        {{DNNL_ARG_SRC, scores},
+         {DNNL_ARG_WEIGHTS, view(values, values_md)},
+         {DNNL_ARG_DST, view(result, rows_md)}});
   }
-  Run(forward_,
-      dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
-          {Forward(), scores_md, 3}, engine_)),
-      {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
-  Run(forward_,
-      dnnl::matmul(dnnl::matmul::primitive_desc(
-          {scores_md, cache_md, grouped_md}, engine_)),
-      {{DNNL_ARG_SRC, scores},
-       {DNNL_ARG_WEIGHTS, values},
-       {DNNL_ARG_DST, result}});
   if (length > 1) {
     Reorder(forward_,
             memory(memory::desc(split_dims, dt_, Tag::abcde), engine_,

@@ -311,7 +311,7 @@ class OnednnRunner : public Runner {
   // Grouped-query attention over a key/value cache, read in place.
   void BuildCachedAttention(int i, const Layer& l);
   char* AttentionScratchAt(const Layer& l);
-  memory CausalMask(int64_t rows, int64_t length, int64_t context);
+  memory CausalMask(int64_t from, int64_t span, int64_t group, int64_t keys);
 
   void BuildRecurrent(int i, const Layer& l);
 
