@@ -58,9 +58,6 @@ void RopeRows(const T* x, T* y, const float* cos, const float* sin,
   }
 }
 
-// The bytes an attention layer's scratch holds: its scores (softmax in
-// place) and, with more than one position, the queries and the result in
-// the grouped order; each at a 64-byte boundary.
 int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // A prompt's queries attend in chunks of this many positions, each to the
@@ -70,7 +67,10 @@ int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 // key/value head, several row blocks of oneDNN's matmul kernels.
 constexpr int64_t kChunk = 128;
 
-int64_t AttentionScratch(const Layer& l, int64_t element) {
+// The bytes an attention layer's scratch holds: a chunk's scores (softmax
+// in place) and, with more than one position, the queries and the result in
+// the grouped order; each at a 64-byte boundary.
+int64_t ScratchBytes(const Layer& l, int64_t element) {
   const int64_t length = l.shape[0], batch = l.shape[1];
   const int64_t scores =
       batch * l.heads * std::min(length, kChunk) * l.context * element;
@@ -165,22 +165,19 @@ void OnednnRunner::BuildLastPosition(int i, const Layer& l) {
 
 // One scratch buffer for every attention layer's scores, queries and
 // result: each layer's are dead once it has run, so the model holds one
-// layer's (the cost model's workspace), not one per layer.
-char* OnednnRunner::AttentionScratchAt(const Layer& l) {
+// layer's (the cost model's workspace), not one per layer. Sized for the
+// largest of them when the first is built.
+char* OnednnRunner::AttentionScratch() {
   if (!attention_scratch_) {
     int64_t bytes = 0;
     for (const Layer& other : graph_.layers()) {
       if (other.op == Op::kCachedAttention) {
-        bytes = std::max(bytes,
-                         AttentionScratch(other, memory::data_type_size(dt_)));
+        bytes =
+            std::max(bytes, ScratchBytes(other, memory::data_type_size(dt_)));
       }
     }
     attention_scratch_ = Make(memory::desc({bytes}, Dt::u8, Tag::a));
   }
-  PARADNN_CHECK(
-      AttentionScratch(l, memory::data_type_size(dt_)) <=
-          static_cast<int64_t>(attention_scratch_.get_desc().get_size()),
-      "attention scratch too small");
   return static_cast<char*>(attention_scratch_.get_data_handle());
 }
 
@@ -262,7 +259,7 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
                               Dims{units, group * dh, batch * units, dh, 1});
   const memory::desc grouped_md({batch, kvh, length * group, dh}, dt_,
                                 Tag::abcd);
-  char* scratch = AttentionScratchAt(l);
+  char* scratch = AttentionScratch();
   memory queries = view(q, grouped_md), result = view(out_[i], grouped_md);
   if (length > 1) {
     const int64_t at =

@@ -310,7 +310,7 @@ class OnednnRunner : public Runner {
   void BuildLastPosition(int i, const Layer& l);
   // Grouped-query attention over a key/value cache, read in place.
   void BuildCachedAttention(int i, const Layer& l);
-  char* AttentionScratchAt(const Layer& l);
+  char* AttentionScratch();
   memory CausalMask(int64_t from, int64_t span, int64_t group, int64_t keys);
 
   void BuildRecurrent(int i, const Layer& l);
