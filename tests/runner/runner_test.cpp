@@ -1403,15 +1403,15 @@ TEST_CASE("memory estimates against the measured peak RSS",
       INFO(name << ": estimate " << estimate / 1048576 << " MiB, measured "
                 << measured / 1048576 << " MiB above the baseline, "
                 << measured / estimate << " times");
-      // Measured over estimated here: 0.44 (LibTorch training) to 1.54
+      // Measured over estimated here: 0.45 (LibTorch training) to 1.54
       // (allocator slack and backend temporaries); LibTorch's inference,
-      // against what is alive between its layers, 1.04-2.26: its
+      // against what is alive between its layers, 1.0-2.3 (two runs): its
       // convolutions copy inputs and outputs to blocked layouts and its
       // attention transposes, temporaries the layer graph does not show.
       // An estimate that misses low lets a case run the machine out of
       // memory.
       const bool streaming = c.backend == "torch" && c.mode == Mode::kInfer;
-      CHECK(measured < (streaming ? 2.5 : 1.75) * estimate);
+      CHECK(measured < (streaming ? 3 : 1.75) * estimate);
       CHECK(measured > estimate / 4);
     }
   }
