@@ -3,6 +3,8 @@
 // last position. oneDNN 2.6 has neither an RMS normalization nor a rotary
 // primitive: those two are loops of our own over rows, as the embedding is;
 // the rest are primitives.
+#include <type_traits>
+
 #include "backends/onednn/runner.h"
 
 namespace paradnn::onednn {
@@ -12,6 +14,22 @@ inline float ToFloat(float v) { return v; }
 inline float ToFloat(uint16_t v) { return Bf16ToFloat(v); }
 inline void Put(float* p, float v) { *p = v; }
 inline void Put(uint16_t* p, float v) { *p = FloatToBf16(v); }
+
+// Calls f with a null pointer to dt's element type (float for f32,
+// uint16_t for bf16): one loop template serves both types.
+template <typename F>
+void ForType(Dt dt, F f) {
+  if (dt == Dt::f32) {
+    f(static_cast<float*>(nullptr));
+  } else {
+    f(static_cast<uint16_t*>(nullptr));
+  }
+}
+
+template <typename T>
+T* At(const memory& m) {
+  return static_cast<T*>(m.get_data_handle());
+}
 
 // y = x / sqrt(mean(x^2) + eps) * w, row by row, in fp32.
 template <typename T>
@@ -67,15 +85,17 @@ int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 // key/value head, several row blocks of oneDNN's matmul kernels.
 constexpr int64_t kChunk = 128;
 
-// The bytes an attention layer's scratch holds: a chunk's scores (softmax
-// in place) and, with more than one position, the queries and the result in
-// the grouped order; each at a 64-byte boundary.
+// An attention layer's scratch, each part at a 64-byte boundary: a chunk's
+// scores (softmax in place) first, then, with more than one position, the
+// queries and the result in the grouped order.
+int64_t ScoresBytes(const Layer& l, int64_t element) {
+  return Aligned(l.shape[1] * l.heads * std::min(l.shape[0], kChunk) *
+                 l.context * element);
+}
+
 int64_t ScratchBytes(const Layer& l, int64_t element) {
-  const int64_t length = l.shape[0], batch = l.shape[1];
-  const int64_t scores =
-      batch * l.heads * std::min(length, kChunk) * l.context * element;
-  const int64_t grouped = length > 1 ? Elements(l.shape) * element : 0;
-  return Aligned(scores) + 2 * Aligned(grouped);
+  const int64_t grouped = l.shape[0] > 1 ? Elements(l.shape) * element : 0;
+  return ScoresBytes(l, element) + 2 * Aligned(grouped);
 }
 
 }  // namespace
@@ -97,15 +117,10 @@ void OnednnRunner::BuildRmsNorm(int i, const Layer& l) {
   const memory w = ParamOf(i, "weight").value, y = out_[i];
   const int64_t rows = dims[0], n = dims[1];
   Push(forward_, OpClass::kElementwise, "rmsnorm", [this, x, w, y, rows, n] {
-    if (dt_ == Dt::f32) {
-      RmsRows(static_cast<const float*>(x.get_data_handle()),
-              static_cast<const float*>(w.get_data_handle()),
-              static_cast<float*>(y.get_data_handle()), rows, n, threads_);
-    } else {
-      RmsRows(static_cast<const uint16_t*>(x.get_data_handle()),
-              static_cast<const uint16_t*>(w.get_data_handle()),
-              static_cast<uint16_t*>(y.get_data_handle()), rows, n, threads_);
-    }
+    ForType(dt_, [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      RmsRows(At<T>(x), At<T>(w), At<T>(y), rows, n, threads_);
+    });
   });
 }
 
@@ -121,15 +136,11 @@ void OnednnRunner::BuildRope(int i, const Layer& l) {
   const int64_t heads = l.heads, half = l.units / l.heads / 2;
   Push(forward_, OpClass::kElementwise, "rope",
        [this, x, y, &t, rows, batch, heads, half] {
-         if (dt_ == Dt::f32) {
-           RopeRows(static_cast<const float*>(x.get_data_handle()),
-                    static_cast<float*>(y.get_data_handle()), t.first.data(),
-                    t.second.data(), rows, batch, heads, half, threads_);
-         } else {
-           RopeRows(static_cast<const uint16_t*>(x.get_data_handle()),
-                    static_cast<uint16_t*>(y.get_data_handle()), t.first.data(),
-                    t.second.data(), rows, batch, heads, half, threads_);
-         }
+         ForType(dt_, [&](auto* type) {
+           using T = std::remove_pointer_t<decltype(type)>;
+           RopeRows(At<T>(x), At<T>(y), t.first.data(), t.second.data(), rows,
+                    batch, heads, half, threads_);
+         });
        });
 }
 
@@ -226,23 +237,14 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
     owners_.push_back(m);
     return memory(md, engine_, m.get_data_handle());
   };
-  // The cache's first contents, keys then values.
+  // The cache's first contents, keys then values, converted from fp32.
   const memory::desc cache_md({batch, kvh, context, dh}, dt_, Tag::abcd);
   memory keys = Make(cache_md), values = Make(cache_md);
   {
-    const std::vector<float> init = InitCache(graph_, seed_, i);
-    memory user = Staging(
-        memory::desc({2, batch, kvh, context, dh}, Dt::f32, Tag::abcde));
-    std::copy(init.begin(), init.end(),
-              static_cast<float*>(user.get_data_handle()));
-    const int64_t half = init.size() / 2 * sizeof(float);
-    char* u = static_cast<char*>(user.get_data_handle());
-    RunNow(
-        memory(memory::desc(cache_md.dims(), Dt::f32, Tag::abcd), engine_, u),
-        keys);
-    RunNow(memory(memory::desc(cache_md.dims(), Dt::f32, Tag::abcd), engine_,
-                  u + half),
-           values);
+    std::vector<float> init = InitCache(graph_, seed_, i);
+    const memory::desc user_md(cache_md.dims(), Dt::f32, Tag::abcd);
+    RunNow(memory(user_md, engine_, init.data()), keys);
+    RunNow(memory(user_md, engine_, init.data() + init.size() / 2), values);
   }
   // The new keys and values into the cache's last `length` positions.
   const Dims new_dims = {batch, kvh, length, dh};
@@ -262,9 +264,7 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
   char* scratch = AttentionScratch();
   memory queries = view(q, grouped_md), result = view(out_[i], grouped_md);
   if (length > 1) {
-    const int64_t at =
-        Aligned(batch * l.heads * std::min(length, kChunk) * context *
-                static_cast<int64_t>(memory::data_type_size(dt_)));
+    const int64_t at = ScoresBytes(l, memory::data_type_size(dt_));
     queries = memory(grouped_md, engine_, scratch + at);
     result = memory(grouped_md, engine_,
                     scratch + at + Aligned(grouped_md.get_size()));
