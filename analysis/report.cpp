@@ -122,8 +122,21 @@ class Report {
              "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
              "img{max-width:100%}</style></head><body>\n"
           << "<h1>paradnn report</h1>\n<p>Results: <code>" << Html(o_.results)
-          << "</code>, " << a_.cases.size() << " cases (medians of "
-          << "repetitions).";
+          << "</code>, " << a_.cases.size() << " cases";
+    int rounds = 1, unstable = 0;
+    for (const CaseResult& r : a_.cases) {
+      rounds = std::max<int>(rounds, r.rounds_ms.size());
+      unstable += r.unstable;
+    }
+    if (rounds > 1) {
+      html_ << ", each the median of " << rounds
+            << " rounds in fresh processes, with a 90% interval for a "
+               "re-run's median; "
+            << unstable << " unstable.";
+    } else {
+      html_ << ", each measured in one process: a re-run may move them "
+               "(measure with --paradnn_rounds=3 or more for intervals).";
+    }
     if (have_platform_) {
       html_ << " Platform: " << Html(platform_.name) << " ("
             << Html(platform_.description) << ").";
@@ -136,6 +149,7 @@ class Report {
         HeatMap(f.name, group, cases);
       }
     }
+    Unstable();
     Llm();
     Regressions();
     Profiles();
@@ -931,20 +945,28 @@ class Report {
       return;
     }
     std::ofstream csv(o_.out + "/speedup.csv");
-    csv << "family,case,a_ms,b_ms,speedup,params," << o_.color << "\n";
+    csv << "family,case,a_ms,b_ms,speedup,params," << o_.color
+        << ",speedup_low,speedup_high,within_noise\n";
     std::map<std::string, std::vector<double>> by_family;
+    std::map<std::string,
+             std::vector<std::pair<std::vector<double>, std::vector<double>>>>
+        rounds_by_family;
     for (const Speedup& s : m.matched) {
       const std::string family = s.a->c.model.family;
       by_family[family].push_back(s.value);
+      rounds_by_family[family].emplace_back(s.a->rounds_ms, s.b->rounds_ms);
       csv << family << "," << s.key << "," << s.a->step_ms << ","
           << s.b->step_ms << "," << s.value << "," << s.a->params << ",";
       bool has = false;
       for (const ParamDef& p : s.a->c.model.def().params) {
         has = has || (p.key == o_.color && p.choices.empty());
       }
-      csv << (has ? std::to_string(s.a->c.model.Int(o_.color)) : "") << "\n";
+      csv << (has ? std::to_string(s.a->c.model.Int(o_.color)) : "") << ","
+          << s.ratio.low << "," << s.ratio.high << ","
+          << (s.ratio.Real() ? 0 : 1) << "\n";
     }
     csv.close();
+    SpeedupIntervals(m, rounds_by_family);
     std::ofstream box(o_.out + "/speedup_box.csv");
     box << "index,family,p2,p9,median,p91,p98,cases\n";
     html_ << "<table><tr><th>family</th><th>cases</th><th>p2</th><th>p9</th>"
@@ -984,6 +1006,69 @@ class Report {
                 "points pt 7 palette notitle, 1 with lines dt 2 notitle\n");
     Figure("speedup", "speedup of " + a_over_b +
                           " against params, coloured by " + o_.color);
+  }
+
+  // Each ratio with its interval from both sides' rounds, within noise
+  // where it holds 1; per family the geometric mean with its interval.
+  void SpeedupIntervals(
+      const Matching& m,
+      const std::map<
+          std::string,
+          std::vector<std::pair<std::vector<double>, std::vector<double>>>>&
+          rounds_by_family) {
+    int rounds_a = 0, rounds_b = 0;
+    for (const Speedup& s : m.matched) {
+      rounds_a = std::max<int>(rounds_a, s.a->rounds_ms.size());
+      rounds_b = std::max<int>(rounds_b, s.b->rounds_ms.size());
+    }
+    html_ << "<p>Intervals from both sides' rounds (" << rounds_a << " and "
+          << rounds_b
+          << " at most): the ratio is the median of every round-by-round "
+             "ratio, its interval the Mann-Whitney test's at 90%; a ratio "
+             "whose interval holds 1 is <i>within noise</i>. Fewer than 3 "
+             "rounds a side give no interval.</p>\n"
+          << "<table><tr><th>family</th><th>cases</th><th>geometric "
+             "mean</th><th>90% interval</th><th>A faster</th><th>A "
+             "slower</th><th>within noise</th></tr>\n";
+    for (const auto& [family, cases] : rounds_by_family) {
+      const GroupRatio g = CompareGroup(cases);
+      html_ << "<tr><td>" << family << "</td><td>" << g.cases << "</td><td>"
+            << Num(g.value, 3) << "</td><td>" << Num(g.low, 3) << "-"
+            << Num(g.high, 3) << "</td><td>" << g.faster << "</td><td>"
+            << g.slower << "</td><td>" << g.within_noise << "</td></tr>\n";
+    }
+    html_ << "</table>\n<table><tr><th>case</th><th>A ms</th><th>B "
+             "ms</th><th>ratio</th><th>interval</th><th></th></tr>\n";
+    for (const Speedup& s : m.matched) {
+      html_ << "<tr><td style='text-align:left'>" << Html(s.key) << "</td><td>"
+            << Num(s.a->step_ms, 4) << "</td><td>" << Num(s.b->step_ms, 4)
+            << "</td><td>" << Num(s.value, 3) << "</td><td>"
+            << (s.ratio.bounded
+                    ? Num(s.ratio.low, 3) + "-" + Num(s.ratio.high, 3)
+                    : std::string("none"))
+            << "</td><td>" << (s.ratio.Real() ? "" : "within noise")
+            << "</td></tr>\n";
+    }
+    html_ << "</table>\n";
+  }
+
+  // Cases whose rounds disagree by more than a fifth of their median.
+  void Unstable() {
+    std::vector<const CaseResult*> unstable;
+    for (const CaseResult& r : a_.cases) {
+      if (r.unstable) unstable.push_back(&r);
+    }
+    if (unstable.empty()) return;
+    html_ << "<h2>Unstable cases</h2>\n<p>Their rounds spread over "
+          << Num(100 * kUnstableSpread, 2)
+          << "% of their median: a re-run may move them far.</p>\n<ul>\n";
+    for (const CaseResult* r : unstable) {
+      const auto [least, most] =
+          std::minmax_element(r->rounds_ms.begin(), r->rounds_ms.end());
+      html_ << "<li>" << Html(r->name) << ": unstable: rounds "
+            << Num(*least, 3) << "-" << Num(*most, 3) << " ms</li>\n";
+    }
+    html_ << "</ul>\n";
   }
 
   const ReportOptions& o_;

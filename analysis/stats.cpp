@@ -102,7 +102,12 @@ Matching Match(const std::vector<CaseResult>& a, const std::string& a_sel,
       continue;
     }
     used.insert(k);
-    m.matched.push_back({k, &r, it->second, it->second->step_ms / r.step_ms});
+    // Results made without the reader (no rounds): their one figure.
+    auto rounds = [](const CaseResult& c) {
+      return c.rounds_ms.empty() ? std::vector<double>{c.step_ms} : c.rounds_ms;
+    };
+    const Ratio ratio = CompareRounds(rounds(r), rounds(*it->second));
+    m.matched.push_back({k, &r, it->second, ratio.value, ratio});
   }
   for (const auto& [k, r] : in_b) {
     if (!used.count(k)) m.only_b.push_back(r->name);

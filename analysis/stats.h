@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "results/results.h"
+#include "results/rounds.h"
 
 namespace paradnn {
 
@@ -38,6 +39,9 @@ struct Speedup {
   const CaseResult* a = nullptr;
   const CaseResult* b = nullptr;
   double value = 0;  // B's step time / A's step time: > 1 when A is faster
+  // The same from both sides' rounds, with its interval: within noise
+  // unless ratio.Real().
+  Ratio ratio;
 };
 
 struct Matching {

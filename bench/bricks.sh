@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Layer bricks against the plain run, as a user would compare them:
-#   1. the estimate: --paradnn_bricks_check=N (bricks, then N models chosen
-#      at random run plainly, which calibrate the others' estimates);
-#   2. the reference: every model of the sweep run plainly, nothing else in
-#      the process, at the same --paradnn_steps;
-# then per family and per family/backend/mode the estimates' mean and worst
-# error against the plain times (calibrated, each estimate on models other
-# than itself, and uncalibrated), how many plain times lie within twice
-# their estimate's interval, the worst model, and the wall time of run 1
-# against run 2.
-#   bench/bricks.sh [config] [extra flags for both runs]
+# Layer bricks against the plain run, as a user would compare them, the two
+# taking turns in rounds (paradnn compare: estimate then plain, then plain
+# then estimate, ...), each round in fresh processes:
+#   A. the estimate: --paradnn_bricks_check=N (bricks, then N models chosen
+#      at random run plainly, which calibrate the others' estimates and
+#      measure the method's error in each estimate's interval);
+#   B. the reference: every model of the sweep run plainly, nothing else in
+#      the process, at the same --paradnn_steps.
+# Per model the estimate and the plain time are medians of their rounds.
+# Prints per family and per family/backend/mode the estimates' mean error
+# against the plain times with its 90% interval (1,000 resamplings of the
+# models), the worst, how many plain times lie inside their estimate's
+# interval, and the wall time of A against B.
+#   bench/bricks.sh [config] [extra flags for both sides]
 # config: bench/bricks_heldout.yaml by default (the grid the method was not
 # tuned on); bench/bricks_grid.yaml is the development grid.
 # BRICKS_STEPS (20) steps per case, BRICKS_CHECK (16) models checked,
-# BRICKS_KEEP=DIR keeps both runs' JSON there. (Not PARADNN_*: paradnn reads
-# every PARADNN_<FLAG> of the environment as its flag, in both runs.)
+# BRICKS_ROUNDS (3) rounds of each side, BRICKS_KEEP=DIR keeps the rounds
+# there. (Not PARADNN_*: paradnn reads every PARADNN_<FLAG> of the
+# environment as its flag, on both sides.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
@@ -28,59 +32,62 @@ config=${1:-$root/bench/bricks_heldout.yaml}
 shift || true
 steps=${BRICKS_STEPS:-20}
 check=${BRICKS_CHECK:-16}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-common=(--paradnn_config="$config" --paradnn_progress=false
-        --paradnn_steps="$steps" "$@")
-t0=$(date +%s.%N)
-"$root/build/paradnn" "${common[@]}" --paradnn_bricks_check="$check" \
-  --paradnn_bricks_out="$out/bricks.json" --benchmark_format=json \
-  >"$out/estimate.json" 2>"$out/estimate.err"
-t1=$(date +%s.%N)
-"$root/build/paradnn" "${common[@]}" --benchmark_format=json \
-  >"$out/plain.json" 2>"$out/plain.err"
-t2=$(date +%s.%N)
-grep -E "^paradnn: (bricks|OpenBLAS|the torch)" "$out/estimate.err" || true
-python3 - "$out/bricks.json" "$out/plain.json" "$t0" "$t1" "$t2" <<'PY'
-import json, math, sys
-bricks = json.load(open(sys.argv[1]))
+rounds=${BRICKS_ROUNDS:-3}
+out=${BRICKS_KEEP:-$(mktemp -d)}
+[[ -n ${BRICKS_KEEP:-} ]] || trap 'rm -rf "$out"' EXIT
+mkdir -p "$out"
+common="$root/build/paradnn --paradnn_config=$config --paradnn_progress=false --paradnn_steps=$steps $*"
+# COMPARE_ROUND: the round, which paradnn compare sets for each command.
+"$root/build/paradnn" compare --rounds "$rounds" -o "$out" \
+  --run-a "$common --paradnn_bricks_check=$check --paradnn_bricks_out=$out/bricks.\$COMPARE_ROUND.json" \
+  --run-b "$common" >/dev/null 2>"$out/compare.err"
+grep "^compare: A took" "$out/compare.err"
+grep -hE "^paradnn: (bricks|OpenBLAS|the torch)" "$out/a.round1.log" || true
+python3 - "$out" "$rounds" <<'PY'
+import json, math, os, random, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+estimates, lows, highs = {}, {}, {}
+for r in range(1, rounds + 1):
+    path = os.path.join(out, f"bricks.{r}.json")
+    if not os.path.exists(path):
+        continue
+    bricks = json.load(open(path))
+    for m in bricks["models"]:
+        if m.get("estimated_ms") is not None:
+            estimates.setdefault(m["name"], []).append(m["estimated_ms"])
+            lows.setdefault(m["name"], []).append(m["estimated_low_ms"])
+            highs.setdefault(m["name"], []).append(m["estimated_high_ms"])
 plain = {}
-for b in json.load(open(sys.argv[2]))["benchmarks"]:
-    if b.get("error_occurred") or b.get("skipped"):
+for b in json.load(open(os.path.join(out, "b.json")))["benchmarks"]:
+    if b.get("error_occurred") or b.get("run_type") == "aggregate":
         continue
-    plain[b["name"].split("/iterations:")[0].removesuffix("/real_time")] = (
-        b["real_time"])  # ms per step (Unit: ms)
-t0, t1, t2 = map(float, sys.argv[3:6])
+    name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
+    plain.setdefault(name, []).append(b["step_ms"])
+method = bricks.get("method_error")
 print(f"layers {bricks['total_layers']}, unique {bricks['unique_layers']}; "
-      f"{bricks['unique_bricks']} unique bricks; L2 "
-      f"{bricks['l2_bytes'] / 2**20:g} MB, L3 {bricks['l3_bytes'] / 2**20:g} "
-      f"MB ({bricks['l3_source']}); {bricks['checked_models']} models checked")
-print(f"wall time: estimate {t1 - t0:.1f} s (bricks "
-      f"{bricks['bricks_benchmark_s']:.1f} s, checked models "
-      f"{bricks['checked_benchmark_s']:.1f} s), plain {t2 - t1:.1f} s: "
-      f"{(t2 - t1) / (t1 - t0):.2f}x less")
+      f"{bricks['unique_bricks']} unique bricks; L3 "
+      f"{bricks['l3_bytes'] / 2**20:g} MB ({bricks['l3_source']}); "
+      f"{bricks['checked_models']} models checked; the method's error on "
+      f"them (90th percentile, in each interval): "
+      + (f"{method:.1%}" if method is not None else "unknown"))
 groups = {}
-for m in bricks["models"]:
-    p = plain.get(m["name"])
-    if p is None or m.get("estimated_ms") is None:
+for name, est in estimates.items():
+    if name not in plain:
         continue
-    fam = m["name"].split("/")[0]
-    ctx = "/".join(m["name"].split("/")[-3:])
-    entry = (m["estimated_ms"] / p, m["uncalibrated_ms"] / p, m["name"],
-             m["estimated_spread"])
+    e, p = statistics.median(est), statistics.median(plain[name])
+    inside = statistics.median(lows[name]) <= p <= statistics.median(highs[name])
+    fam = name.split("/")[0]
+    ctx = "/".join(name.split("/")[-3:])
     for g in (fam, f"{fam}/{ctx}", "all"):
-        groups.setdefault(g, []).append(entry)
+        groups.setdefault(g, []).append((e / p, inside, name))
+rng = random.Random(1)
 for g, rows in sorted(groups.items()):
     err = [abs(r[0] - 1) for r in rows]
-    raw = [abs(r[1] - 1) for r in rows]
-    inside = sum(abs(math.log(r[0])) <= 2 * r[3] for r in rows)
+    means = sorted(statistics.mean(rng.choices(err, k=len(err)))
+                   for _ in range(1000))
     worst = max(rows, key=lambda r: abs(r[0] - 1))
-    print(f"{g}: {len(rows)} models; error mean {sum(err) / len(err):.1%}, "
-          f"worst {max(err):.1%}; uncalibrated mean {sum(raw) / len(raw):.1%},"
-          f" worst {max(raw):.1%}; within 2x their interval "
-          f"{inside}/{len(rows)}; worst {worst[2]} {worst[0]:.3f}")
+    print(f"{g}: {len(rows)} models; mean error {statistics.mean(err):.1%} "
+          f"(90% interval {means[50]:.1%}-{means[949]:.1%}), worst "
+          f"{max(err):.1%} ({worst[2]}, {worst[0]:.3f}); plain inside the "
+          f"estimate's interval {sum(r[1] for r in rows)}/{len(rows)}")
 PY
-if [[ -n ${BRICKS_KEEP:-} ]]; then
-  mkdir -p "$BRICKS_KEEP"
-  cp "$out/bricks.json" "$out/plain.json" "$out/estimate.json" "$BRICKS_KEEP/"
-fi

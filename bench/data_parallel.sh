@@ -3,16 +3,20 @@
 # on this machine's 2 cores: how much of a step the gradients' all-reduce
 # takes, and the scaling efficiency (examples per second on 2 ranks over
 # twice those of one), for small, mid and large FC models and an LSTM, on
-# both backends. Batch is per rank (weak scaling). Prints a table, then
+# both backends. Batch is per rank (weak scaling). One rank and two take
+# turns in rounds (paradnn compare: 1 2, 2 1, 1 2, ...), each round in fresh
+# processes, and the two ranks' step time over one's is printed with its 90%
+# interval ("within noise" where it holds 1). Then a table, then
 # PyTorch's own all-reduce of the same gradient sizes over the same Gloo
 # (bench/gloo_allreduce.py, no compute around it) for reference; the report
 # with its scaling plots goes to a temporary folder, kept with -k.
-#   bench/data_parallel.sh [-k] [steps]
+#   bench/data_parallel.sh [-k] [steps] [rounds]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 keep=false
 if [[ "${1:-}" == "-k" ]]; then keep=true; shift; fi
 steps=${1:-10}
+rounds=${2:-5}
 "$root/scripts/setup.sh" --bench >/dev/null
 "$root/scripts/build.sh" >/dev/null
 out=$(mktemp -d)
@@ -26,19 +30,19 @@ for backend in onednn torch; do
     cases+=("--paradnn_case=$model/$backend/fp32/train")
   done
 done
-common=(--paradnn_threads=1 --paradnn_steps="$steps" --paradnn_progress=false
-        --benchmark_format=json)
-"$root/build/paradnn" "${cases[@]}" "${common[@]}" >"$out/one.json"
+common="--paradnn_threads=1 --paradnn_steps=$steps --paradnn_progress=false ${cases[*]}"
 port=$((24000 + $$ % 5000))
-RANK=1 WORLD_SIZE=2 MASTER_PORT=$port "$root/build/paradnn" "${cases[@]}" \
-  "${common[@]}" >/dev/null &
-RANK=0 WORLD_SIZE=2 MASTER_PORT=$port "$root/build/paradnn" "${cases[@]}" \
-  "${common[@]}" >"$out/two.json"
-wait
-"$root/build/paradnn" report "$out/two.json" --scaling "$out/one.json" \
+# Rank 1 writes no results (BENCHMARK_OUT emptied): rank 0 reports for both.
+"$root/build/paradnn" compare --rounds "$rounds" -o "$out/rounds" \
+  --run-a "$root/build/paradnn $common" \
+  --run-b "RANK=1 WORLD_SIZE=2 MASTER_PORT=$port BENCHMARK_OUT= $root/build/paradnn $common >/dev/null &
+           RANK=0 WORLD_SIZE=2 MASTER_PORT=$port $root/build/paradnn $common; wait" \
+  2>/dev/null
+echo
+"$root/build/paradnn" report "$out/rounds/b.json" --scaling "$out/rounds/a.json" \
   -o "$out/report" 2>/dev/null
 # scaling.csv: case,name,world_size,step_ms,examples_per_second,
-# allreduce_frac,efficiency; one block per case.
+# allreduce_frac,efficiency; one block per case (medians of rounds).
 awk -F, 'NR == 1 { printf "%-72s %9s %9s %9s %10s\n", "case", "1 rank ms", \
                           "2 ranks ms", "allreduce", "efficiency"; next }
          $3 == 1 { one = $4 }
@@ -46,7 +50,7 @@ awk -F, 'NR == 1 { printf "%-72s %9s %9s %9s %10s\n", "case", "1 rank ms", \
   "$out/report/scaling.csv"
 echo
 echo "paradnn's all-reduce per step (2 ranks; waiting for the other rank included):"
-sizes=$(/usr/bin/python3 - "$out/two.json" <<'PY'
+sizes=$(/usr/bin/python3 - "$out/rounds/b.round1.json" <<'PY'
 import json, sys
 sizes = []
 for b in json.load(open(sys.argv[1]))["benchmarks"]:

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """The models of paradnn's case names, written the usual way in PyTorch eager
-Python, timed per step. Prints JSON {case name: seconds per step}.
+Python, timed per step. Prints JSON {case name: seconds per step}; with
+BENCHMARK_OUT set (as `paradnn compare --run-a` sets it), also writes the
+times there as Google Benchmark JSON, one run per case.
 
     /usr/bin/python3 bench/pytorch_eager.py --threads 2 NAME [NAME ...]
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -247,7 +250,18 @@ def main():
     ap.add_argument("names", nargs="+")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    print(json.dumps({n: time_case(n, args.min_seconds) for n in args.names}))
+    times = {n: time_case(n, args.min_seconds) for n in args.names}
+    print(json.dumps(times))
+    if os.environ.get("BENCHMARK_OUT"):
+        runs = [{"name": n, "run_name": n, "run_type": "iteration",
+                 "repetitions": 1, "repetition_index": 0, "iterations": 1,
+                 "real_time": t * 1e3, "cpu_time": t * 1e3,
+                 "time_unit": "ms", "step_ms": t * 1e3}
+                for n, t in times.items()]
+        context = {"executable": "bench/pytorch_eager.py",
+                   "torch": torch.__version__, "threads": args.threads}
+        with open(os.environ["BENCHMARK_OUT"], "w") as out:
+            json.dump({"context": context, "benchmarks": runs}, out, indent=1)
 
 
 if __name__ == "__main__":

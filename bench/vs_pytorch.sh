@@ -2,13 +2,12 @@
 # Step time of paradnn's LibTorch backend against the same models written in
 # PyTorch eager Python (Debian's python3-torch, the same LibTorch), small and
 # mid-sized models of every family, train and infer, and LLM decoders'
-# prefill and decode steps (fp32 and bf16). The two take turns in
-# short rounds (a quarter second per case and side), so that both meet the
-# same moments of a shared machine; each side's fastest round per case is
-# kept. Prints paradnn's time over eager's per case (below 1: paradnn
-# faster), beside the ratio of the two sides' rounds taken in turn (median,
-# least and most), which shows how far the machine moves one case's
-# ratio, and the geometric means and worst cases of both.
+# prefill and decode steps (fp32 and bf16). The two take turns in rounds
+# (`paradnn compare`: eager then paradnn, then paradnn then eager, ...; a
+# quarter second per case and side in each), each round in fresh processes.
+# Prints paradnn's time over eager's per case (below 1: paradnn faster) with
+# its 90% interval from both sides' rounds, "within noise" where that holds
+# 1, and per family and mode the geometric mean with its interval.
 #   bench/vs_pytorch.sh [threads] [rounds]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" >/dev/null
 . "$root/bench/openblas_core.sh"
 threads=${1:-$(nproc)}
-rounds=${2:-9}
+rounds=${2:-5}
 cases=()
 for mode in train infer; do
   cases+=(
@@ -37,52 +36,10 @@ for dtype in fp32 bf16; do
     "$llm/context:2048/batch:16/phase:decode/torch/$dtype/infer")
 done
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 args=()
 for c in "${cases[@]}"; do args+=(--paradnn_case="$c"); done
-time_eager() {
-  /usr/bin/python3 "$root/bench/pytorch_eager.py" --threads "$threads" \
-    --min_seconds 0.25 "${cases[@]}" >"$work/python$1.json"
-}
-time_paradnn() {
-  "$root/build/paradnn" "${args[@]}" --paradnn_threads="$threads" \
-    --paradnn_progress=false --benchmark_min_time=0.25 \
-    --benchmark_format=json >"$work/paradnn$1.json"
-}
-# Each side goes first in every other round: neither always meets what the
-# other leaves behind.
-for round in $(seq "$rounds"); do
-  if ((round % 2)); then
-    time_eager "$round"
-    time_paradnn "$round"
-  else
-    time_paradnn "$round"
-    time_eager "$round"
-  fi
-done
-/usr/bin/python3 - "$work" "$rounds" <<'PY'
-import json, math, os, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
-py, pd = {}, {}
-for r in range(1, rounds + 1):
-    for k, v in json.load(open(os.path.join(work, f"python{r}.json"))).items():
-        py.setdefault(k, []).append(v)
-    for b in json.load(open(os.path.join(work, f"paradnn{r}.json")))["benchmarks"]:
-        k = b["run_name"].removesuffix("/real_time")
-        pd.setdefault(k, []).append(b["real_time"] / 1e3)
-print(f"{'case':<92} {'python ms':>10} {'paradnn ms':>10} {'ratio':>6}"
-      f"  rounds: median (least-most)")
-ratios, medians = [], []
-for k in py:
-    ratio = min(pd[k]) / min(py[k])
-    ratios.append(ratio)
-    turns = [a / b for a, b in zip(pd[k], py[k])]
-    medians.append(statistics.median(turns))
-    print(f"{k:<92} {min(py[k])*1e3:10.3f} {min(pd[k])*1e3:10.3f} {ratio:6.3f}"
-          f"  {medians[-1]:.3f} ({min(turns):.3f}-{max(turns):.3f})")
-def summary(xs):
-    return (f"geometric mean {math.exp(sum(map(math.log, xs)) / len(xs)):.3f}, "
-            f"worst {max(xs):.3f}")
-print(f"paradnn over eager ({rounds} rounds): fastest rounds {summary(ratios)}; "
-      f"rounds in turn, median {summary(medians)}")
-PY
-rm -rf "$work"
+"$root/build/paradnn" compare --rounds "$rounds" -o "$work" \
+  --run-a "/usr/bin/python3 $root/bench/pytorch_eager.py --threads $threads --min_seconds 0.25 ${cases[*]}" \
+  --run-b "$root/build/paradnn ${args[*]} --paradnn_threads=$threads --paradnn_progress=false --benchmark_min_time=0.25" \
+  2>/dev/null

@@ -9,17 +9,20 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "results/results.h"
 
 namespace paradnn {
 namespace {
 
 using nlohmann::ordered_json;
 
-// A model's plain time: the mean of its timed steps over every call, as
-// Google Benchmark reports a case's time per iteration.
+// A model's plain time: the median of its rounds (--paradnn_rounds), else
+// the mean of its timed steps over every call, as Google Benchmark reports
+// a case's time per iteration.
 std::optional<double> PlainMs(const Entry& model) {
   const std::vector<double> steps = model.log.Of(Caches::kWarm);
   if (model.status != CaseStatus::kPassed || steps.empty()) return std::nullopt;
+  if (model.summary && model.summary->rounds > 1) return model.summary->median;
   double sum = 0;
   for (double ms : steps) sum += ms;
   return sum / steps.size();
@@ -150,9 +153,33 @@ ordered_json BricksResults(const Run& run) {
   std::vector<double> raw_all, all;
   double checked_s = 0, checked_estimate = 0, all_estimate = 0;
   int checked = 0;
+  // The method's error as the checked models measured it, per family (or
+  // over all of them where a family has fewer than two): the 90th
+  // percentile of |log(estimate / plain)|. Each estimate's interval holds
+  // it beside the bricks' timing noise; without a checked model it is
+  // unknown, and the interval is the timing noise alone.
+  std::map<std::string, std::vector<double>> log_errors;
+  {
+    size_t k = 0;
+    for (const Model& m : models) {
+      if (!m.raw) continue;
+      const Factor& f = factors[k++];
+      if (!m.plain) continue;
+      const double error = std::abs(std::log(m.raw->ms * f.value / *m.plain));
+      log_errors[m.entry->model->model.family].push_back(error);
+      log_errors[""].push_back(error);
+    }
+  }
+  auto method_error = [&](const std::string& family) -> std::optional<double> {
+    auto it = log_errors.find(family);
+    if (it == log_errors.end() || it->second.size() < 2)
+      it = log_errors.find("");
+    if (it == log_errors.end() || it->second.empty()) return std::nullopt;
+    return Percentile(it->second, 90);
+  };
   ordered_json model_out = ordered_json::array();
   size_t point = 0;
-  std::vector<double> spreads;
+  std::vector<double> spreads, timing_spreads;
   for (const Model& m : models) {
     const Entry& e = *m.entry;
     ordered_json j = {{"name", e.name}};
@@ -167,10 +194,18 @@ ordered_json BricksResults(const Run& run) {
     if (m.raw) {
       const Factor& f = factors[point++];
       const double estimate = m.raw->ms * f.value;
-      const double spread = std::hypot(m.raw->spread_ms / m.raw->ms, f.spread);
+      const double timing = std::hypot(m.raw->spread_ms / m.raw->ms, f.spread);
+      const std::optional<double> method = method_error(e.model->model.family);
+      const double spread = method ? std::hypot(timing, *method) : timing;
       j["estimated_ms"] = estimate;
       j["estimated_spread"] = spread;
+      j["estimated_low_ms"] = estimate * std::exp(-spread);
+      j["estimated_high_ms"] = estimate * std::exp(spread);
+      j["timing_spread"] = timing;
+      j["method_error"] =
+          method ? ordered_json(*method) : ordered_json(nullptr);
       spreads.push_back(spread);
+      timing_spreads.push_back(timing);
       j["uncalibrated_ms"] = m.raw->ms;
       j["bricks_spread_ms"] = m.raw->spread_ms;
       j["calibration"] = {{"factor", f.value},
@@ -230,10 +265,12 @@ ordered_json BricksResults(const Run& run) {
           : nullptr;
   // The estimates' typical interval, for the summary line and the report.
   if (!spreads.empty()) {
-    std::nth_element(spreads.begin(), spreads.begin() + spreads.size() / 2,
-                     spreads.end());
     out["estimated_models"] = spreads.size();
-    out["median_estimated_spread"] = spreads[spreads.size() / 2];
+    out["median_estimated_spread"] = Median(spreads);
+    out["median_timing_spread"] = Median(timing_spreads);
+    const std::optional<double> method = method_error("");
+    out["method_error"] =
+        method ? ordered_json(*method) : ordered_json(nullptr);
   }
   out["threads"] = run.options.threads;
   out["l2_bytes"] = L2Bytes();
@@ -285,9 +322,20 @@ void ReportBricks(const Run& run) {
   if (b.contains("median_estimated_spread")) {
     std::fprintf(stderr,
                  "; %d model step times estimated (median interval "
-                 "+-%.1f%%)",
+                 "+-%.1f%%: ",
                  b["estimated_models"].get<int>(),
                  100 * b["median_estimated_spread"].get<double>());
+    if (b["method_error"].is_number()) {
+      std::fprintf(stderr,
+                   "the bricks' timing +-%.1f%% and the method's error on the "
+                   "checked models, +-%.1f%% at the 90th percentile)",
+                   100 * b["median_timing_spread"].get<double>(),
+                   100 * b["method_error"].get<double>());
+    } else {
+      std::fprintf(stderr,
+                   "the bricks' timing only; the method's error is unknown, "
+                   "as no model was run plainly to check it)");
+    }
   }
   const int checked = b["checked_models"];
   if (checked > 0) {

@@ -52,25 +52,8 @@ std::string Duration(double seconds) {
 
 void NoteStart(Run& run, int index) {
   Entry& e = run.entries[index];
-  if (e.status != CaseStatus::kNotRun || !run.progress) return;
-  if (run.to_run < 0) {
-    const auto selected = Selector(run.filter);
-    run.to_run = 0;
-    for (size_t i = 0; i < run.entries.size(); ++i)
-      run.to_run += run.infos[i].registered && selected(run.entries[i].name);
-    run.start = Clock::now();
-  }
-  ++run.started;
-  const double elapsed =
-      std::chrono::duration<double>(Clock::now() - run.start).count();
-  std::string left = "?";
-  if (run.started > 1) {
-    left = Duration(elapsed / (run.started - 1) *
-                    std::max(0, run.to_run - run.started + 1));
-  }
-  std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
-               run.started, std::max(run.to_run, run.started), e.name.c_str(),
-               Duration(elapsed).c_str(), left.c_str());
+  if (e.status != CaseStatus::kNotRun || run.rounds > 1) return;
+  NoteProgress(run, e.name);
 }
 
 // Ends a call of the case's benchmark function: its time counts towards the
@@ -140,31 +123,6 @@ void Settle(Runner& runner, bool fixed) {
     runner.Step();
     if (!fixed && Clock::now() - start > std::chrono::milliseconds(50)) break;
   }
-}
-
-// What keeps a case from running here, or ok: its backend, the backend's
-// support for it, the memory it needs; the same reason for every call
-// after a call that could not run it.
-core::Status Check(const Run& run, const Entry& e) {
-  if (e.status == CaseStatus::kSkipped) return core::Status::Skipped(e.why);
-  if (e.status == CaseStatus::kFailed) return core::Status::Failed(e.why);
-  std::string unsupported;
-  const Backend* backend = FindBackend(e.backend, &unsupported);
-  if (backend == nullptr) return core::Status::Skipped(unsupported);
-  try {
-    unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
-  } catch (const std::exception& ex) {
-    return core::Status::Failed(ex.what());
-  }
-  if (!unsupported.empty()) return core::Status::Skipped(unsupported);
-  const int64_t memory =
-      backend->RecyclesWithinStep() ? e.cost.streaming_memory : e.cost.memory;
-  if (memory > run.max_memory) {
-    return core::Status::Skipped(
-        "needs about " + Gib(memory) + " by the cost model, over the " +
-        Gib(run.max_memory) + " limit (--paradnn_max_memory)");
-  }
-  return {};
 }
 
 // Data-parallel: every rank is at the same case (the same sweep, filter
@@ -259,6 +217,17 @@ void AddCounters(const Run& run, const Entry& e,
     counters->push_back(
         {"kv_cache_bytes", static_cast<double>(e.cost.kv_cache_bytes)});
   }
+  // Rounds: this row's step_ms is its round's; the case's median over
+  // rounds is Google Benchmark's median row, and every row carries the
+  // case's interval and spread (docs/running.md, "Rounds").
+  if (e.summary && e.summary->rounds > 1) {
+    const RoundSummary& r = *e.summary;
+    counters->push_back({"rounds", static_cast<double>(r.rounds)});
+    counters->push_back({"step_ms_low", r.low});
+    counters->push_back({"step_ms_high", r.high});
+    counters->push_back({"round_spread", r.spread});
+    counters->push_back({"unstable", r.unstable ? 1.0 : 0.0});
+  }
   for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
   const size_t timed = e.log.LastCall().size();
   if (run.comm && e.mode == Mode::kTrain && timed > 0) {
@@ -295,6 +264,54 @@ void ColdSteps(Run& run, Entry& e) {
 }
 
 }  // namespace
+
+void NoteProgress(Run& run, const std::string& what) {
+  if (!run.progress) return;
+  if (run.to_run < 0) {
+    const auto selected = Selector(run.filter);
+    run.to_run = 0;
+    for (size_t i = 0; i < run.entries.size(); ++i)
+      run.to_run += run.infos[i].registered && selected(run.entries[i].name);
+    run.to_run *= run.rounds;
+    run.start = Clock::now();
+  }
+  ++run.started;
+  const double elapsed =
+      std::chrono::duration<double>(Clock::now() - run.start).count();
+  std::string left = "?";
+  if (run.started > 1) {
+    left = Duration(elapsed / (run.started - 1) *
+                    std::max(0, run.to_run - run.started + 1));
+  }
+  std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
+               run.started, std::max(run.to_run, run.started), what.c_str(),
+               Duration(elapsed).c_str(), left.c_str());
+}
+
+// What keeps a case from running here, or ok: its backend, the backend's
+// support for it, the memory it needs; the same reason for every call
+// after a call that could not run it.
+core::Status Check(const Run& run, const Entry& e) {
+  if (e.status == CaseStatus::kSkipped) return core::Status::Skipped(e.why);
+  if (e.status == CaseStatus::kFailed) return core::Status::Failed(e.why);
+  std::string unsupported;
+  const Backend* backend = FindBackend(e.backend, &unsupported);
+  if (backend == nullptr) return core::Status::Skipped(unsupported);
+  try {
+    unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
+  } catch (const std::exception& ex) {
+    return core::Status::Failed(ex.what());
+  }
+  if (!unsupported.empty()) return core::Status::Skipped(unsupported);
+  const int64_t memory =
+      backend->RecyclesWithinStep() ? e.cost.streaming_memory : e.cost.memory;
+  if (memory > run.max_memory) {
+    return core::Status::Skipped(
+        "needs about " + Gib(memory) + " by the cost model, over the " +
+        Gib(run.max_memory) + " limit (--paradnn_max_memory)");
+  }
+  return {};
+}
 
 void StepLog::Add(double at_s, double ms, Caches caches) {
   steps.push_back({at_s, ms, caches, static_cast<int>(calls.size()) - 1});
@@ -384,14 +401,28 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   Status s = Agree(run, e, Check(run, e));
   if (!s.ok()) return EndCall(run, e, s);
   if (run.isolate) {
-    const int64_t start = NowMs();
-    const double at_s = SteadySeconds(Clock::now());
-    std::vector<double> steps_ms;
-    s = RunIsolated(run, e, max_steps, &steps_ms);
-    if (!s.ok()) return EndCall(run, e, s);
-    // The child's steps, as it measured them, all at this call's start.
-    e.log.BeginCall(start);
-    for (double ms : steps_ms) e.log.Add(at_s, ms, Caches::kWarm);
+    ChildResult child;
+    if (run.rounds > 1) {
+      MeasureRounds(run);  // at its first case where no reporter asked
+      // Google Benchmark calls a case once per repetition, one per round.
+      const size_t round = e.log.calls.size();
+      if (round >= e.rounds.size()) {
+        return EndCall(run, e,
+                       core::Status::Failed("called for round " +
+                                            std::to_string(round + 1) + " of " +
+                                            std::to_string(e.rounds.size())));
+      }
+      child = e.rounds[round];
+    } else {
+      child = RunIsolated(run, e, max_steps, /*profile=*/true);
+    }
+    if (!child.status.ok()) return EndCall(run, e, child.status);
+    // The child's steps, as it measured them, all at its start.
+    e.log.BeginCall(child.start_ms);
+    e.log.calls.back().second = child.stop_ms;
+    for (double ms : child.warm_ms) e.log.Add(child.at_s, ms, Caches::kWarm);
+    for (double ms : child.cold_ms) e.log.Add(child.at_s, ms, Caches::kCold);
+    if (!child.counters.empty()) e.child_counters = child.counters;
     return s;
   }
   bool fresh = false;
@@ -451,7 +482,9 @@ double IsolatedStepSeconds(int index, int64_t step) {
 Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   Run& run = TheRun();
   Entry& e = run.entries.at(index);
-  if (!e.log.calls.empty()) e.log.calls.back().second = NowMs();
+  if (!run.isolate && !e.log.calls.empty()) {
+    e.log.calls.back().second = NowMs();
+  }
   if (run.comm) {
     run.comm_seconds = run.comm->gradient_seconds() - run.comm_seconds0;
     run.comm_bytes = run.comm->gradient_bytes() - run.comm_bytes0;

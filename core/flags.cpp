@@ -23,15 +23,22 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 // Flags that choose a run's cases or write its outputs: an isolated child,
 // which runs one case for its parent, has none of them.
-const char* const kParentOnly[] = {
-    "paradnn_help",          "paradnn_config",
-    "paradnn_case",          "paradnn_resume",
-    "paradnn_shard",         "paradnn_shard_count",
-    "paradnn_isolate",       "paradnn_bricks",
-    "paradnn_bricks_out",    "paradnn_bricks_db",
-    "paradnn_bricks_check",  "paradnn_bricks_estimate_only",
-    "paradnn_profile_out",   "paradnn_mllog",
-    "paradnn_mlperf_package"};
+const char* const kParentOnly[] = {"paradnn_help",
+                                   "paradnn_config",
+                                   "paradnn_case",
+                                   "paradnn_resume",
+                                   "paradnn_shard",
+                                   "paradnn_shard_count",
+                                   "paradnn_isolate",
+                                   "paradnn_bricks",
+                                   "paradnn_rounds",
+                                   "paradnn_bricks_out",
+                                   "paradnn_bricks_db",
+                                   "paradnn_bricks_check",
+                                   "paradnn_bricks_estimate_only",
+                                   "paradnn_profile_out",
+                                   "paradnn_mllog",
+                                   "paradnn_mlperf_package"};
 
 std::string EnvironmentName(const std::string& flag) {
   std::string name = "PARADNN_" + flag.substr(8);
@@ -81,6 +88,16 @@ po::options_description Describe(Options& o, Texts& t) {
       "paradnn_isolate", po::bool_switch(&o.isolate),
       "run each case in a child process (this binary again), so that a "
       "crash fails that case only")(
+      "paradnn_rounds", po::value(&o.rounds)->value_name("R"),
+      "measure every case in R rounds, each case in a fresh process each "
+      "round, the cases in a new random order each round: step_ms is the "
+      "median of its rounds, step_ms_low and step_ms_high its interval "
+      "(default: 3; 1 runs every case once, in this process; --paradnn_steps "
+      "steps a round, default 10)")(
+      "paradnn_pin", po::bool_switch(&o.pin),
+      "place each OpenMP thread of a case on a core of its own "
+      "(OMP_PROC_BIND=close, OMP_PLACES=cores in the case's process; implies "
+      "a process per case)")(
       "paradnn_profile", po::bool_switch(&o.profile),
       "after timing, run each case's steps again under the backend's "
       "profiler and report the share of step time per operation class "
@@ -272,6 +289,8 @@ Options ParseFlags(int* argc, char** argv) {
   };
   seconds("paradnn_case_timeout", o.case_timeout);
   seconds("paradnn_dist_timeout", o.dist_timeout);
+  check(vm.count("paradnn_rounds"), o.rounds > 0, "paradnn_rounds",
+        std::to_string(o.rounds), "a positive number of rounds");
   check(vm.count("paradnn_steps"), o.steps > 0, "paradnn_steps",
         std::to_string(o.steps), "a positive step count");
   check(vm.count("paradnn_bricks_granularity"), o.bricks_granularity > 0,

@@ -16,6 +16,15 @@ class FlagError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Rounds a case is measured in by default: the least that gives a ratio of
+// two cases an interval of 90% without assuming how the machine's noise is
+// distributed (docs/running.md, "Rounds").
+inline constexpr int kDefaultRounds = 3;
+// Timed steps per round when --paradnn_steps is not given: the process, not
+// the step, is the unit of variance here, and one process's steps agree
+// within 2%.
+inline constexpr int64_t kRoundSteps = 10;
+
 struct Options {
   bool help = false;
   std::string config;              // empty: the built-in default
@@ -28,8 +37,12 @@ struct Options {
   std::string platform;  // peaks for flops_util (paradnn calibrate)
   bool bricks = false;   // register each unique layer too (DLBricks)
   int64_t steps = 0;     // fixed steps per case (0: Google Benchmark decides)
-  double case_timeout = 0;     // seconds for preparation and warm-up; 0: none
-  bool isolate = false;        // each case in a child process
+  double case_timeout = 0;  // seconds for preparation and warm-up; 0: none
+  bool isolate = false;     // each case in a child process
+  // Each case once per round, each in a fresh process, the cases in a new
+  // random order each round; its figure is the median of its rounds.
+  int rounds = kDefaultRounds;
+  bool pin = false;            // the cases' OpenMP threads on a core each
   bool profile = false;        // per-operation-class shares of step time
   std::string profile_out;     // per-operation times of every case, as JSON
   std::string shard;           // "I/N"; empty: the scheduler's, else all cases

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +23,7 @@ namespace paradnn {
 namespace {
 
 void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
-                         const std::string& out) {
+                         bool profile, const std::string& out) {
   for (const auto& [name, value] : ChildEnvironment(run.flags)) {
     if (value) {
       setenv(name.c_str(), value->c_str(), 1);
@@ -41,6 +42,14 @@ void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
   setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
   // The parent's (RunIsolated found it before the fork).
   if (e.brick) setenv("PARADNN_L3_BYTES", std::to_string(L3Bytes()).c_str(), 1);
+  if (!profile) setenv("PARADNN_PROFILE", "false", 1);
+  // --paradnn_pin: each OpenMP thread (LibTorch's and oneDNN's) on a core
+  // of its own, unless the environment already places them. Set here, as
+  // the OpenMP runtime reads it when it loads.
+  if (run.flags.pin) {
+    setenv("OMP_PROC_BIND", "close", 0);
+    setenv("OMP_PLACES", "cores", 0);
+  }
 }
 
 // The case's name as a filter that matches it alone: names hold regular
@@ -63,29 +72,43 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
                                                           : "failed";
   out["message"] = status.message;
   out["steps_ms"] = e.log.LastCall();
+  out["cold_ms"] = e.log.Of(Caches::kCold);
   for (const core::Counter& c : ProfileCounters(e)) {
     out["counters"][c.name] = c.value;
   }
   std::ofstream(std::getenv("PARADNN_ISOLATED_OUT")) << out.dump() << "\n";
 }
 
-core::Status RunIsolated(Run& run, Entry& e, int64_t steps,
-                         std::vector<double>* steps_ms) {
-  steps_ms->clear();
+ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
+  ChildResult r;
+  r.start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  r.at_s = std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+               .count();
+  auto done = [&](core::Status status) {
+    r.status = std::move(status);
+    r.stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    return r;
+  };
   std::string out =
       (std::filesystem::temp_directory_path() / "paradnn_isolate.XXXXXX")
           .string();
   const int fd = mkstemp(out.data());
-  if (fd < 0)
-    return core::Status::Failed(
-        "cannot create a file for the isolated process");
+  if (fd < 0) {
+    return done(
+        core::Status::Failed("cannot create a file for the isolated process"));
+  }
   close(fd);
   // Found here, before the fork, so that every child takes the same figure.
   if (e.brick) L3Bytes();
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
-    SetChildEnvironment(run, e, steps, out);
+    SetChildEnvironment(run, e, steps, profile, out);
     // What it measured comes through the file; its console would interleave.
     const int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
@@ -104,33 +127,35 @@ core::Status RunIsolated(Run& run, Entry& e, int64_t steps,
   }
   std::remove(out.c_str());
   if (WIFSIGNALED(status)) {
-    return core::Status::Failed(
-        std::string("crashed in its isolated process: ") +
-        strsignal(WTERMSIG(status)));
+    return done(
+        core::Status::Failed(std::string("crashed in its isolated process: ") +
+                             strsignal(WTERMSIG(status))));
   }
   if (!result.is_object() || !result["status"].is_string() ||
       !result["steps_ms"].is_array()) {
-    return core::Status::Failed("its isolated process exited with status " +
-                                std::to_string(WEXITSTATUS(status)) +
-                                " and no result");
+    return done(core::Status::Failed(
+        "its isolated process exited with status " +
+        std::to_string(WEXITSTATUS(status)) + " and no result"));
   }
   const std::string how = result["status"];
   const std::string message = result.value("message", std::string());
-  if (how == "skipped") return core::Status::Skipped(message);
-  if (how != "ok")
-    return core::Status::Failed("in its isolated process: " + message);
-  for (const auto& ms : result["steps_ms"]) {
-    steps_ms->push_back(ms.get<double>());
+  if (how == "skipped") return done(core::Status::Skipped(message));
+  if (how != "ok") {
+    return done(core::Status::Failed("in its isolated process: " + message));
   }
-  if (static_cast<int64_t>(steps_ms->size()) != steps) {
-    return core::Status::Failed("its isolated process ran " +
-                                std::to_string(steps_ms->size()) +
-                                " steps, not " + std::to_string(steps));
+  for (const auto& ms : result["steps_ms"]) r.warm_ms.push_back(ms);
+  if (result["cold_ms"].is_array()) {
+    for (const auto& ms : result["cold_ms"]) r.cold_ms.push_back(ms);
+  }
+  if (static_cast<int64_t>(r.warm_ms.size()) != steps) {
+    return done(core::Status::Failed("its isolated process ran " +
+                                     std::to_string(r.warm_ms.size()) +
+                                     " steps, not " + std::to_string(steps)));
   }
   for (const auto& [key, value] : result["counters"].items()) {
-    e.child_counters[key] = value;
+    r.counters[key] = value;
   }
-  return {};
+  return done({});
 }
 
 }  // namespace paradnn

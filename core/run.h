@@ -21,6 +21,7 @@
 #include "distributed/world.h"
 #include "generators/cost.h"
 #include "paradnn/core.h"
+#include "results/rounds.h"
 
 namespace paradnn {
 
@@ -57,6 +58,16 @@ struct StepLog {
   std::vector<double> LastCall() const;
   // Every step of that kind, all calls pooled (probes and repetitions).
   std::vector<double> Of(Caches caches) const;
+};
+
+// One call of a case's steps in a child process (this binary again): how it
+// ended, its steps as the child timed them, and its profile's counters.
+struct ChildResult {
+  core::Status status;
+  std::vector<double> warm_ms, cold_ms;
+  std::map<std::string, double> counters;
+  int64_t start_ms = 0, stop_ms = 0;  // wall clock around the child
+  double at_s = 0;                    // its start, on the steady clock
 };
 
 // One registered case: a model of the sweep, or (--paradnn_bricks) one of
@@ -96,6 +107,10 @@ struct Entry {
   std::optional<StepProfile> profile;  // --paradnn_profile
   // Counters the isolated child measured beyond its time (the profile's).
   std::map<std::string, double> child_counters;
+  // --paradnn_rounds: each round's child, in the order of rounds, and
+  // what they say together (its median, interval, spread).
+  std::vector<ChildResult> rounds;
+  std::optional<RoundSummary> summary;
 
   Graph BuildGraph() const {
     return model ? model->model.BuildGraph() : brick->BuildGraph(mode);
@@ -145,7 +160,12 @@ struct Run {
   std::ofstream journal;                  // --paradnn_resume
   std::set<std::string> system_backends;  // in the MLPerf package's system
   bool progress = true;
-  bool isolate = false;         // --paradnn_isolate, in the parent
+  bool isolate = false;  // --paradnn_isolate, in the parent
+  // --paradnn_rounds in the parent: every selected case once per round,
+  // each time in a child, measured when the run starts (MeasureRounds).
+  int rounds = 1;
+  bool rounds_measured = false;
+  std::vector<std::pair<std::string, std::string>> machine_start;
   bool isolated_child = false;  // this process runs a case for a parent
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.
@@ -171,11 +191,38 @@ std::function<bool(const std::string&)> Selector(const std::string& filter);
 // from the one its isolated child measured.
 std::vector<core::Counter> ProfileCounters(const Entry& e);
 
-// --paradnn_isolate: runs this call's `steps` steps of the case in a child
-// process (this binary again) and gives each step's time as the child
-// measured it; a crash fails the case only, a skip there is a skip here.
-core::Status RunIsolated(Run& run, Entry& e, int64_t steps,
-                         std::vector<double>* steps_ms);
+// Runs `steps` steps of the case in a child process (this binary again)
+// and gives each step's time as the child measured it; a crash fails the
+// case only, a skip there is a skip here. `profile`: the child profiles
+// too, if the run does.
+ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile);
+
+// --paradnn_rounds: runs every case the filter selects once per round, each
+// round in a new random order, each case in a child; then each case's
+// summary. Once per run: when the run starts (the reporter's context) or at
+// its first case. Returns the context to add: the machine at the end.
+std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run);
+
+// What makes a process slow or fast here, for the context: the CPUs this
+// process may use, SMT, transparent huge pages, the load average and the
+// share of time stolen (over `sample_s`, or since `since` when given).
+struct MachineSample {
+  std::vector<std::pair<std::string, std::string>> fields;
+  double busy_cpus = 0;  // CPUs' worth of work (ours included) over it
+  double steal = 0;      // share of CPU time stolen over it
+};
+MachineSample SampleMachine(double sample_s);
+
+// What a run's rounds say at its end: each unstable case, with its rounds;
+// with one round, that a re-run may move its figures, and by how much this
+// CPU's last run with rounds saw them move.
+std::vector<std::string> RoundsNotes(const Run& run);
+
+// Progress: the line for the next of `to_run` cases starting.
+void NoteProgress(Run& run, const std::string& what);
+
+// The case's checks before it runs (backend, support, memory).
+core::Status Check(const Run& run, const Entry& e);
 
 // In such a child (PARADNN_ISOLATED_OUT names the file): writes how its call
 // of the case ended, its steps' times and its profile, for the parent.

@@ -160,6 +160,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     info.name = e.name;
     info.steps = o.steps;
     info.manual_time = run.isolate;
+    info.repetitions = run.rounds;
     run.infos.push_back(std::move(info));
     run.entries.push_back(std::move(e));
     return index;
@@ -315,6 +316,17 @@ void SetUpRank(Run& run, Options& o, int* argc, char** argv) {
         "sweep without it");
   }
   if (o.steps == 0) o.steps = kDataParallelSteps;
+  // Ranks step together, in one process each: a round is the run.
+  if (o.rounds > 1 && std::any_of(o.given.begin(), o.given.end(), [](auto& g) {
+        return g.first == "paradnn_rounds";
+      })) {
+    throw FlagError(
+        "--paradnn_rounds runs cases in child processes, which cannot join "
+        "the " +
+        std::to_string(w.size) +
+        " ranks of this data-parallel run: run it again for another round");
+  }
+  o.rounds = 1;
   if (w.rank == 0) return;
   const std::string suffix = ".rank" + std::to_string(w.rank);
   // Every rank reads the bricks database (they must skip the same bricks);
@@ -392,9 +404,28 @@ void LoadRun(Run& run, int* argc, char** argv) {
                        ? o.max_memory
                        : static_cast<int64_t>(0.8 * AvailableMemory());
   run.progress = o.progress;
-  run.flags = o;
   run.isolated_child = std::getenv("PARADNN_ISOLATED_OUT") != nullptr;
-  run.isolate = o.isolate && !run.isolated_child;
+  run.rounds = run.isolated_child ? 1 : o.rounds;
+  // Rounds and pinned threads need a process per case.
+  run.isolate = (o.isolate || run.rounds > 1 || o.pin) && !run.isolated_child;
+  if (run.rounds > 1 && o.steps == 0) o.steps = kRoundSteps;
+  run.flags = o;
+  if (!run.isolated_child) {
+    // What the machine is like as the run starts; another process's work
+    // slows every case and moves it between processes.
+    const MachineSample start = SampleMachine(0.25);
+    run.machine_start = start.fields;
+    if (start.busy_cpus >= 0.25 || start.steal >= 0.05) {
+      char why[160];
+      std::snprintf(why, sizeof(why),
+                    "the machine is busy before the sweep: %.2f CPUs' worth "
+                    "of other work, %.1f%% of CPU time stolen",
+                    start.busy_cpus, 100 * start.steal);
+      loaded.notes.push_back(std::string(why) +
+                             ": figures will be slower and move more "
+                             "between processes");
+    }
+  }
   run.config =
       o.config.empty() && o.cases.empty() ? kDefaultConfigName : o.config;
   // MLPerf names: the flag, else the config, else the default.
@@ -490,6 +521,24 @@ std::vector<std::pair<std::string, std::string>> Context() {
        "steps are paradnn's release code; Google Benchmark's build type "
        "(library_build_type) is that of the loop around them"}};
   if (!run.shard.empty()) context.emplace_back("paradnn_shard", run.shard);
+  context.emplace_back(
+      "paradnn_rounds",
+      run.rounds > 1
+          ? std::to_string(run.rounds) + " rounds of " +
+                std::to_string(run.flags.steps) +
+                " steps, each case in a fresh process each round, the cases "
+                "in a new random order each round: step_ms is a round's, "
+                "the median row the case's; step_ms_low-step_ms_high its "
+                "90% interval"
+          : std::string("1: each case once") +
+                (run.isolate ? ", in a process of its own"
+                             : ", in this process"));
+  context.emplace_back("paradnn_pin",
+                       run.flags.pin ? "OMP_PROC_BIND=close, OMP_PLACES=cores"
+                                     : "no (threads where the OS puts them)");
+  for (const auto& [key, value] : run.machine_start) {
+    context.emplace_back("paradnn_machine_start_" + key, value);
+  }
   const World& w = run.world;
   context.emplace_back("paradnn_world_size", std::to_string(w.size));
   if (w.size > 1) {
@@ -524,6 +573,13 @@ std::vector<std::pair<std::string, std::string>> BackendContext(
   return context;
 }
 
+std::vector<std::pair<std::string, std::string>> Measure(
+    const std::string& filter) {
+  Run& run = TheRun();
+  if (run.to_run < 0) run.filter = filter;
+  return MeasureRounds(run);
+}
+
 int Finish() {
   Run& run = TheRun();
   run.runner.reset();
@@ -539,6 +595,11 @@ int Finish() {
     passed += e.status == CaseStatus::kPassed;
     skipped += e.status == CaseStatus::kSkipped;
     failed += e.status == CaseStatus::kFailed;
+  }
+  if (!run.isolated_child && passed > 0 && Reports()) {
+    for (const std::string& note : RoundsNotes(run)) {
+      std::fprintf(stderr, "paradnn: %s\n", note.c_str());
+    }
   }
   std::fprintf(stderr, "paradnn: %d passed, %d skipped, %d failed\n", passed,
                skipped, failed);
@@ -557,6 +618,6 @@ paradnn_core_api(int version) {
                              c::BackendContext, c::BeginCase,
                              c::Step,           c::IsolatedStepSeconds,
                              c::EndCase,        c::Reported,
-                             c::Finish};
+                             c::Finish,         c::Measure};
   return version <= c::kApiVersion ? &api : nullptr;
 }

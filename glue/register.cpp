@@ -141,6 +141,9 @@ Benchmarks RegisterCases() {
       b->UseRealTime();
     }
     if (info.steps > 0) b->Iterations(info.steps);
+    if (info.repetitions > 1) {
+      b->Repetitions(static_cast<int>(info.repetitions));
+    }
     registered.push_back(b);
   }
   return registered;

@@ -45,9 +45,14 @@ class Reporter : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context& context) override {
     if (!internal::Core().reports()) return true;
     // Only now is the filter known: describe (and so load) the backends of
-    // the selected cases only.
-    for (const auto& [key, value] :
-         internal::Core().backend_context(benchmark::GetBenchmarkFilter())) {
+    // the selected cases only, and measure their rounds (--paradnn_rounds)
+    // before any is reported, so that the context can say what the machine
+    // was like at the end.
+    const std::string filter = benchmark::GetBenchmarkFilter();
+    for (const auto& [key, value] : internal::Core().backend_context(filter)) {
+      benchmark::AddCustomContext(key, value);
+    }
+    for (const auto& [key, value] : internal::Core().measure(filter)) {
       benchmark::AddCustomContext(key, value);
     }
     inner_->SetOutputStream(&GetOutputStream());

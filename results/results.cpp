@@ -30,10 +30,6 @@ double Percentile(std::vector<double> v, double p) {
   return v[lo] + (at - lo) * (v[hi] - v[lo]);
 }
 
-namespace {
-
-// paradnn's step_ms, the time its rates divide by; in results from before
-// it, Google Benchmark's real_time, per iteration, in time_unit.
 double StepMs(const json& run) {
   if (run.contains("step_ms") && run["step_ms"].is_number()) {
     return run["step_ms"].get<double>();
@@ -45,8 +41,6 @@ double StepMs(const json& run) {
                                       : 1e-6;
   return run.at("real_time").get<double>() * scale;
 }
-
-}  // namespace
 
 json ParseBenchmarkJson(const std::string& text) {
   std::string clean;
@@ -149,6 +143,28 @@ Results ReadResults(const std::string& path) {
     std::vector<double> ms;
     for (const json& run : list) ms.push_back(StepMs(run));
     r.step_ms = medians.count(name) ? StepMs(medians.at(name)) : Median(ms);
+    r.step_ms_low = r.step_ms_high = r.step_ms;
+    r.rounds_ms = {r.step_ms};
+    // Rounds: each row one round's (in the order of its repetition), every
+    // row the case's interval.
+    auto number = [](const json& run, const char* key, double otherwise) {
+      const auto it = run.find(key);
+      return it != run.end() && it->is_number() ? it->get<double>() : otherwise;
+    };
+    if (number(first, "rounds", 0) > 1 && first.contains("step_ms_low")) {
+      std::vector<std::pair<double, double>> ordered;
+      for (const json& run : list) {
+        ordered.emplace_back(number(run, "repetition_index", 0), StepMs(run));
+      }
+      std::sort(ordered.begin(), ordered.end());
+      r.rounds_ms.clear();
+      for (const auto& [index, t] : ordered) r.rounds_ms.push_back(t);
+      r.step_ms = Median(r.rounds_ms);
+      r.step_ms_low = number(first, "step_ms_low", r.step_ms);
+      r.step_ms_high = number(first, "step_ms_high", r.step_ms);
+      r.round_spread = number(first, "round_spread", 0);
+      r.unstable = number(first, "unstable", 0) > 0;
+    }
     r.samples_per_second = batch * results.world_size / (r.step_ms / 1e3);
     r.flops = r.flop_per_step / (r.step_ms / 1e3);
     const json& shares = medians.count(name) ? medians.at(name) : first;

@@ -20,7 +20,13 @@ struct CaseResult {
   double flop_per_sample = 0;
   double bytes_per_step = 0;
   double intensity = 0;
-  double step_ms = 0;  // median over repetitions
+  double step_ms = 0;  // median over rounds (or repetitions)
+  // --paradnn_rounds: each round's step time, in order, the interval of
+  // step_ms and the rounds' spread (results/rounds.h). Without rounds (or
+  // repetitions in one process) one entry, step_ms, and no interval.
+  std::vector<double> rounds_ms;
+  double step_ms_low = 0, step_ms_high = 0, round_spread = 0;
+  bool unstable = false;
   double samples_per_second = 0;  // over all ranks of a data-parallel run
   double flops = 0;               // FLOP/s, per rank
   double allreduce_frac = 0;      // time_allreduce_frac, where reported
@@ -54,6 +60,11 @@ nlohmann::json ParseBenchmarkJson(const std::string& text);
 
 // v with `precision` significant digits, as tables and plot titles show it.
 std::string Num(double v, int precision = 4);
+
+// A run's step time in milliseconds: paradnn's step_ms, the time its rates
+// divide by; in other results (and paradnn's from before it), Google
+// Benchmark's real_time, per iteration, in time_unit.
+double StepMs(const nlohmann::json& run);
 
 double Median(std::vector<double> v);
 // The p-th percentile (0..100), linear between order statistics.

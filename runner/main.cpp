@@ -3,6 +3,7 @@
 // lists them, `paradnn COMMAND --help` explains one).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
+#include "analysis/compare.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
 #include "core/flags.h"
@@ -295,6 +297,122 @@ int MergeCommand(const Command& self, int argc, char** argv) {
   return 0;
 }
 
+// Runs a side's command for one round, its Google Benchmark JSON into
+// `json` and its console into `log`; false (said on stderr) when it wrote
+// no results.
+bool RunRound(const std::string& command, int round, const std::string& json,
+              const std::string& log) {
+  setenv("PARADNN_ROUNDS", "1", 1);
+  setenv("COMPARE_ROUND", std::to_string(round).c_str(), 1);
+  setenv("BENCHMARK_OUT", json.c_str(), 1);
+  setenv("BENCHMARK_OUT_FORMAT", "json", 1);
+  std::filesystem::remove(json);
+  const std::string shell = "(" + command + ") >'" + log + "' 2>&1";
+  const int status = std::system(shell.c_str());
+  unsetenv("BENCHMARK_OUT");
+  unsetenv("BENCHMARK_OUT_FORMAT");
+  unsetenv("PARADNN_ROUNDS");
+  unsetenv("COMPARE_ROUND");
+  if (!std::filesystem::exists(json)) {
+    std::cerr << "compare: '" << command << "' wrote no results (exit status "
+              << status << ", see " << log << ")\n";
+    return false;
+  }
+  return true;
+}
+
+int CompareCommand(const Command& self, int argc, char** argv) {
+  std::string a_file, b_file, a_sel, b_sel, run_a, run_b, out;
+  int rounds = 5;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string* target = arg == "--vs"      ? &b_file
+                          : arg == "--a"     ? &a_sel
+                          : arg == "--b"     ? &b_sel
+                          : arg == "--run-a" ? &run_a
+                          : arg == "--run-b" ? &run_b
+                          : arg == "-o"      ? &out
+                                             : nullptr;
+    if (target != nullptr && i + 1 < argc) {
+      *target = argv[++i];
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else if (target == nullptr && a_file.empty() && arg[0] != '-') {
+      a_file = arg;
+    } else {
+      std::cerr << "paradnn compare: unexpected argument '" << arg << "'\n";
+      return UsageError(self);
+    }
+  }
+  const bool measure = !run_a.empty() || !run_b.empty();
+  if (a_sel.empty() != b_sel.empty() || rounds < 1 ||
+      (measure
+           ? run_a.empty() || run_b.empty() || out.empty() || !a_file.empty()
+           : a_file.empty())) {
+    return UsageError(self);
+  }
+  try {
+    if (measure) {
+      std::filesystem::create_directories(out);
+      std::vector<std::string> a_rounds, b_rounds;
+      double a_seconds = 0, b_seconds = 0;
+      for (int r = 1; r <= rounds; ++r) {
+        // A B, B A, A B, ...: neither side always meets what the other
+        // leaves behind, and a slow phase of the machine meets both.
+        const bool a_first = r % 2 == 1;
+        for (int k = 0; k < 2; ++k) {
+          const bool a = (k == 0) == a_first;
+          const std::string side = a ? "a" : "b";
+          const std::string base =
+              out + "/" + side + ".round" + std::to_string(r);
+          std::cerr << "compare: round " << r << "/" << rounds << ": "
+                    << (a ? run_a : run_b) << "\n";
+          const auto start = std::chrono::steady_clock::now();
+          if (RunRound(a ? run_a : run_b, r, base + ".json", base + ".log")) {
+            (a ? a_rounds : b_rounds).push_back(base + ".json");
+          }
+          (a ? a_seconds : b_seconds) +=
+              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
+        }
+      }
+      std::cerr << "compare: A took " << a_seconds << " s, B " << b_seconds
+                << " s over " << rounds << " rounds\n";
+      if (a_rounds.empty() || b_rounds.empty()) return 1;
+      const std::string how = std::to_string(rounds) +
+                              " rounds, one process a round, taking turns "
+                              "(paradnn compare)";
+      std::ofstream(out + "/a.json")
+          << paradnn::MergeRounds(a_rounds, how).dump(2) << "\n";
+      std::ofstream(out + "/b.json")
+          << paradnn::MergeRounds(b_rounds, how).dump(2) << "\n";
+      a_file = out + "/a.json";
+      b_file = out + "/b.json";
+    }
+    const auto a = paradnn::ReadRounds(a_file);
+    const auto b = b_file.empty() ? a : paradnn::ReadRounds(b_file);
+    const auto pairs = paradnn::Pair(a, a_sel, b, b_sel);
+    if (pairs.empty()) {
+      std::cerr << "paradnn compare: A and B have no case in common\n";
+      return 2;
+    }
+    const std::string text = paradnn::CompareText(pairs,
+                                                  measure         ? run_a
+                                                  : a_sel.empty() ? a_file
+                                                                  : a_sel,
+                                                  measure         ? run_b
+                                                  : b_sel.empty() ? b_file
+                                                                  : b_sel);
+    std::cout << text;
+    if (measure) std::ofstream(out + "/compare.txt") << text;
+  } catch (const std::exception& e) {
+    std::cerr << "paradnn compare: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 int HelpCommand(const Command& self, int argc, char** argv);
 
 const Command kCommands[] = {
@@ -333,6 +451,28 @@ const Command kCommands[] = {
      "                 limits for llama3.1-8b): which cases meet them\n"
      "  -o DIR         output folder\n",
      ReportCommand},
+    {"compare", "compare two things in rounds, each ratio with its interval",
+     "compare A.json [--vs B.json] [--a SEL --b SEL]\n"
+     "       compare --run-a 'COMMAND' --run-b 'COMMAND' [--rounds R] -o DIR\n"
+     "               [--a SEL --b SEL]\n\n"
+     "Prints B's step time over A's per case with its 90% interval from\n"
+     "both sides' rounds (--paradnn_rounds), marking ratios whose interval\n"
+     "holds 1 as within noise, and per family and mode the geometric mean\n"
+     "with its interval.\n\n"
+     "  --vs FILE      B's results (default: A's file, with --a and --b)\n"
+     "  --a SEL, --b SEL  compare the cases whose names contain SEL (e.g.\n"
+     "                 --a /torch/ --b /onednn/), paired by the rest\n"
+     "  --run-a CMD, --run-b CMD  measure first: R rounds, each running\n"
+     "                 both commands (A B, then B A, ...) with\n"
+     "                 PARADNN_ROUNDS=1, BENCHMARK_OUT and COMPARE_ROUND (the\n"
+     "                 round, 1..R) in their environment, so two\n"
+     "                 builds, library versions or programs take turns on\n"
+     "                 the machine; their rounds go into DIR/a.json and\n"
+     "                 DIR/b.json (results with intervals), the table into\n"
+     "                 DIR/compare.txt\n"
+     "  --rounds R     rounds of each side (default: 5)\n"
+     "  -o DIR         where the rounds, their logs and the results go\n",
+     CompareCommand},
     {"merge", "merge the results of sharded runs into one file",
      "merge A.json B.json ... -o ALL.json [--config SWEEP.yaml]\n\n"
      "Merges Google Benchmark JSON files of one sweep's shards, checking that\n"

@@ -42,6 +42,9 @@ struct CaseInfo {
   std::string name;          // canonical, the benchmark's name
   int64_t steps = 0;         // timed steps, fixed by --paradnn_steps; 0: any
   bool manual_time = false;  // timed in a child process (--paradnn_isolate)
+  // Google Benchmark's repetitions: one per round (--paradnn_rounds), each
+  // reporting its round; 1 leaves them to --benchmark_repetitions.
+  int64_t repetitions = 1;
   // False for what the run knows without running it (bricks from the
   // bricks database, models with --paradnn_bricks_estimate_only).
   bool registered = true;
@@ -98,6 +101,14 @@ struct ReportedRun {
 };
 void Reported(const ReportedRun& run);
 
+// --paradnn_rounds: measures every case the filter selects in all its rounds
+// now, before Google Benchmark calls any (whose calls then report the
+// rounds), and returns the context to add: the machine at the end of the
+// run. Nothing to do for one round; BeginCase measures them where no
+// reporter called this first.
+std::vector<std::pair<std::string, std::string>> Measure(
+    const std::string& filter);
+
 // Releases the last prepared model, writes the bricks and profile outputs,
 // prints "paradnn: N passed, M skipped, K failed" on stderr and returns the
 // exit status: 1 when a case failed, else 0.
@@ -122,8 +133,10 @@ struct Api {
                      std::vector<Counter>* counters);
   void (*reported)(const ReportedRun& run);
   int (*finish)();
+  std::vector<std::pair<std::string, std::string>> (*measure)(
+      const std::string& filter);
 };
-inline constexpr int kApiVersion = 1;
+inline constexpr int kApiVersion = 2;
 
 }  // namespace paradnn::core
 

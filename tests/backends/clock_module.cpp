@@ -6,11 +6,23 @@
 // bricks estimate of it can be checked against it. Its profile records each
 // part as an operation (matrix products as gemm, the rest elementwise), in
 // the thread's CPU time, so the shares of step time are known too.
+//
+// Built three times: "clock", "clocktwin" (the same steps) and "clockslow"
+// (every step 1.1 times as long), so that comparisons have a known answer.
+// With PARADNN_CLOCK_SLOW_EVERY=N and PARADNN_CLOCK_COUNTER=DIR, every Nth
+// process that prepares a given model of this backend (counted in a file
+// of DIR per backend and model) steps twice as slowly, as a machine moves a
+// case between processes.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,13 +54,44 @@ void SpinCpu(double us) {
   }
 }
 
+#ifndef PARADNN_CLOCK_NAME
+#define PARADNN_CLOCK_NAME "clock"
+#define PARADNN_CLOCK_SCALE 1.0
+#endif
+
+// 2 when this process is one of the slow ones (PARADNN_CLOCK_SLOW_EVERY),
+// else 1: the count of this backend's processes so far, under a lock.
+double ProcessSlowdown(double step_us) {
+  const char* every = std::getenv("PARADNN_CLOCK_SLOW_EVERY");
+  const char* dir = std::getenv("PARADNN_CLOCK_COUNTER");
+  if (every == nullptr || dir == nullptr) return 1;
+  // The model, by its step's known time (distinct for the tests' models).
+  const std::string path = std::string(dir) + "/" + PARADNN_CLOCK_NAME + "." +
+                           std::to_string(static_cast<int64_t>(step_us));
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0) return 1;
+  flock(fd, LOCK_EX);
+  char buf[32] = {0};
+  const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  const long count = (n > 0 ? std::atol(buf) : 0) + 1;
+  const std::string text = std::to_string(count) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, text.data(), text.size(), 0) !=
+                                   static_cast<ssize_t>(text.size())) {
+    close(fd);
+    return 1;
+  }
+  flock(fd, LOCK_UN);
+  close(fd);
+  return count % std::atol(every) == 0 ? 2 : 1;
+}
+
 class ClockRunner : public paradnn::Runner {
  public:
-  explicit ClockRunner(std::vector<paradnn::test::ClockPart> parts)
-      : parts_(std::move(parts)) {}
+  ClockRunner(std::vector<paradnn::test::ClockPart> parts, double scale)
+      : parts_(std::move(parts)), scale_(scale) {}
   void Step() override {
-    for (const auto& p : parts_) Spin(p.us);
-    Spin(paradnn::test::kClockStepUs);
+    for (const auto& p : parts_) Spin(scale_ * p.us);
+    Spin(scale_ * paradnn::test::kClockStepUs);
   }
   double Loss() override { return std::log(10.0); }
   std::vector<float> Output() override { return {}; }
@@ -75,16 +118,19 @@ class ClockRunner : public paradnn::Runner {
 
  private:
   std::vector<paradnn::test::ClockPart> parts_;
+  double scale_;
 };
 
 class ClockBackend : public paradnn::Backend {
  public:
-  std::string name() const override { return "clock"; }
+  std::string name() const override { return PARADNN_CLOCK_NAME; }
   std::string Unsupported(const paradnn::Job&) const override { return ""; }
   std::unique_ptr<paradnn::Runner> Prepare(
       const paradnn::Job& job, const paradnn::RunOptions&) const override {
     return std::make_unique<ClockRunner>(
-        paradnn::test::ClockParts(job.graph, job.mode));
+        paradnn::test::ClockParts(job.graph, job.mode),
+        PARADNN_CLOCK_SCALE *
+            ProcessSlowdown(paradnn::test::ClockStepUs(job.graph, job.mode)));
   }
   std::string Describe() const override {
     return "clock backend, steps of known time";
@@ -92,7 +138,8 @@ class ClockBackend : public paradnn::Backend {
 };
 
 paradnn::Backend* Make(const char* name) {
-  return std::strcmp(name, "clock") == 0 ? new ClockBackend() : nullptr;
+  return std::strcmp(name, PARADNN_CLOCK_NAME) == 0 ? new ClockBackend()
+                                                    : nullptr;
 }
 
 }  // namespace

@@ -99,14 +99,15 @@ TEST_CASE("an isolated child gets the flags given, none of the parent's",
   for (const char* parent :
        {"PARADNN_CONFIG", "PARADNN_BRICKS_OUT", "PARADNN_MLLOG",
         "PARADNN_ISOLATE", "PARADNN_RESUME", "PARADNN_CASE",
-        "PARADNN_BRICKS_DB", "PARADNN_BRICKS_CHECK", "PARADNN_PROFILE_OUT"}) {
+        "PARADNN_BRICKS_DB", "PARADNN_BRICKS_CHECK", "PARADNN_PROFILE_OUT",
+        "PARADNN_ROUNDS"}) {
     INFO(parent);
     REQUIRE(env.count(parent) == 1);
     CHECK_FALSE(env.at(parent).has_value());
   }
   // Not given and the child's: left to the environment.
   CHECK(env.count("PARADNN_BACKENDS") == 0);
-  CHECK(env.size() == 3 + 15);
+  CHECK(env.size() == 3 + 16);
 }
 
 }  // namespace

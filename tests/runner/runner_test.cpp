@@ -15,11 +15,13 @@
 #include <string>
 
 #include "adapters/mlperf/reader.h"
+#include "analysis/compare.h"
 #include "backends/caches.h"
 #include "bricks/bricks.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
 #include "results/results.h"
+#include "results/rounds.h"
 #include "tests/backends/clock_costs.h"
 #include "tests/scratch.h"
 
@@ -538,8 +540,9 @@ TEST_CASE("every command explains itself with --help", "[runner][cli]") {
 TEST_CASE("an unknown command names the known ones", "[runner][cli]") {
   Result r = RunRunner("mreg a.json");
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Contains("no command 'mreg'; commands: calibrate, report, "
-                             "merge, mlperf-summary, mlperf-report, help"));
+  CHECK_THAT(r.err,
+             Contains("no command 'mreg'; commands: calibrate, report, "
+                      "compare, merge, mlperf-summary, mlperf-report, help"));
   Result help = RunRunner("help mreg");
   CHECK(help.status == 2);
   CHECK_THAT(help.err, Contains("no command 'mreg'"));
@@ -764,6 +767,113 @@ TEST_CASE(
   }
   CHECK(j["step_cost_ms"]["clock/fp32/train"].get<double>() ==
         Approx(test::kClockStepUs / 1e3).epsilon(0.05));
+}
+
+TEST_CASE(
+    "rounds: the median of rounds recovers a known step time when one "
+    "process in three is twice as slow, its interval covers it, a 10% "
+    "difference is real and none is within noise",
+    "[runner][rounds][serial]") {
+  // [serial]: the truth is wall-clock spins. Every third process of each
+  // model on each clock backend steps twice as slowly
+  // (tests/backends/clock_module.cpp): of 9 rounds, exactly 3 per case.
+  // 40 models on clock and its twin (equal), 10 of them on clockslow too
+  // (1.1 times as long).
+  std::vector<std::string> models;
+  for (int nodes = 8; models.size() < 40; nodes += 8) {
+    models.push_back("FC/layers:2/nodes:" + std::to_string(nodes) +
+                     "/input:128/output:10/batch:16");
+  }
+  std::string cases;
+  for (size_t i = 0; i < models.size(); ++i) {
+    for (const char* backend : {"clock", "clocktwin", "clockslow"}) {
+      if (std::string(backend) == "clockslow" && i >= 10) continue;
+      cases += " --paradnn_case=" + models[i] + "/" + backend + "/fp32/train";
+    }
+  }
+  Scratch("clock_counter/x");  // the folder
+  const std::string out = Scratch("rounds.json");
+  const std::string env =
+      ClockPath() + "PARADNN_CLOCK_SLOW_EVERY=3 PARADNN_CLOCK_COUNTER=" +
+      Scratch("clock_counter") + " XDG_CACHE_HOME=" + Scratch("cache") + " ";
+  Result r = RunRunner(cases +
+                           " --paradnn_rounds=9 --paradnn_steps=5 "
+                           "--paradnn_threads=1 --benchmark_out_format=json "
+                           "--benchmark_out=" +
+                           out,
+                       env);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const Results results = ReadResults(out);
+  REQUIRE(results.cases.size() == 90);
+  // A spin takes its time and more where another virtual machine takes the
+  // core away for a while: a case whose fast rounds the machine stretched
+  // is let off being near its truth, one in twenty at most.
+  int near = 0;
+  for (const CaseResult& c : results.cases) {
+    INFO(c.name);
+    const double truth = test::ClockStepUs(c.c.model.BuildGraph(), c.c.mode) /
+                         1e3 * (c.c.backend == "clockslow" ? 1.1 : 1.0);
+    REQUIRE(c.rounds_ms.size() == 9);
+    // Three rounds at twice the time (at least), six at the truth.
+    int slow = 0;
+    for (double ms : c.rounds_ms) slow += ms > 1.9 * truth;
+    CHECK(slow >= 3);
+    CHECK(c.step_ms >= truth * 0.99);
+    near += c.step_ms <= truth * 1.02;
+    CHECK(c.step_ms_low <= truth * 1.02);
+    CHECK(c.step_ms_high >= truth);
+    // The slow rounds are twice the median: flagged.
+    CHECK(c.unstable);
+  }
+  CHECK(near >= 86);
+  // The display says so too.
+  CHECK_THAT(r.err, Contains("unstable: " + models[0] + "/clock/fp32/train"));
+  const auto rounds = ReadRounds(out);
+  int equal_but_real = 0, slower_real = 0, slower_near = 0;
+  for (size_t i = 0; i < models.size(); ++i) {
+    INFO(models[i]);
+    const auto& base = rounds.at(models[i] + "/clock/fp32/train");
+    const Ratio same =
+        CompareRounds(base, rounds.at(models[i] + "/clocktwin/fp32/train"));
+    equal_but_real += same.Real();
+    if (i >= 10) continue;
+    const Ratio slower =
+        CompareRounds(base, rounds.at(models[i] + "/clockslow/fp32/train"));
+    slower_real += slower.Real() && slower.value > 1;
+    slower_near += std::abs(slower.value / 1.1 - 1) < 0.02;
+  }
+  // The 10% differences are real, and measured as 10% (but where the
+  // machine stretched one side, as above).
+  CHECK(slower_real >= 9);
+  CHECK(slower_near >= 9);
+  // A 90% interval leaves out an equal pair's ratio one time in ten: 4 of
+  // 40 expected, more than 10 less likely than 1 in 500.
+  CHECK(equal_but_real <= 10);
+  // The command that prints it: a case's line, by its key.
+  auto line = [](const std::string& text, const std::string& model) {
+    const size_t at = text.find("\n" + model + "/fp32/train ");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  const Result slow =
+      RunRunner("compare " + out + " --a /clock/ --b /clockslow/");
+  REQUIRE(slow.status == 0);
+  int slow_lines = 0;
+  for (size_t i = 0; i < 10; ++i) {
+    slow_lines +=
+        line(slow.out, models[i]).find("within noise") == std::string::npos;
+  }
+  CHECK(slow_lines == slower_real);
+  // The equal pairs: within noise, but for those the interval left out.
+  const Result twin =
+      RunRunner("compare " + out + " --a /clock/ --b /clocktwin/");
+  REQUIRE(twin.status == 0);
+  int within = 0;
+  for (const std::string& model : models) {
+    within += line(twin.out, model).find("within noise") != std::string::npos;
+  }
+  CHECK(within == 40 - equal_but_real);
 }
 
 TEST_CASE("profile shares are the known shares of a backend's step",

@@ -1,0 +1,51 @@
+// Comparing two things measured here in rounds: two files (two builds, two
+// library versions, PyTorch eager against paradnn), or two selections of
+// one file (two backends), each ratio with its interval from both sides'
+// rounds (results/rounds.h); and the rounds of separate runs, taken in
+// turns, merged into one file per side.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace paradnn {
+
+// Every case of a Google Benchmark JSON file by canonical name, with its
+// step time in each round: its rows' where they are rounds (the counter
+// `rounds`), else one figure, the median of its rows (repetitions in one
+// process are one round). Any benchmark counts, not only paradnn's: a
+// case is its name and its time. Throws std::runtime_error naming the file.
+std::map<std::string, std::vector<double>> ReadRounds(const std::string& path);
+
+// One side's runs, one round per file (each run with --paradnn_rounds=1),
+// as one results file: per case a row per round (the round's own row, its
+// rates and all, as repetition `round`) carrying the case's interval as a
+// run with rounds would (rounds, step_ms_low, step_ms_high, round_spread,
+// unstable). A case missing from a file has fewer rounds.
+nlohmann::json MergeRounds(const std::vector<std::string>& files,
+                           const std::string& how);
+
+struct ComparedCase {
+  std::string key;  // the name with the selectors taken out
+  std::vector<double> a, b;
+};
+
+// The cases of A whose names contain `a_sel` paired with those of B that
+// contain `b_sel`, by the rest of the name (empty selectors: the same
+// name).
+std::vector<ComparedCase> Pair(
+    const std::map<std::string, std::vector<double>>& a,
+    const std::string& a_sel,
+    const std::map<std::string, std::vector<double>>& b,
+    const std::string& b_sel);
+
+// The comparison as text: per case A's and B's median with their rounds'
+// range, B over A with its interval and "within noise" where the interval
+// holds 1; per family and mode the geometric mean with its interval and
+// how many cases are faster, slower and within noise; then all cases.
+std::string CompareText(const std::vector<ComparedCase>& cases,
+                        const std::string& a_label, const std::string& b_label);
+
+}  // namespace paradnn

@@ -1,0 +1,298 @@
+// --paradnn_rounds: every selected case once per round, each round in a new
+// random order, each case in a fresh process; the machine's state around
+// the run; what this machine's rounds spread by, remembered for runs of
+// one round.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "analysis/calibrate.h"
+#include "core/run.h"
+#include "results/results.h"
+
+namespace paradnn {
+namespace {
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// "0-3,6": the CPUs this process may run on.
+std::string Affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "?";
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    if (!out.empty()) out += ",";
+    out += std::to_string(cpu);
+    if (last > cpu) out += "-" + std::to_string(last);
+    cpu = last;
+  }
+  return out;
+}
+
+// The bracketed choice of a sysfs multiple choice ("always [madvise] never").
+std::string Chosen(const std::string& path) {
+  const std::string line = FirstLine(path);
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos) {
+    return line.empty() ? "unknown" : line;
+  }
+  return line.substr(open + 1, close - open - 1);
+}
+
+std::string Smt() {
+  const std::string active = FirstLine("/sys/devices/system/cpu/smt/active");
+  const std::string siblings =
+      FirstLine("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
+  std::string out = active == "1" ? "on" : active == "0" ? "off" : "unknown";
+  if (!siblings.empty())
+    out += " (CPU 0 shares its core with " + siblings + ")";
+  return out;
+}
+
+// "2000-3700 MHz" over the CPUs /proc/cpuinfo lists, and the governor.
+std::string Frequency() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  double low = 0, high = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu MHz", 0) != 0) continue;
+    const double mhz = std::atof(line.substr(line.find(':') + 1).c_str());
+    low = low == 0 ? mhz : std::min(low, mhz);
+    high = std::max(high, mhz);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.0f-%.0f MHz", low, high);
+  std::string out = buf;
+  const std::string governor =
+      FirstLine("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  out += governor.empty() ? " (no cpufreq governor visible)"
+                          : " (governor " + governor + ")";
+  return out;
+}
+
+// The machine's CPU time since boot, in clock ticks: all of it, idle, and
+// stolen by the hypervisor.
+struct CpuTimes {
+  double total = 0, idle = 0, steal = 0;
+};
+
+CpuTimes ReadCpuTimes() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  CpuTimes t;
+  // user nice system idle iowait irq softirq steal (guests are in user).
+  double v[8] = {0};
+  for (double& x : v) in >> x;
+  for (double x : v) t.total += x;
+  t.idle = v[3] + v[4];
+  t.steal = v[7];
+  return t;
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
+  return buf;
+}
+
+MachineSample Sample(const CpuTimes& before, const CpuTimes& after,
+                     const std::string& over) {
+  MachineSample m;
+  const double total = std::max(1.0, after.total - before.total);
+  const double cpus = static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+  m.busy_cpus = cpus * (total - (after.idle - before.idle)) / total;
+  m.steal = (after.steal - before.steal) / total;
+  char busy[96];
+  std::snprintf(busy, sizeof(busy), "%.2f of %d CPUs busy, %s stolen (%s)",
+                m.busy_cpus, static_cast<int>(cpus), Percent(m.steal).c_str(),
+                over.c_str());
+  const char* bind = std::getenv("OMP_PROC_BIND");
+  m.fields = {
+      {"affinity", Affinity()},
+      {"smt", Smt()},
+      {"transparent_hugepages",
+       Chosen("/sys/kernel/mm/transparent_hugepage/enabled") + " (defrag " +
+           Chosen("/sys/kernel/mm/transparent_hugepage/defrag") + ")"},
+      {"frequency", Frequency()},
+      {"load_average", FirstLine("/proc/loadavg")},
+      {"cpu_use", busy},
+      {"omp_proc_bind", bind != nullptr ? bind : "unset"}};
+  return m;
+}
+
+// Where this machine's last spread of rounds is remembered.
+std::string SpreadFile() {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (cache != nullptr && *cache != '\0') {
+    return std::string(cache) + "/paradnn/rounds.json";
+  }
+  return home != nullptr ? std::string(home) + "/.cache/paradnn/rounds.json"
+                         : "";
+}
+
+void RememberSpread(const Run& run, const std::vector<double>& spreads) {
+  const std::string path = SpreadFile();
+  if (path.empty() || spreads.empty()) return;
+  nlohmann::json j;
+  j["cpu"] = CpuName();
+  j["threads"] = run.options.threads;
+  j["rounds"] = run.rounds;
+  j["cases"] = spreads.size();
+  j["median_spread"] = Median(spreads);
+  j["p90_spread"] = Percentile(spreads, 90);
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M", std::localtime(&now));
+  j["date"] = date;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
+                                      ec);
+  std::ofstream(path) << j.dump(2) << "\n";
+}
+
+// The machine's state, sampled at the start (see LoadRun) and the end.
+CpuTimes& RunStart() {
+  static CpuTimes start;
+  return start;
+}
+
+}  // namespace
+
+MachineSample SampleMachine(double sample_s) {
+  const CpuTimes before = ReadCpuTimes();
+  RunStart() = before;
+  std::this_thread::sleep_for(std::chrono::duration<double>(sample_s));
+  char over[32];
+  std::snprintf(over, sizeof(over), "over %.2f s", sample_s);
+  return Sample(before, ReadCpuTimes(), over);
+}
+
+std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
+  if (run.rounds < 2 || run.rounds_measured) return {};
+  run.rounds_measured = true;
+  const auto selected = Selector(run.filter);
+  std::vector<int> cases;
+  for (size_t i = 0; i < run.entries.size(); ++i) {
+    if (run.infos[i].registered && selected(run.entries[i].name)) {
+      cases.push_back(static_cast<int>(i));
+    }
+  }
+  for (int round = 0; round < run.rounds; ++round) {
+    std::vector<int> order = cases;
+    std::mt19937_64 random(run.options.seed * 1000003 + round);
+    std::shuffle(order.begin(), order.end(), random);
+    for (int i : order) {
+      Entry& e = run.entries[i];
+      // A case that could not run in a round is not run again: its skip
+      // or failure is the case's.
+      if (!e.rounds.empty() && !e.rounds.back().status.ok()) continue;
+      NoteProgress(run, "round " + std::to_string(round + 1) + "/" +
+                            std::to_string(run.rounds) + " " + e.name);
+      // The profile once, in the first round that ran.
+      const bool profiled =
+          std::any_of(e.rounds.begin(), e.rounds.end(),
+                      [](const ChildResult& c) { return !c.counters.empty(); });
+      ChildResult child;
+      child.status = Check(run, e);
+      if (child.status.ok()) {
+        child = RunIsolated(run, e, run.infos[i].steps, !profiled);
+      }
+      e.rounds.push_back(std::move(child));
+    }
+  }
+  // Each case's rounds, its figure per round the mean of its steps (as
+  // step_ms of one call), pooled per backend for the process noise.
+  std::map<std::string, std::vector<double>> times;
+  std::map<std::string, std::string> group;
+  for (int i : cases) {
+    const Entry& e = run.entries[i];
+    std::vector<double> per_round;
+    for (const ChildResult& c : e.rounds) {
+      if (!c.status.ok() || c.warm_ms.empty()) break;
+      double sum = 0;
+      for (double ms : c.warm_ms) sum += ms;
+      per_round.push_back(sum / c.warm_ms.size());
+    }
+    if (per_round.size() != e.rounds.size() || per_round.empty()) continue;
+    times[e.name] = per_round;
+    group[e.name] = e.backend;
+  }
+  const std::map<std::string, RoundSummary> summaries =
+      SummarizeAll(times, group);
+  std::vector<double> spreads;
+  for (int i : cases) {
+    Entry& e = run.entries[i];
+    const auto it = summaries.find(e.name);
+    if (it == summaries.end()) continue;
+    e.summary = it->second;
+    spreads.push_back(it->second.spread);
+  }
+  RememberSpread(run, spreads);
+  const MachineSample end = Sample(RunStart(), ReadCpuTimes(), "over the run");
+  std::vector<std::pair<std::string, std::string>> context;
+  for (const auto& [key, value] : end.fields) {
+    context.emplace_back("paradnn_machine_end_" + key, value);
+  }
+  return context;
+}
+
+std::vector<std::string> RoundsNotes(const Run& run) {
+  std::vector<std::string> notes;
+  if (run.rounds > 1) {
+    for (const Entry& e : run.entries) {
+      if (!e.summary || !e.summary->unstable) continue;
+      char line[128];
+      std::snprintf(line, sizeof(line),
+                    ": rounds %.4g-%.4g ms (median %.4g ms, %d rounds)",
+                    e.summary->least, e.summary->most, e.summary->median,
+                    e.summary->rounds);
+      notes.push_back("unstable: " + e.name + line);
+    }
+    return notes;
+  }
+  std::string note =
+      "one round: every figure is one process's, and a re-run in another "
+      "process may move it";
+  std::ifstream in(SpreadFile());
+  const nlohmann::json last =
+      nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (last.is_object() && last.value("cpu", "") == CpuName() &&
+      last["median_spread"].is_number()) {
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "; on this CPU (%s, %d cases, %d rounds) rounds spread by "
+                  "%.0f%% of their median (90th percentile %.0f%%)",
+                  last.value("date", "?").c_str(), last.value("cases", 0),
+                  last.value("rounds", 0),
+                  100 * last["median_spread"].get<double>(),
+                  100 * last.value("p90_spread", 0.0));
+    note += line;
+  } else {
+    note += " (--paradnn_rounds=3 or more measures by how much)";
+  }
+  notes.push_back(note);
+  return notes;
+}
+
+}  // namespace paradnn

@@ -1,0 +1,202 @@
+#include "results/rounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "results/results.h"
+
+namespace paradnn {
+namespace {
+
+// A seed from the values themselves: the same rounds, the same interval.
+uint64_t SeedOf(const std::vector<double>& v) {
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (double x : v) seed = seed * 31 + std::hash<double>()(x);
+  return seed;
+}
+
+double MedianOfDraws(const std::vector<double>& from, size_t n,
+                     std::mt19937_64& random, std::vector<double>& scratch) {
+  std::uniform_int_distribution<size_t> pick(0, from.size() - 1);
+  scratch.resize(n);
+  for (double& x : scratch) x = from[pick(random)];
+  return Median(scratch);
+}
+
+}  // namespace
+
+Shift ReRunShift(const std::vector<std::vector<double>>& cases, int rounds) {
+  std::vector<std::vector<double>> logs;
+  std::vector<double> all;
+  for (const std::vector<double>& c : cases) {
+    if (c.size() < 2) continue;
+    logs.emplace_back();
+    for (double x : c) logs.back().push_back(std::log(x));
+    all.insert(all.end(), c.begin(), c.end());
+  }
+  if (logs.empty() || rounds < 1) return {};
+  constexpr int kDraws = 2000;
+  std::mt19937_64 random(SeedOf(all));
+  std::uniform_int_distribution<size_t> pick(0, logs.size() - 1);
+  std::vector<double> shifts, scratch;
+  shifts.reserve(kDraws);
+  for (int i = 0; i < kDraws; ++i) {
+    const std::vector<double>& c = logs[pick(random)];
+    const double here = MedianOfDraws(c, rounds, random, scratch);
+    shifts.push_back(MedianOfDraws(c, rounds, random, scratch) - here);
+  }
+  const double tail = 100 * (1 - kRoundsConfidence) / 2;
+  return {Percentile(shifts, tail), Percentile(shifts, 100 - tail)};
+}
+
+RoundSummary Summarize(const std::vector<double>& rounds, const Shift& shift) {
+  RoundSummary s;
+  s.rounds = static_cast<int>(rounds.size());
+  if (rounds.empty()) return s;
+  s.median = Median(rounds);
+  s.least = *std::min_element(rounds.begin(), rounds.end());
+  s.most = *std::max_element(rounds.begin(), rounds.end());
+  s.spread = (s.most - s.least) / s.median;
+  s.unstable = s.spread > kUnstableSpread;
+  s.low = std::min(s.least, s.median * std::exp(shift.low));
+  s.high = std::max(s.most, s.median * std::exp(shift.high));
+  if (rounds.size() < 2) s.low = s.high = s.median;
+  return s;
+}
+
+std::map<std::string, RoundSummary> SummarizeAll(
+    const std::map<std::string, std::vector<double>>& rounds,
+    const std::map<std::string, std::string>& group) {
+  auto group_of = [&](const std::string& name) {
+    const auto g = group.find(name);
+    return g == group.end() ? std::string() : g->second;
+  };
+  std::map<std::string, std::vector<std::vector<double>>> members;
+  for (const auto& [name, r] : rounds) members[group_of(name)].push_back(r);
+  std::map<std::pair<std::string, size_t>, Shift> shifts;
+  std::map<std::string, RoundSummary> out;
+  for (const auto& [name, r] : rounds) {
+    const auto key = std::make_pair(group_of(name), r.size());
+    if (!shifts.count(key)) {
+      shifts[key] = ReRunShift(members[key.first], static_cast<int>(r.size()));
+    }
+    out[name] = Summarize(r, shifts[key]);
+  }
+  return out;
+}
+
+std::vector<double> MannWhitneyCounts(int m, int n) {
+  // For i rounds of one side (rows, i = 0..m) and j of the other: the
+  // arrangements with U = k, by the side of the largest round (the classic
+  // recurrence): A's beats all j of B's.
+  const int top = m * n;
+  std::vector<std::vector<double>> before(n + 1), row(n + 1);
+  for (int j = 0; j <= n; ++j) before[j] = {1};  // no round of A: U = 0
+  for (int i = 1; i <= m; ++i) {
+    row[0] = {1};
+    for (int j = 1; j <= n; ++j) {
+      row[j].assign(i * j + 1, 0);
+      for (int k = 0; k <= i * j; ++k) {
+        const double a_last =
+            k >= j && k - j < static_cast<int>(before[j].size())
+                ? before[j][k - j]
+                : 0;
+        const double b_last =
+            k < static_cast<int>(row[j - 1].size()) ? row[j - 1][k] : 0;
+        row[j][k] = a_last + b_last;
+      }
+    }
+    std::swap(before, row);
+  }
+  std::vector<double> counts = before[n];
+  counts.resize(top + 1, 0);
+  return counts;
+}
+
+Ratio CompareRounds(const std::vector<double>& a,
+                    const std::vector<double>& b) {
+  Ratio r;
+  if (a.empty() || b.empty()) return r;
+  std::vector<double> logs;
+  logs.reserve(a.size() * b.size());
+  for (double x : a) {
+    for (double y : b) logs.push_back(std::log(y / x));
+  }
+  std::sort(logs.begin(), logs.end());
+  r.value = std::exp(Median(logs));
+  r.high = std::numeric_limits<double>::infinity();
+  const int m = static_cast<int>(a.size()), n = static_cast<int>(b.size());
+  // The interval [D(c), D(mn + 1 - c)] leaves out P(U <= c - 1) on each
+  // side: the largest c that keeps kRoundsConfidence. Exact up to 50
+  // rounds a side; beyond, U's normal approximation.
+  int c = 0;
+  if (m <= 50 && n <= 50) {
+    const std::vector<double> counts = MannWhitneyCounts(m, n);
+    double total = 0;
+    for (double x : counts) total += x;
+    double below = 0;  // arrangements with U <= c - 1
+    while (c + 1 <= m * n / 2 &&
+           1 - 2 * (below + counts[c]) / total >= kRoundsConfidence - 1e-12) {
+      below += counts[c++];
+    }
+    r.confidence = 1 - 2 * below / total;
+  } else {
+    const double z = 1.6448536269514722;  // the normal's 95th percentile
+    c = static_cast<int>(
+        std::floor(m * n / 2.0 - z * std::sqrt(m * n * (m + n + 1) / 12.0)));
+    r.confidence = kRoundsConfidence;
+  }
+  if (c <= 0) {
+    r.confidence = 0;
+    return r;
+  }
+  r.bounded = true;
+  r.low = std::exp(logs[c - 1]);
+  r.high = std::exp(logs[logs.size() - c]);
+  return r;
+}
+
+GroupRatio CompareGroup(
+    const std::vector<std::pair<std::vector<double>, std::vector<double>>>&
+        cases) {
+  GroupRatio g;
+  g.cases = static_cast<int>(cases.size());
+  if (cases.empty()) return g;
+  auto geomean = [](const std::vector<double>& ratios) {
+    double sum = 0;
+    for (double x : ratios) sum += std::log(x);
+    return std::exp(sum / ratios.size());
+  };
+  std::vector<double> ratios;
+  uint64_t seed = 1;
+  for (const auto& [a, b] : cases) {
+    const Ratio r = CompareRounds(a, b);
+    ratios.push_back(Median(b) / Median(a));
+    g.faster += r.Real() && r.value > 1;
+    g.slower += r.Real() && r.value < 1;
+    g.within_noise += !r.Real();
+    seed = seed * 1000003 + SeedOf(a) + SeedOf(b);
+  }
+  g.value = geomean(ratios);
+  constexpr int kResamples = 1000;
+  std::mt19937_64 random(seed);
+  std::vector<double> means, scratch;
+  means.reserve(kResamples);
+  for (int i = 0; i < kResamples; ++i) {
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const auto& [a, b] = cases[k];
+      const double ma = MedianOfDraws(a, a.size(), random, scratch);
+      ratios[k] = MedianOfDraws(b, b.size(), random, scratch) / ma;
+    }
+    means.push_back(geomean(ratios));
+  }
+  const double tail = 100 * (1 - kRoundsConfidence) / 2;
+  g.low = Percentile(means, tail);
+  g.high = Percentile(means, 100 - tail);
+  return g;
+}
+
+}  // namespace paradnn
