@@ -400,7 +400,8 @@ class Report {
       limits[key] = value;
     }
     std::ofstream csv(o_.out + "/slo.csv");
-    csv << "case,phase,latency,latency_ms,limit_ms,meets,tokens_per_second\n";
+    csv << "case,phase,latency,latency_ms,limit_ms,meets,tokens_per_second,"
+           "latency_low_ms,latency_high_ms\n";
     html_ << "<h3>Latency limits</h3>\n<p>";
     for (const auto& [key, value] : limits) {
       html_ << "<code>" << key << "</code> &le; " << Num(value, 6) << " ms. ";
@@ -418,13 +419,21 @@ class Report {
       ++judged;
       meet += ok;
       const double tokens = TokensPerStep(*r) / (r->step_ms / 1e3);
+      // The limit inside the case's interval: a re-run may judge it the
+      // other way.
+      const bool noise = r->step_ms_low <= limit->second &&
+                         limit->second <= r->step_ms_high &&
+                         r->step_ms_low < r->step_ms_high;
       csv << r->name << "," << r->c.model.Str("phase") << "," << key << ","
           << r->step_ms << "," << limit->second << "," << (ok ? "yes" : "no")
-          << "," << tokens << "\n";
+          << "," << tokens << "," << r->step_ms_low << "," << r->step_ms_high
+          << "\n";
       html_ << "<tr><td style='text-align:left'>" << Html(r->name)
-            << "</td><td>" << Num(r->step_ms, 4) << "</td><td>"
-            << Num(limit->second, 6) << "</td><td>" << (ok ? "yes" : "no")
-            << "</td><td>" << Num(tokens, 4) << "</td></tr>\n";
+            << "</td><td>" << Num(r->step_ms, 4) << TimeInterval(*r)
+            << "</td><td>" << Num(limit->second, 6) << "</td><td>"
+            << (ok ? "yes" : "no") << (noise ? ", within noise" : "")
+            << "</td><td>" << Num(tokens, 4)
+            << RateInterval(*r, TokensPerStep(*r) * 1e3) << "</td></tr>\n";
     }
     html_ << "</table>\n<p>" << meet << " of " << judged
           << " cases meet their limit (<a href='slo.csv'>data</a>).</p>\n";
@@ -771,8 +780,8 @@ class Report {
             << r->samples_per_second << "," << r->allreduce_frac << ","
             << efficiency << "\n";
         html_ << "<tr><td>" << shown << "</td><td>" << Html(name) << "</td><td>"
-              << world << "</td><td>" << Num(r->step_ms, 3) << "</td><td>"
-              << Num(r->samples_per_second, 3) << "</td><td>"
+              << world << "</td><td>" << Num(r->step_ms, 3) << TimeInterval(*r)
+              << "</td><td>" << Num(r->samples_per_second, 3) << "</td><td>"
               << Num(r->allreduce_frac, 2) << "</td><td>"
               << (std::isnan(efficiency) ? "" : Num(efficiency, 3))
               << "</td></tr>\n";
@@ -1050,6 +1059,18 @@ class Report {
             << "</td></tr>\n";
     }
     html_ << "</table>\n";
+  }
+
+  // " (low-high)": the interval of the case's step time from its rounds,
+  // or of a rate, `per_ms` over it; "" without rounds.
+  static std::string TimeInterval(const CaseResult& r) {
+    if (!(r.step_ms_low < r.step_ms_high)) return "";
+    return " (" + Num(r.step_ms_low, 3) + "-" + Num(r.step_ms_high, 3) + ")";
+  }
+  static std::string RateInterval(const CaseResult& r, double per_ms) {
+    if (!(r.step_ms_low < r.step_ms_high)) return "";
+    return " (" + Num(per_ms / r.step_ms_high, 3) + "-" +
+           Num(per_ms / r.step_ms_low, 3) + ")";
   }
 
   // Cases whose rounds disagree by more than a fifth of their median.

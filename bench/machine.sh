@@ -4,7 +4,7 @@
 # taking turns (a process of each, then again), and per setting the median
 # step time, the least and the most, and their spread (most - least over
 # the median). Settings: the default (threads where the OS puts them),
-# --paradnn_pin (OMP_PROC_BIND=close, OMP_PLACES=cores), OpenMP's passive
+# --paradnn_pin (each OpenMP thread on a CPU of its own), OpenMP's passive
 # wait policy, one thread, one thread pinned to CPU 0 (taskset), and
 # transparent huge pages "always" instead of the machine's mode, where
 # /sys lets this user change it (restored after).

@@ -2,6 +2,9 @@
 // runs, its model prepared once and settled, its steps timed, its profile
 // and counters.
 
+#include <omp.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -73,8 +76,32 @@ core::Status EndCall(Run& run, Entry& e, core::Status status) {
                  status.code == core::Status::kSkipped ? "skipped" : "failed",
                  status.message.c_str());
   }
-  if (run.isolated_child) WriteIsolatedResult(e, status);
+  if (run.isolated_child) WriteIsolatedResult(run, e, status);
   return status;
+}
+
+// --paradnn_pin: every thread of the OpenMP team the backends step on
+// (LibTorch's, OpenBLAS's and oneDNN's: one libgomp) on a CPU of its own,
+// the CPUs this process may use in order, the calling thread on the first.
+// Where the OS would place and move two unpinned threads, a process's
+// threads may share a core's caches or not, by chance (docs/running.md,
+// "What moves a case between processes").
+void PinThreads(int threads) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  if (cpus.empty()) return;
+#pragma omp parallel num_threads(threads)
+  {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[omp_get_thread_num() % cpus.size()], &one);
+    sched_setaffinity(0, sizeof(one), &one);
+  }
 }
 
 // The case's model, prepared on its first call and kept for the next ones:
@@ -96,6 +123,7 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
   }
   // Only bricks cool the caches: a sweep without them never measures.
   if (e.brick) options.l3_bytes = L3Bytes();
+  if (run.flags.pin) PinThreads(options.threads);
   try {
     run.runner = FindBackend(e.backend)->Prepare(
         {e.BuildGraph(), e.dtype, e.mode}, options);
@@ -222,6 +250,8 @@ void AddCounters(const Run& run, const Entry& e,
   // case's interval and spread (docs/running.md, "Rounds").
   if (e.summary && e.summary->rounds > 1) {
     const RoundSummary& r = *e.summary;
+    counters->push_back(
+        {"steps", static_cast<double>(e.log.LastCall().size())});
     counters->push_back({"rounds", static_cast<double>(r.rounds)});
     counters->push_back({"step_ms_low", r.low});
     counters->push_back({"step_ms_high", r.high});
@@ -476,7 +506,13 @@ bool Step() {
 
 double IsolatedStepSeconds(int index, int64_t step) {
   const std::vector<double> steps = TheRun().entries.at(index).log.LastCall();
-  return steps.at(std::min<size_t>(step, steps.size() - 1)) / 1e3;
+  if (TheRun().rounds > 1) {
+    // A round is one iteration: the mean of its steps.
+    double sum = 0;
+    for (double ms : steps) sum += ms;
+    return sum / steps.size() / 1e3;
+  }
+  return steps.at(step) / 1e3;
 }
 
 Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {

@@ -21,31 +21,6 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-// Flags that choose a run's cases or write its outputs: an isolated child,
-// which runs one case for its parent, has none of them.
-const char* const kParentOnly[] = {"paradnn_help",
-                                   "paradnn_config",
-                                   "paradnn_case",
-                                   "paradnn_resume",
-                                   "paradnn_shard",
-                                   "paradnn_shard_count",
-                                   "paradnn_isolate",
-                                   "paradnn_bricks",
-                                   "paradnn_rounds",
-                                   "paradnn_bricks_out",
-                                   "paradnn_bricks_db",
-                                   "paradnn_bricks_check",
-                                   "paradnn_bricks_estimate_only",
-                                   "paradnn_profile_out",
-                                   "paradnn_mllog",
-                                   "paradnn_mlperf_package"};
-
-std::string EnvironmentName(const std::string& flag) {
-  std::string name = "PARADNN_" + flag.substr(8);
-  std::transform(name.begin(), name.end(), name.begin(), ::toupper);
-  return name;
-}
-
 // Flags given as text and parsed after (lists, sizes).
 struct Texts {
   std::string backends, dtypes, modes, max_memory, l3_bytes;
@@ -92,12 +67,11 @@ po::options_description Describe(Options& o, Texts& t) {
       "measure every case in R rounds, each case in a fresh process each "
       "round, the cases in a new random order each round: step_ms is the "
       "median of its rounds, step_ms_low and step_ms_high its interval "
-      "(default: 3; 1 runs every case once, in this process; --paradnn_steps "
-      "steps a round, default 10)")(
+      "(default: 3; 1 runs every case once, in this process; a round times "
+      "--paradnn_steps steps, by default a quarter second of them, 1 to 10)")(
       "paradnn_pin", po::bool_switch(&o.pin),
-      "place each OpenMP thread of a case on a core of its own "
-      "(OMP_PROC_BIND=close, OMP_PLACES=cores in the case's process; implies "
-      "a process per case)")(
+      "place each OpenMP thread of a case (LibTorch's, OpenBLAS's, oneDNN's) "
+      "on a CPU of its own, in the order of the CPUs this process may use")(
       "paradnn_profile", po::bool_switch(&o.profile),
       "after timing, run each case's steps again under the backend's "
       "profiler and report the share of step time per operation class "
@@ -167,28 +141,6 @@ po::options_description Describe(Options& o, Texts& t) {
 }
 
 }  // namespace
-
-std::vector<std::pair<std::string, std::optional<std::string>>>
-ChildEnvironment(const Options& o) {
-  Options unused;
-  Texts texts;
-  const po::options_description table = Describe(unused, texts);
-  std::vector<std::pair<std::string, std::optional<std::string>>> env;
-  for (const auto& option : table.options()) {
-    const std::string& flag = option->long_name();
-    const bool parent_only =
-        std::find(std::begin(kParentOnly), std::end(kParentOnly), flag) !=
-        std::end(kParentOnly);
-    if (parent_only) {
-      env.emplace_back(EnvironmentName(flag), std::nullopt);
-      continue;
-    }
-    for (const auto& [name, value] : o.given) {
-      if (name == flag) env.emplace_back(EnvironmentName(flag), value);
-    }
-  }
-  return env;
-}
 
 int64_t ParseSize(const std::string& text) {
   size_t end = 0;

@@ -20,9 +20,9 @@ class FlagError : public std::runtime_error {
 // two cases an interval of 90% without assuming how the machine's noise is
 // distributed (docs/running.md, "Rounds").
 inline constexpr int kDefaultRounds = 3;
-// Timed steps per round when --paradnn_steps is not given: the process, not
-// the step, is the unit of variance here, and one process's steps agree
-// within 2%.
+// The most steps a round times when --paradnn_steps is not given: the
+// process, not the step, is the unit of variance here, and one process's
+// steps agree within 2%.
 inline constexpr int64_t kRoundSteps = 10;
 
 struct Options {
@@ -61,7 +61,7 @@ struct Options {
   // Empty: the config's, else "paradnn", the host name and "onprem".
   std::string mlperf_org, mlperf_system, mlperf_status;
   // The flags given on the command line, by name, as given (a switch:
-  // "true"; a repeated flag: its last value), for ChildEnvironment.
+  // "true"; a repeated flag: its last value).
   std::vector<std::pair<std::string, std::string>> given;
 };
 
@@ -69,14 +69,6 @@ struct Options {
 // from argv. With argc == nullptr only the environment is read.
 Options ParseFlags(int* argc, char** argv);
 std::string FlagsHelp();
-
-// The environment an isolated child (--paradnn_isolate) runs one case of
-// this run in, from the flag table: every flag given on the command line
-// as PARADNN_<NAME>=value (the environment's own it inherits), and, unset
-// (no value), every flag that chooses the run's cases or writes its
-// outputs: those are the parent's. The caller then sets the case itself.
-std::vector<std::pair<std::string, std::optional<std::string>>>
-ChildEnvironment(const Options& o);
 
 // "8G", "512M", "1000000" -> bytes.
 int64_t ParseSize(const std::string& text);

@@ -1,10 +1,11 @@
-// --paradnn_isolate: every call of a case's benchmark function runs its
-// steps in a child process, this binary again, on this case alone with the
-// same paradnn settings through the environment and exactly the steps Google
-// Benchmark asked this call for. The child writes how it ended and each
-// step's time to a file; the parent reports those times as its own, so every
-// probe and every repetition is a measurement of its own, and a child's
-// skip, failure or death becomes the case's.
+// A case's steps in a child process (rounds, --paradnn_isolate): a fork of
+// this process, which prepares the case, times its steps and writes how it
+// ended and each step's time to a file, then exits; the parent reports
+// those times as its own. So every round is a process of its own (its own
+// threads, thread placement and memory), and a child's crash, skip or
+// failure becomes the case's. A fork, not a new program: the libraries the
+// parent loaded (LibTorch takes half a second) are not loaded again, and
+// the child runs exactly this run's settings.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,50 +23,54 @@
 namespace paradnn {
 namespace {
 
-void SetChildEnvironment(const Run& run, const Entry& e, int64_t steps,
-                         bool profile, const std::string& out) {
-  for (const auto& [name, value] : ChildEnvironment(run.flags)) {
-    if (value) {
-      setenv(name.c_str(), value->c_str(), 1);
-    } else {
-      unsetenv(name.c_str());
-    }
-  }
-  // The case, and what the parent resolved (the config's threads and seed,
-  // the memory it found, its steps for this call), not re-derived.
-  setenv("PARADNN_ISOLATED_OUT", out.c_str(), 1);
-  setenv("PARADNN_CASE", e.name.c_str(), 1);
-  setenv("PARADNN_STEPS", std::to_string(steps).c_str(), 1);
-  setenv("PARADNN_PROGRESS", "false", 1);
-  setenv("PARADNN_THREADS", std::to_string(run.options.threads).c_str(), 1);
-  setenv("PARADNN_SEED", std::to_string(run.options.seed).c_str(), 1);
-  setenv("PARADNN_MAX_MEMORY", std::to_string(run.max_memory).c_str(), 1);
-  // The parent's (RunIsolated found it before the fork).
-  if (e.brick) setenv("PARADNN_L3_BYTES", std::to_string(L3Bytes()).c_str(), 1);
-  if (!profile) setenv("PARADNN_PROFILE", "false", 1);
-  // --paradnn_pin: each OpenMP thread (LibTorch's and oneDNN's) on a core
-  // of its own, unless the environment already places them. Set here, as
-  // the OpenMP runtime reads it when it loads.
-  if (run.flags.pin) {
-    setenv("OMP_PROC_BIND", "close", 0);
-    setenv("OMP_PLACES", "cores", 0);
-  }
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
-// The case's name as a filter that matches it alone: names hold regular
-// expression characters ('+' in brick chains).
-std::string ExactFilter(const std::string& name) {
-  std::string filter = "^";
-  for (char c : name) {
-    if (std::strchr(".+*?()[]{}|^$\\", c) != nullptr) filter += '\\';
-    filter += c;
+// A round without --paradnn_steps times steps until a quarter of a second
+// of them, at most kRoundSteps (and at least one): one process's steps
+// agree within a few percent, so more would measure the same process
+// again, and a case of seconds a step is not held for ten of them.
+constexpr double kRoundMs = 250;
+
+// In the child: the case, from preparation to its result in `out`; never
+// returns.
+[[noreturn]] void RunChild(Run& run, int index, int64_t steps, bool profile,
+                           const std::string& out) {
+  // What it measured goes through the file; its console would interleave.
+  const int null = open("/dev/null", O_WRONLY);
+  dup2(null, 1);
+  dup2(null, 2);
+  run.isolated_child = true;
+  run.child_out = out;
+  run.isolate = false;
+  run.progress = false;
+  run.flags.profile = run.flags.profile && profile;
+  const int64_t most = steps > 0 ? steps : kRoundSteps;
+  core::Status s = core::BeginCase(index, run.filter, most);
+  int64_t timed = 0;
+  if (s.ok()) {
+    double ms = 0;
+    while (timed < most && (steps > 0 || timed == 0 || ms < kRoundMs)) {
+      if (!core::Step()) break;
+      ms += run.entries[index].log.steps.back().ms;
+      ++timed;
+    }
+    // Profiled once it timed all it will (EndCase's condition).
+    run.flags.steps = timed;
+    std::vector<core::Counter> counters;
+    core::EndCase(index, timed, &counters);  // writes the result
   }
-  return filter + "(/|$)";
+  std::fflush(nullptr);
+  _exit(0);
 }
 
 }  // namespace
 
-void WriteIsolatedResult(const Entry& e, const core::Status& status) {
+void WriteIsolatedResult(const Run& run, const Entry& e,
+                         const core::Status& status) {
   nlohmann::json out;
   out["status"] = status.code == core::Status::kOk        ? "ok"
                   : status.code == core::Status::kSkipped ? "skipped"
@@ -76,22 +81,18 @@ void WriteIsolatedResult(const Entry& e, const core::Status& status) {
   for (const core::Counter& c : ProfileCounters(e)) {
     out["counters"][c.name] = c.value;
   }
-  std::ofstream(std::getenv("PARADNN_ISOLATED_OUT")) << out.dump() << "\n";
+  std::ofstream(run.child_out) << out.dump() << "\n";
 }
 
 ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   ChildResult r;
-  r.start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+  r.start_ms = NowMs();
   r.at_s = std::chrono::duration<double>(
                std::chrono::steady_clock::now().time_since_epoch())
                .count();
   auto done = [&](core::Status status) {
     r.status = std::move(status);
-    r.stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+    r.stop_ms = NowMs();
     return r;
   };
   std::string out =
@@ -107,17 +108,7 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   if (e.brick) L3Bytes();
   std::fflush(nullptr);
   const pid_t pid = fork();
-  if (pid == 0) {
-    SetChildEnvironment(run, e, steps, profile, out);
-    // What it measured comes through the file; its console would interleave.
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    const std::string filter = "--benchmark_filter=" + ExactFilter(e.name);
-    execl("/proc/self/exe", "/proc/self/exe", filter.c_str(),
-          "--benchmark_repetitions=1", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  if (pid == 0) RunChild(run, run.index.at(e.name), steps, profile, out);
   int status = 0;
   waitpid(pid, &status, 0);
   nlohmann::json result;
@@ -126,6 +117,7 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
     result = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   }
   std::remove(out.c_str());
+  if (pid < 0) return done(core::Status::Failed("fork failed"));
   if (WIFSIGNALED(status)) {
     return done(
         core::Status::Failed(std::string("crashed in its isolated process: ") +
@@ -147,7 +139,8 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   if (result["cold_ms"].is_array()) {
     for (const auto& ms : result["cold_ms"]) r.cold_ms.push_back(ms);
   }
-  if (static_cast<int64_t>(r.warm_ms.size()) != steps) {
+  if (r.warm_ms.empty() ||
+      (steps > 0 && static_cast<int64_t>(r.warm_ms.size()) != steps)) {
     return done(core::Status::Failed("its isolated process ran " +
                                      std::to_string(r.warm_ms.size()) +
                                      " steps, not " + std::to_string(steps)));

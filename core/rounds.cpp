@@ -216,7 +216,7 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
       ChildResult child;
       child.status = Check(run, e);
       if (child.status.ok()) {
-        child = RunIsolated(run, e, run.infos[i].steps, !profiled);
+        child = RunIsolated(run, e, run.flags.steps, !profiled);
       }
       e.rounds.push_back(std::move(child));
     }

@@ -60,7 +60,7 @@ struct StepLog {
   std::vector<double> Of(Caches caches) const;
 };
 
-// One call of a case's steps in a child process (this binary again): how it
+// One call of a case's steps in a child process (a fork of this one): how it
 // ended, its steps as the child timed them, and its profile's counters.
 struct ChildResult {
   core::Status status;
@@ -167,6 +167,7 @@ struct Run {
   bool rounds_measured = false;
   std::vector<std::pair<std::string, std::string>> machine_start;
   bool isolated_child = false;  // this process runs a case for a parent
+  std::string child_out;        // where such a child writes its result
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.
   int prepared = -1;
@@ -191,10 +192,11 @@ std::function<bool(const std::string&)> Selector(const std::string& filter);
 // from the one its isolated child measured.
 std::vector<core::Counter> ProfileCounters(const Entry& e);
 
-// Runs `steps` steps of the case in a child process (this binary again)
-// and gives each step's time as the child measured it; a crash fails the
-// case only, a skip there is a skip here. `profile`: the child profiles
-// too, if the run does.
+// Runs the case's steps in a child process (a fork of this one) and gives
+// each step's time as the child measured it; a crash fails the case only,
+// a skip there is a skip here. `steps`: exactly that many, or (0) as a
+// round without --paradnn_steps: a quarter second of them, 1 to 10.
+// `profile`: the child profiles too, if the run does.
 ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile);
 
 // --paradnn_rounds: runs every case the filter selects once per round, each
@@ -224,8 +226,9 @@ void NoteProgress(Run& run, const std::string& what);
 // The case's checks before it runs (backend, support, memory).
 core::Status Check(const Run& run, const Entry& e);
 
-// In such a child (PARADNN_ISOLATED_OUT names the file): writes how its call
-// of the case ended, its steps' times and its profile, for the parent.
-void WriteIsolatedResult(const Entry& e, const core::Status& status);
+// In such a child: writes how its call of the case ended, its steps' times
+// and its profile to run.child_out, for the parent.
+void WriteIsolatedResult(const Run& run, const Entry& e,
+                         const core::Status& status);
 
 }  // namespace paradnn

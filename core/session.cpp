@@ -158,7 +158,8 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     run.index[e.name] = index;
     core::CaseInfo info;
     info.name = e.name;
-    info.steps = o.steps;
+    // A round is one iteration of Google Benchmark's, its steps' mean.
+    info.steps = run.rounds > 1 ? 1 : o.steps;
     info.manual_time = run.isolate;
     info.repetitions = run.rounds;
     run.infos.push_back(std::move(info));
@@ -404,13 +405,10 @@ void LoadRun(Run& run, int* argc, char** argv) {
                        ? o.max_memory
                        : static_cast<int64_t>(0.8 * AvailableMemory());
   run.progress = o.progress;
-  run.isolated_child = std::getenv("PARADNN_ISOLATED_OUT") != nullptr;
-  run.rounds = run.isolated_child ? 1 : o.rounds;
-  // Rounds and pinned threads need a process per case.
-  run.isolate = (o.isolate || run.rounds > 1 || o.pin) && !run.isolated_child;
-  if (run.rounds > 1 && o.steps == 0) o.steps = kRoundSteps;
+  run.rounds = o.rounds;
+  run.isolate = o.isolate || run.rounds > 1;  // a process per case's round
   run.flags = o;
-  if (!run.isolated_child) {
+  {
     // What the machine is like as the run starts; another process's work
     // slows every case and moves it between processes.
     const MachineSample start = SampleMachine(0.25);
@@ -438,7 +436,7 @@ void LoadRun(Run& run, int* argc, char** argv) {
   pick(run.flags.mlperf_status, sweep.mlperf_status, "onprem");
   MakeEntries(run, sweep.cases, bricks, o);
   if (o.bricks_estimate_only) KeepCheckedModels(run, o.bricks_check);
-  if (!o.bricks_db.empty() && !run.isolated_child) {
+  if (!o.bricks_db.empty()) {
     try {
       UseBricksDb(run);
     } catch (const std::exception& ex) {
@@ -525,16 +523,18 @@ std::vector<std::pair<std::string, std::string>> Context() {
       "paradnn_rounds",
       run.rounds > 1
           ? std::to_string(run.rounds) + " rounds of " +
-                std::to_string(run.flags.steps) +
-                " steps, each case in a fresh process each round, the cases "
-                "in a new random order each round: step_ms is a round's, "
-                "the median row the case's; step_ms_low-step_ms_high its "
-                "90% interval"
+                (run.flags.steps > 0
+                     ? std::to_string(run.flags.steps) + " steps"
+                     : std::string("a quarter second of steps (1 to 10)")) +
+                ", each case in a fresh process each round, the cases in a "
+                "new random order each round: step_ms is a round's, the "
+                "median row the case's; step_ms_low-step_ms_high its 90% "
+                "interval"
           : std::string("1: each case once") +
                 (run.isolate ? ", in a process of its own"
                              : ", in this process"));
   context.emplace_back("paradnn_pin",
-                       run.flags.pin ? "OMP_PROC_BIND=close, OMP_PLACES=cores"
+                       run.flags.pin ? "each OpenMP thread on a CPU of its own"
                                      : "no (threads where the OS puts them)");
   for (const auto& [key, value] : run.machine_start) {
     context.emplace_back("paradnn_machine_start_" + key, value);
@@ -585,8 +585,7 @@ int Finish() {
   run.runner.reset();
   run.prepared = -1;
   ReportBricks(run);
-  if (!run.flags.bricks_db.empty() && !run.isolated_child &&
-      run.world.rank == 0) {
+  if (!run.flags.bricks_db.empty() && run.world.rank == 0) {
     SaveBricksDb(run);
   }
   WriteProfiles(run);
@@ -596,7 +595,7 @@ int Finish() {
     skipped += e.status == CaseStatus::kSkipped;
     failed += e.status == CaseStatus::kFailed;
   }
-  if (!run.isolated_child && passed > 0 && Reports()) {
+  if (passed > 0 && Reports()) {
     for (const std::string& note : RoundsNotes(run)) {
       std::fprintf(stderr, "paradnn: %s\n", note.c_str());
     }

@@ -397,6 +397,70 @@ TEST_CASE(
   CHECK_THROWS_WITH(WriteReport(o), Contains("expected ttft_ms=MS"));
 }
 
+// A results file measured in rounds, as the runner writes it: a row per
+// round (each its round's step_ms) carrying the case's interval.
+std::string RoundsJson(
+    const std::vector<std::pair<std::string, std::vector<double>>>& cases) {
+  std::string out = "{\"context\": {}, \"benchmarks\": [";
+  bool first = true;
+  for (const auto& [name, rounds] : cases) {
+    const auto [least, most] =
+        std::minmax_element(rounds.begin(), rounds.end());
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      out +=
+          std::string(first ? "" : ",") + "{\"name\": \"" + name +
+          "\", \"run_name\": \"" + name +
+          "\", \"run_type\": \"iteration\", \"repetition_index\": " +
+          std::to_string(r) + ", \"real_time\": " + std::to_string(rounds[r]) +
+          ", \"time_unit\": \"ms\", \"step_ms\": " + std::to_string(rounds[r]) +
+          ", \"params\": 1000, \"flop_per_step\": 1e6, "
+          "\"bytes_per_step\": 1e5, \"intensity\": 10, "
+          "\"rounds\": 3, \"step_ms_low\": " +
+          std::to_string(*least) +
+          ", \"step_ms_high\": " + std::to_string(*most) +
+          ", \"unstable\": " + (*most / *least > 1.3 ? "1" : "0") + "}";
+      first = false;
+    }
+  }
+  return out + "]}";
+}
+
+TEST_CASE(
+    "A against B from rounds: ratios with intervals, within noise "
+    "where they hold 1, unstable cases listed",
+    "[report][rounds]") {
+  const fs::path dir = Dir("rounds_report");
+  const std::string fc =
+      "FC/layers:4/nodes:256/input:2000/output:1000/batch:64";
+  const std::string rnn =
+      "RNN/cell:lstm/layers:2/embed:16/vocab:32/length:5/batch:4";
+  // oneDNN twice as fast on FC in every round; on the RNN the rounds
+  // overlap; the RNN's LibTorch rounds spread from 1 to 1.6.
+  std::ofstream(dir / "r.json")
+      << RoundsJson({{fc + "/torch/fp32/train", {2.0, 2.1, 2.2}},
+                     {fc + "/onednn/fp32/train", {1.0, 1.05, 1.1}},
+                     {rnn + "/torch/fp32/train", {1.0, 1.3, 1.6}},
+                     {rnn + "/onednn/fp32/train", {1.1, 1.2, 1.4}}});
+  ReportOptions o;
+  o.results = (dir / "r.json").string();
+  o.out = (dir / "report").string();
+  o.a_select = "/onednn/";
+  o.b_select = "/torch/";
+  WriteReport(o);
+  const std::string html = Slurp(dir / "report" / "index.html");
+  // FC: B over A from 9 round-by-round ratios, 2/1.1 to 2.2/1: real.
+  CHECK_THAT(html, Contains(fc + "/fp32/train</td><td>1.05</td><td>2.1</td><td>"
+                                 "2</td><td>1.82-2.2</td><td></td>"));
+  // The RNN: 1/1.4 to 1.6/1.1 holds 1.
+  CHECK_THAT(html, Contains("within noise</td></tr>"));
+  CHECK_THAT(html, Contains("<h2>Unstable cases</h2>"));
+  CHECK_THAT(html,
+             Contains(rnn + "/torch/fp32/train: unstable: rounds 1-1.6 ms"));
+  CHECK_THAT(html, Contains("each the median of 3 rounds"));
+  const std::string csv = Slurp(dir / "report" / "speedup.csv");
+  CHECK_THAT(csv, Contains("speedup_low,speedup_high,within_noise"));
+}
+
 TEST_CASE("bad input: a clear message, and what can be reported still is",
           "[report]") {
   const fs::path dir = Dir("bad");
