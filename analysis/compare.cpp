@@ -104,17 +104,18 @@ json MergeRounds(const std::vector<std::string>& files,
     }
   }
   std::map<std::string, std::vector<double>> times;
-  std::map<std::string, std::string> group;
+  std::map<std::string, std::vector<std::string>> groups;
   for (const auto& [name, list] : rows) {
     for (const json& row : list) times[name].push_back(StepMs(row));
     try {
-      group[name] = ParseCaseName(name).backend;
+      const Case c = ParseCaseName(name);
+      groups[name] = {c.backend + "/" + c.model.family, c.backend};
     } catch (const SpecError&) {
-      group[name] = "";  // another benchmark's case: pooled with its kind
+      groups[name] = {""};  // another benchmark's cases, pooled together
     }
   }
   const std::map<std::string, RoundSummary> summaries =
-      SummarizeAll(times, group);
+      SummarizeAll(times, groups);
   json benchmarks = json::array();
   for (auto& [name, list] : rows) {
     const RoundSummary& s = summaries.at(name);

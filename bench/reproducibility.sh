@@ -7,6 +7,7 @@
 # Beside it the same for one process each (each run's first round alone),
 # which is what a run without rounds would have given.
 #   bench/reproducibility.sh [config] [seconds between runs] [flags]
+# REPRO_KEEP=DIR keeps both runs' JSON there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >/dev/null
@@ -14,8 +15,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 config=${1:-$root/bench/repro_slice.yaml}
 gap=${2:-120}
 shift 2 || shift $#
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=${REPRO_KEEP:-$(mktemp -d)}
+[[ -n ${REPRO_KEEP:-} ]] || trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"
 for run in 1 2; do
   start=$(date +%s)
   "$root/build/paradnn" --paradnn_config="$config" --paradnn_progress=false \
@@ -57,6 +59,9 @@ rounds = len(one[names[0]]["rounds"])
 print(f"{len(names)} cases, {rounds} rounds each")
 line("medians of rounds", [abs(two[n]["median"] / one[n]["median"] - 1) for n in names])
 line("one process each ", [abs(two[n]["rounds"][0] / one[n]["rounds"][0] - 1) for n in names])
+shift = statistics.geometric_mean([two[n]["median"] / one[n]["median"] for n in names])
+print(f"second over first, geometric mean over cases: {shift:.3f} (the machine "
+      f"as a whole between the runs)")
 if one[names[0]]["low"] is not None:
     inside = sum(one[n]["low"] <= two[n]["median"] <= one[n]["high"] for n in names)
     widths = [(one[n]["high"] - one[n]["low"]) / one[n]["median"] for n in names]

@@ -68,7 +68,7 @@ po::options_description Describe(Options& o, Texts& t) {
       "round, the cases in a new random order each round: step_ms is the "
       "median of its rounds, step_ms_low and step_ms_high its interval "
       "(default: 3; 1 runs every case once, in this process; a round times "
-      "--paradnn_steps steps, by default a quarter second of them, 1 to 10)")(
+      "--paradnn_steps steps, by default a tenth of a second of them, 1 to 10)")(
       "paradnn_pin", po::bool_switch(&o.pin),
       "place each OpenMP thread of a case (LibTorch's, OpenBLAS's, oneDNN's) "
       "on a CPU of its own, in the order of the CPUs this process may use")(

@@ -29,11 +29,12 @@ int64_t NowMs() {
       .count();
 }
 
-// A round without --paradnn_steps times steps until a quarter of a second
-// of them, at most kRoundSteps (and at least one): one process's steps
-// agree within a few percent, so more would measure the same process
-// again, and a case of seconds a step is not held for ten of them.
-constexpr double kRoundMs = 250;
+// A round without --paradnn_steps times steps until a tenth of a second of
+// them, at most kRoundSteps (and at least one): one process's steps agree
+// within a few percent, so more would measure the same process again (the
+// time is better spent on another process), and a case of seconds a step
+// is not held for ten of them.
+constexpr double kRoundMs = 100;
 
 // In the child: the case, from preparation to its result in `out`; never
 // returns.

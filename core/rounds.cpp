@@ -222,9 +222,10 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
     }
   }
   // Each case's rounds, its figure per round the mean of its steps (as
-  // step_ms of one call), pooled per backend for the process noise.
+  // step_ms of one call), pooled per backend and family for the process
+  // noise.
   std::map<std::string, std::vector<double>> times;
-  std::map<std::string, std::string> group;
+  std::map<std::string, std::vector<std::string>> groups;
   for (int i : cases) {
     const Entry& e = run.entries[i];
     std::vector<double> per_round;
@@ -236,10 +237,12 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
     }
     if (per_round.size() != e.rounds.size() || per_round.empty()) continue;
     times[e.name] = per_round;
-    group[e.name] = e.backend;
+    const std::string family =
+        e.model ? e.model->model.family : std::string("BRICK");
+    groups[e.name] = {e.backend + "/" + family, e.backend};
   }
   const std::map<std::string, RoundSummary> summaries =
-      SummarizeAll(times, group);
+      SummarizeAll(times, groups);
   std::vector<double> spreads;
   for (int i : cases) {
     Entry& e = run.entries[i];

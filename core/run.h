@@ -195,7 +195,7 @@ std::vector<core::Counter> ProfileCounters(const Entry& e);
 // Runs the case's steps in a child process (a fork of this one) and gives
 // each step's time as the child measured it; a crash fails the case only,
 // a skip there is a skip here. `steps`: exactly that many, or (0) as a
-// round without --paradnn_steps: a quarter second of them, 1 to 10.
+// round without --paradnn_steps: a tenth of a second of them, 1 to 10.
 // `profile`: the child profiles too, if the run does.
 ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile);
 

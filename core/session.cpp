@@ -525,7 +525,7 @@ std::vector<std::pair<std::string, std::string>> Context() {
           ? std::to_string(run.rounds) + " rounds of " +
                 (run.flags.steps > 0
                      ? std::to_string(run.flags.steps) + " steps"
-                     : std::string("a quarter second of steps (1 to 10)")) +
+                     : std::string("a tenth of a second of steps (1 to 10)")) +
                 ", each case in a fresh process each round, the cases in a "
                 "new random order each round: step_ms is a round's, the "
                 "median row the case's; step_ms_low-step_ms_high its 90% "

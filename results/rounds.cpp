@@ -69,19 +69,34 @@ RoundSummary Summarize(const std::vector<double>& rounds, const Shift& shift) {
 
 std::map<std::string, RoundSummary> SummarizeAll(
     const std::map<std::string, std::vector<double>>& rounds,
-    const std::map<std::string, std::string>& group) {
-  auto group_of = [&](const std::string& name) {
-    const auto g = group.find(name);
-    return g == group.end() ? std::string() : g->second;
+    const std::map<std::string, std::vector<std::string>>& groups) {
+  auto groups_of = [&](const std::string& name) {
+    const auto g = groups.find(name);
+    return g == groups.end() || g->second.empty() ? std::vector<std::string>{""}
+                                                  : g->second;
   };
   std::map<std::string, std::vector<std::vector<double>>> members;
-  for (const auto& [name, r] : rounds) members[group_of(name)].push_back(r);
+  for (const auto& [name, r] : rounds) {
+    for (const std::string& g : groups_of(name)) members[g].push_back(r);
+  }
+  auto measured = [](const std::vector<std::vector<double>>& cases) {
+    return std::count_if(cases.begin(), cases.end(),
+                         [](const auto& r) { return r.size() > 1; });
+  };
   std::map<std::pair<std::string, size_t>, Shift> shifts;
   std::map<std::string, RoundSummary> out;
   for (const auto& [name, r] : rounds) {
-    const auto key = std::make_pair(group_of(name), r.size());
+    const std::vector<std::string> mine = groups_of(name);
+    std::string group = mine.back();
+    for (const std::string& g : mine) {
+      if (measured(members[g]) >= kMinGroupCases) {
+        group = g;
+        break;
+      }
+    }
+    const auto key = std::make_pair(group, r.size());
     if (!shifts.count(key)) {
-      shifts[key] = ReRunShift(members[key.first], static_cast<int>(r.size()));
+      shifts[key] = ReRunShift(members[group], static_cast<int>(r.size()));
     }
     out[name] = Summarize(r, shifts[key]);
   }

@@ -53,11 +53,19 @@ Shift ReRunShift(const std::vector<std::vector<double>>& cases, int rounds);
 // rounds' range and median x exp(shift). One round: no interval.
 RoundSummary Summarize(const std::vector<double>& rounds, const Shift& shift);
 
-// Summaries of many cases at once (by name), each with the shift of its
-// group's cases (`group`: name -> group).
+// Summaries of many cases at once (by name), each with the shift of the
+// first of its groups (`groups`: name -> groups, the most specific first:
+// its backend and family, then its backend) that holds kMinGroupCases
+// cases of two rounds or more, else of its last group. A family's kernels
+// meet the machine their own way (a recurrent step is many small
+// products, each a wake-up of the threads), so its cases say most about
+// each other.
+inline constexpr int kMinGroupCases = 3;  // 9 rounds at the default: more
+                                          // than the 7 whose own range holds
+                                          // a re-run's median 90% of times
 std::map<std::string, RoundSummary> SummarizeAll(
     const std::map<std::string, std::vector<double>>& rounds,
-    const std::map<std::string, std::string>& group);
+    const std::map<std::string, std::vector<std::string>>& groups);
 
 // The ratio of B's step time over A's (above 1: A is faster) from their
 // rounds: the Hodges-Lehmann estimate (the median of every round-by-round

@@ -169,7 +169,7 @@ TEST_CASE(
     return truth * slow * (1 + 0.1 * u(random));
   };
   std::map<std::string, std::vector<double>> first, again;
-  std::map<std::string, std::string> group;
+  std::map<std::string, std::vector<std::string>> group;
   for (int i = 0; i < 400; ++i) {
     const std::string name = "case" + std::to_string(i);
     const double truth = 0.1 * std::pow(1.05, i % 100);
@@ -177,7 +177,7 @@ TEST_CASE(
       first[name].push_back(process(truth));
       again[name].push_back(process(truth));
     }
-    group[name] = "cpu";
+    group[name] = {"cpu"};
   }
   const auto summaries = SummarizeAll(first, group);
   int covered = 0;
