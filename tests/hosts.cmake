@@ -157,6 +157,18 @@ foreach(style own_main benchmark_main)
   endforeach()
   expect("${names}" ${own})
   expect("${names}" ${cnn}/real_time)
+  # Rounds (the default outside the tests): the case's 3 rounds in forked
+  # processes of this host, its interval on each row.
+  run(${CMAKE_COMMAND} -E env PARADNN_ROUNDS=3 PARADNN_CASE=${cnn}
+      PARADNN_THREADS=1 ${host} --benchmark_filter=CNN/ --benchmark_format=json)
+  expect("${err}" "paradnn: 1 passed, 0 skipped, 0 failed")
+  # Read as text: Google Benchmark 1.7 writes a counter's cv over rounds
+  # where it is 0 as a bare nan, which is not JSON.
+  expect("${out}" "${cnn}/iterations:1/repeats:3/manual_time_median")
+  if(NOT out MATCHES "\"rounds\": 3(\\.0+e\\+00)?," OR
+     NOT out MATCHES "\"step_ms_low\": [0-9.e+-]+,")
+    message(FATAL_ERROR "${VARIANT} ${style}: no rounds in:\n${out}")
+  endif()
 endforeach()
 # A bricks run in this Google Benchmark too: every brick, then the model,
 # each in one call of the steps asked for.

@@ -807,8 +807,9 @@ TEST_CASE(
   const Results results = ReadResults(out);
   REQUIRE(results.cases.size() == 90);
   // A spin takes its time and more where another virtual machine takes the
-  // core away for a while: a case whose fast rounds the machine stretched
-  // is let off being near its truth, one in twenty at most.
+  // core away for a while: a case is near its truth within 5% (the slow
+  // processes are 100% off), and one whose fast rounds the machine
+  // stretched further is let off, one in twenty at most.
   int near = 0;
   for (const CaseResult& c : results.cases) {
     INFO(c.name);
@@ -820,8 +821,8 @@ TEST_CASE(
     for (double ms : c.rounds_ms) slow += ms > 1.9 * truth;
     CHECK(slow >= 3);
     CHECK(c.step_ms >= truth * 0.99);
-    near += c.step_ms <= truth * 1.02;
-    CHECK(c.step_ms_low <= truth * 1.02);
+    near += c.step_ms <= truth * 1.05;
+    CHECK(c.step_ms_low <= truth * 1.05);
     CHECK(c.step_ms_high >= truth);
     // The slow rounds are twice the median: flagged.
     CHECK(c.unstable);
