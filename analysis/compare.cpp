@@ -187,15 +187,16 @@ std::string CompareText(const std::vector<ComparedCase>& cases,
                       : std::string("none"))
         << (r.Real() ? "" : "  within noise") << "\n";
   }
-  out << "\ngroup         cases  geometric mean (90% interval)  A faster  "
+  out << "\ngroup           cases  geometric mean (90% interval)  A faster  "
          "A slower  within noise\n";
   std::vector<std::pair<std::vector<double>, std::vector<double>>> all;
   auto line = [&](const std::string& name, const GroupRatio& g) {
-    std::string label = name;
-    label.resize(std::max<size_t>(label.size(), 13), ' ');
-    out << label << " " << g.cases << "  " << Fixed(g.value, 3) << " ("
-        << Fixed(g.low, 3) << "-" << Fixed(g.high, 3) << ")  " << g.faster
-        << "  " << g.slower << "  " << g.within_noise << "\n";
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "%-14s %6d  %6.3f (%.3f-%.3f)%10s %8d  %8d  %12d\n",
+                  name.c_str(), g.cases, g.value, g.low, g.high, "", g.faster,
+                  g.slower, g.within_noise);
+    out << buf;
   };
   for (const auto& [name, list] : groups) {
     line(name, CompareGroup(list));
