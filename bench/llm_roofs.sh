@@ -36,7 +36,12 @@ print(f"STREAM triad {p['memory_bandwidth'] / 1e9:.1f} GB/s")
 print(f"{'case':<58} {'step ms':>9} {'tokens/s':>9} {'GB/s':>6} "
       f"{'bw util':>7} {'GFLOP/s':>8} {'flops util':>10}")
 for b in json.load(open(os.path.join(work, "llm.json")))["benchmarks"]:
-    name = b["run_name"].removesuffix("/real_time")
+    # Each case's median over its rounds (--paradnn_rounds), or its one run.
+    if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+        continue
+    if b.get("run_type") != "aggregate" and b.get("rounds", 1) > 1:
+        continue
+    name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
     short = "/".join(name.split("/")[7:])
     if "error_occurred" in b:
         print(f"{short:<58} {b.get('error_message', '')}")

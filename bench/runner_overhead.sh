@@ -6,7 +6,8 @@
 # repetition: this shared machine runs small steps at one of two speeds for
 # seconds at a time, which can land more of one side's repetitions in the
 # slow one and move the medians' ratio; the fastest repetitions are the
-# time each side takes when nothing else does.
+# time each side takes when nothing else does. (One round: paradnn's case
+# runs in this process, beside the loop by hand.)
 #   bench/runner_overhead.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ trap 'rm -f "$out"' EXIT
 printf "%-8s %-8s %12s %12s %8s\n" threads "" "by hand ms" "paradnn ms" ratio
 for threads in 1 2; do
   "$root/build/bench/torch_loop_bench" --paradnn_case="$model/torch/fp32/train" \
-    --paradnn_threads="$threads" --paradnn_progress=false \
+    --paradnn_threads="$threads" --paradnn_progress=false --paradnn_rounds=1 \
     --benchmark_filter="threads:$threads/|FC/" \
     --benchmark_enable_random_interleaving=true --benchmark_repetitions=20 \
     --benchmark_min_time=0.2 \
