@@ -318,6 +318,8 @@ void NoteProgress(Run& run, const std::string& what) {
                Duration(elapsed).c_str(), left.c_str());
 }
 
+namespace {
+
 // What keeps a case from running here, or ok: its backend, the backend's
 // support for it, the memory it needs; the same reason for every call
 // after a call that could not run it.
@@ -342,6 +344,8 @@ core::Status Check(const Run& run, const Entry& e) {
   }
   return {};
 }
+
+}  // namespace
 
 void StepLog::Add(double at_s, double ms, Caches caches) {
   steps.push_back({at_s, ms, caches, static_cast<int>(calls.size()) - 1});
@@ -428,9 +432,16 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   run.call_start = Clock::now();
   if (run.to_run < 0) run.filter = filter;
   NoteStart(run, index);
-  Status s = Agree(run, e, Check(run, e));
-  if (!s.ok()) return EndCall(run, e, s);
   if (run.isolate) {
+    // The child checks the case, prepares and steps it: this process
+    // touches no device (a GPU driver started here is lost to a fork) and
+    // starts no OpenMP team (one would not survive it either).
+    if (e.status == CaseStatus::kSkipped) {
+      return EndCall(run, e, Status::Skipped(e.why));
+    }
+    if (e.status == CaseStatus::kFailed) {
+      return EndCall(run, e, Status::Failed(e.why));
+    }
     ChildResult child;
     if (run.rounds > 1) {
       MeasureRounds(run);  // at its first case where no reporter asked
@@ -453,8 +464,10 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
     for (double ms : child.warm_ms) e.log.Add(child.at_s, ms, Caches::kWarm);
     for (double ms : child.cold_ms) e.log.Add(child.at_s, ms, Caches::kCold);
     if (!child.counters.empty()) e.child_counters = child.counters;
-    return s;
+    return {};
   }
+  Status s = Agree(run, e, Check(run, e));
+  if (!s.ok()) return EndCall(run, e, s);
   bool fresh = false;
   s = Prepare(run, index, &fresh);
   // Preparation ends with a warm-up step: a case that slow would hold the

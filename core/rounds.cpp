@@ -213,12 +213,7 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
       const bool profiled =
           std::any_of(e.rounds.begin(), e.rounds.end(),
                       [](const ChildResult& c) { return !c.counters.empty(); });
-      ChildResult child;
-      child.status = Check(run, e);
-      if (child.status.ok()) {
-        child = RunIsolated(run, e, run.flags.steps, !profiled);
-      }
-      e.rounds.push_back(std::move(child));
+      e.rounds.push_back(RunIsolated(run, e, run.flags.steps, !profiled));
     }
   }
   // Each case's rounds, its figure per round the mean of its steps (as

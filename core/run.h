@@ -223,9 +223,6 @@ std::vector<std::string> RoundsNotes(const Run& run);
 // Progress: the line for the next of `to_run` cases starting.
 void NoteProgress(Run& run, const std::string& what);
 
-// The case's checks before it runs (backend, support, memory).
-core::Status Check(const Run& run, const Entry& e);
-
 // In such a child: writes how its call of the case ended, its steps' times
 // and its profile to run.child_out, for the parent.
 void WriteIsolatedResult(const Run& run, const Entry& e,
