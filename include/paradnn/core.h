@@ -39,8 +39,10 @@ struct Loaded {
 Loaded Load(int* argc, char** argv);
 
 struct CaseInfo {
-  std::string name;          // canonical, the benchmark's name
-  int64_t steps = 0;         // timed steps, fixed by --paradnn_steps; 0: any
+  std::string name;  // canonical, the benchmark's name
+  // Google Benchmark's iterations per call: the timed steps --paradnn_steps
+  // fixes, 1 with rounds (a round, its steps' mean), 0: any.
+  int64_t steps = 0;
   bool manual_time = false;  // timed in a child process (--paradnn_isolate)
   // Google Benchmark's repetitions: one per round (--paradnn_rounds), each
   // reporting its round; 1 leaves them to --benchmark_repetitions.
