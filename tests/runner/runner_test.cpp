@@ -875,6 +875,17 @@ TEST_CASE(
     within += line(twin.out, model).find("within noise") != std::string::npos;
   }
   CHECK(within == 40 - equal_but_real);
+  // A run of one round says its figures may move, and by how much the
+  // rounds above moved (remembered in the cache folder).
+  const Result one = RunRunner("--paradnn_case=" + models[0] +
+                                   "/clock/fp32/train --paradnn_rounds=1 "
+                                   "--paradnn_steps=5",
+                               env);
+  REQUIRE(one.status == 0);
+  CHECK_THAT(one.err, Contains("one round: every figure is one process's, and "
+                               "a re-run in another process may move it; on "
+                               "this CPU ("));
+  CHECK_THAT(one.err, Contains("90 cases, 9 rounds) rounds spread by "));
 }
 
 TEST_CASE("profile shares are the known shares of a backend's step",
