@@ -159,8 +159,11 @@ foreach(style own_main benchmark_main)
   expect("${names}" ${cnn}/real_time)
   # Rounds (the default outside the tests): the case's 3 rounds in forked
   # processes of this host, its interval on each row.
+  # (What the rounds spread by is remembered in the cache folder: this
+  # test's, not the user's.)
   run(${CMAKE_COMMAND} -E env PARADNN_ROUNDS=3 PARADNN_CASE=${cnn}
-      PARADNN_THREADS=1 ${host} --benchmark_filter=CNN/ --benchmark_format=json)
+      PARADNN_THREADS=1 XDG_CACHE_HOME=${work}/cache ${host}
+      --benchmark_filter=CNN/ --benchmark_format=json)
   expect("${err}" "paradnn: 1 passed, 0 skipped, 0 failed")
   # Read as text: Google Benchmark 1.7 writes a counter's cv over rounds
   # where it is 0 as a bare nan, which is not JSON.
