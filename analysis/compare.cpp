@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "analysis/stats.h"
 #include "generators/spec.h"
 #include "results/results.h"
 #include "results/rounds.h"
@@ -47,15 +48,6 @@ std::vector<double> RoundsOf(const std::vector<json>& rows) {
   for (const json& row : rows) ms.push_back(StepMs(row));
   if (rows.front().value("rounds", 0.0) > 1) return ms;
   return {Median(ms)};
-}
-
-// The key a name is paired by: the selector replaced by "/", or "" when
-// the name lacks it.
-std::string Key(const std::string& name, const std::string& sel) {
-  if (sel.empty()) return name;
-  const size_t at = name.find(sel);
-  if (at == std::string::npos) return "";
-  return name.substr(0, at) + "/" + name.substr(at + sel.size());
 }
 
 // "FC train": the family and the mode of a case's name, for the summaries.
@@ -146,12 +138,12 @@ std::vector<ComparedCase> Pair(
     const std::string& b_sel) {
   std::map<std::string, const std::vector<double>*> in_b;
   for (const auto& [name, rounds] : b) {
-    const std::string key = Key(name, b_sel);
+    const std::string key = SelectorKey(name, b_sel);
     if (!key.empty()) in_b[key] = &rounds;
   }
   std::vector<ComparedCase> out;
   for (const auto& [name, rounds] : a) {
-    const std::string key = Key(name, a_sel);
+    const std::string key = SelectorKey(name, a_sel);
     const auto it = key.empty() ? in_b.end() : in_b.find(key);
     if (it != in_b.end()) out.push_back({key, rounds, *it->second});
   }

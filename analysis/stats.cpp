@@ -72,29 +72,24 @@ Box BoxOf(const std::vector<double>& values) {
   return b;
 }
 
-namespace {
-
-// The name with the selector replaced by "/", or "" when it lacks it.
-std::string Key(const std::string& name, const std::string& sel) {
+std::string SelectorKey(const std::string& name, const std::string& sel) {
   if (sel.empty()) return name;
   const size_t at = name.find(sel);
   if (at == std::string::npos) return "";
   return name.substr(0, at) + "/" + name.substr(at + sel.size());
 }
 
-}  // namespace
-
 Matching Match(const std::vector<CaseResult>& a, const std::string& a_sel,
                const std::vector<CaseResult>& b, const std::string& b_sel) {
   std::map<std::string, const CaseResult*> in_b;
   for (const CaseResult& r : b) {
-    const std::string k = Key(r.name, b_sel);
+    const std::string k = SelectorKey(r.name, b_sel);
     if (!k.empty()) in_b[k] = &r;
   }
   Matching m;
   std::set<std::string> used;
   for (const CaseResult& r : a) {
-    const std::string k = Key(r.name, a_sel);
+    const std::string k = SelectorKey(r.name, a_sel);
     if (k.empty()) continue;
     auto it = in_b.find(k);
     if (it == in_b.end()) {

@@ -49,6 +49,10 @@ struct Matching {
   std::vector<std::string> only_a, only_b;
 };
 
+// The name with the selector replaced by "/" (the name itself for an empty
+// selector), or "" when the name lacks it: what two cases are paired by.
+std::string SelectorKey(const std::string& name, const std::string& sel);
+
 // Pairs the cases of A that contain `a_sel` with the cases of B that contain
 // `b_sel`, by name with the selector replaced by "/": two backends
 // ("/onednn/" vs "/torch/"), two data types, or (empty selectors) the same

@@ -23,9 +23,7 @@ std::optional<double> PlainMs(const Entry& model) {
   const std::vector<double> steps = model.log.Of(Caches::kWarm);
   if (model.status != CaseStatus::kPassed || steps.empty()) return std::nullopt;
   if (model.summary && model.summary->rounds > 1) return model.summary->median;
-  double sum = 0;
-  for (double ms : steps) sum += ms;
-  return sum / steps.size();
+  return Mean(steps);
 }
 
 // The errors |estimate / plain - 1| of a group of models: mean, worst,

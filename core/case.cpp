@@ -15,10 +15,9 @@
 #include "backends/backend.h"
 #include "backends/caches.h"
 #include "core/run.h"
+#include "results/results.h"
 
 namespace paradnn {
-namespace {
-
 using Clock = std::chrono::steady_clock;
 
 int64_t NowMs() {
@@ -30,6 +29,8 @@ int64_t NowMs() {
 double SteadySeconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
+
+namespace {
 
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start)
@@ -429,6 +430,7 @@ namespace core {
 Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   Run& run = TheRun();
   Entry& e = run.entries.at(index);
+  StartRun(run);  // where no reporter asked
   run.call_start = Clock::now();
   if (run.to_run < 0) run.filter = filter;
   NoteStart(run, index);
@@ -519,12 +521,8 @@ bool Step() {
 
 double IsolatedStepSeconds(int index, int64_t step) {
   const std::vector<double> steps = TheRun().entries.at(index).log.LastCall();
-  if (TheRun().rounds > 1) {
-    // A round is one iteration: the mean of its steps.
-    double sum = 0;
-    for (double ms : steps) sum += ms;
-    return sum / steps.size() / 1e3;
-  }
+  // A round is one iteration: the mean of its steps.
+  if (TheRun().rounds > 1) return Mean(steps) / 1e3;
   return steps.at(step) / 1e3;
 }
 
@@ -541,10 +539,7 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   if (!run.isolate && !run.step_error.empty()) {
     return EndCall(run, e, core::Status::Failed(run.step_error));
   }
-  const std::vector<double> steps = e.log.LastCall();
-  double total = 0;
-  for (double ms : steps) total += ms;
-  e.step_ms = total / std::max<size_t>(1, steps.size());
+  e.step_ms = Mean(e.log.LastCall());
   if (!run.isolate && e.brick) {
     try {
       ColdSteps(run, e);

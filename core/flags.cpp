@@ -61,14 +61,15 @@ po::options_description Describe(Options& o, Texts& t) {
       "skip a case whose preparation and warm-up step took longer than "
       "this many seconds, before timing it")(
       "paradnn_isolate", po::bool_switch(&o.isolate),
-      "run each case in a child process (this binary again), so that a "
+      "run each case in a child process (a fork of this one), so that a "
       "crash fails that case only")(
       "paradnn_rounds", po::value(&o.rounds)->value_name("R"),
       "measure every case in R rounds, each case in a fresh process each "
       "round, the cases in a new random order each round: step_ms is the "
       "median of its rounds, step_ms_low and step_ms_high its interval "
       "(default: 3; 1 runs every case once, in this process; a round times "
-      "--paradnn_steps steps, by default a tenth of a second of them, 1 to 10)")(
+      "--paradnn_steps steps, by default a tenth of a second of them, 1 to "
+      "10)")(
       "paradnn_pin", po::bool_switch(&o.pin),
       "place each OpenMP thread of a case (LibTorch's, OpenBLAS's, oneDNN's) "
       "on a CPU of its own, in the order of the CPUs this process may use")(

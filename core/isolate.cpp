@@ -23,12 +23,6 @@
 namespace paradnn {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // A round without --paradnn_steps times steps until a tenth of a second of
 // them, at most kRoundSteps (and at least one): one process's steps agree
 // within a few percent, so more would measure the same process again (the
@@ -88,9 +82,7 @@ void WriteIsolatedResult(const Run& run, const Entry& e,
 ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   ChildResult r;
   r.start_ms = NowMs();
-  r.at_s = std::chrono::duration<double>(
-               std::chrono::steady_clock::now().time_since_epoch())
-               .count();
+  r.at_s = SteadySeconds(std::chrono::steady_clock::now());
   auto done = [&](core::Status status) {
     r.status = std::move(status);
     r.stop_ms = NowMs();

@@ -115,6 +115,13 @@ std::string Percent(double share) {
   return buf;
 }
 
+// The machine between two readings of its CPU times, for the context.
+struct MachineSample {
+  std::vector<std::pair<std::string, std::string>> fields;
+  double busy_cpus = 0;  // CPUs' worth of work (ours included) over it
+  double steal = 0;      // share of CPU time stolen over it
+};
+
 MachineSample Sample(const CpuTimes& before, const CpuTimes& after,
                      const std::string& over) {
   MachineSample m;
@@ -171,7 +178,7 @@ void RememberSpread(const Run& run, const std::vector<double>& spreads) {
   std::ofstream(path) << j.dump(2) << "\n";
 }
 
-// The machine's state, sampled at the start (see LoadRun) and the end.
+// The machine's CPU times when the run started (StartRun).
 CpuTimes& RunStart() {
   static CpuTimes start;
   return start;
@@ -179,13 +186,26 @@ CpuTimes& RunStart() {
 
 }  // namespace
 
-MachineSample SampleMachine(double sample_s) {
-  const CpuTimes before = ReadCpuTimes();
-  RunStart() = before;
-  std::this_thread::sleep_for(std::chrono::duration<double>(sample_s));
-  char over[32];
-  std::snprintf(over, sizeof(over), "over %.2f s", sample_s);
-  return Sample(before, ReadCpuTimes(), over);
+std::vector<std::pair<std::string, std::string>> StartRun(Run& run) {
+  if (run.machine_sampled) return {};
+  run.machine_sampled = true;
+  RunStart() = ReadCpuTimes();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  const MachineSample start = Sample(RunStart(), ReadCpuTimes(), "over 0.25 s");
+  // Another process's work slows every case and moves it between
+  // processes: a quarter of a CPU of it, or 5% of the time stolen.
+  if (core::Reports() && (start.busy_cpus >= 0.25 || start.steal >= 0.05)) {
+    std::fprintf(stderr,
+                 "paradnn: the machine is busy before the sweep: %.2f CPUs' "
+                 "worth of other work, %.1f%% of CPU time stolen: figures "
+                 "will be slower and move more between processes\n",
+                 start.busy_cpus, 100 * start.steal);
+  }
+  std::vector<std::pair<std::string, std::string>> context;
+  for (const auto& [key, value] : start.fields) {
+    context.emplace_back("paradnn_machine_start_" + key, value);
+  }
+  return context;
 }
 
 std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
@@ -226,9 +246,7 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
     std::vector<double> per_round;
     for (const ChildResult& c : e.rounds) {
       if (!c.status.ok() || c.warm_ms.empty()) break;
-      double sum = 0;
-      for (double ms : c.warm_ms) sum += ms;
-      per_round.push_back(sum / c.warm_ms.size());
+      per_round.push_back(Mean(c.warm_ms));
     }
     if (per_round.size() != e.rounds.size() || per_round.empty()) continue;
     times[e.name] = per_round;

@@ -117,6 +117,11 @@ struct Entry {
   }
 };
 
+// Now on the wall clock, in milliseconds since the epoch (MLPerf logs' and
+// calls' spans), and a steady clock's time point in seconds (steps' starts).
+int64_t NowMs();
+double SteadySeconds(std::chrono::steady_clock::time_point t);
+
 // The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB
 // where neither says).
 int64_t L2Bytes();
@@ -165,9 +170,9 @@ struct Run {
   // each time in a child, measured when the run starts (MeasureRounds).
   int rounds = 1;
   bool rounds_measured = false;
-  std::vector<std::pair<std::string, std::string>> machine_start;
-  bool isolated_child = false;  // this process runs a case for a parent
-  std::string child_out;        // where such a child writes its result
+  bool machine_sampled = false;  // by StartRun
+  bool isolated_child = false;   // this process runs a case for a parent
+  std::string child_out;         // where such a child writes its result
   // The prepared model of the case running now: Google Benchmark calls a
   // case's function several times, and a model is built once per case.
   int prepared = -1;
@@ -205,15 +210,13 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile);
 // its first case. Returns the context to add: the machine at the end.
 std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run);
 
-// What makes a process slow or fast here, for the context: the CPUs this
-// process may use, SMT, transparent huge pages, the load average and the
-// share of time stolen (over `sample_s`, or since `since` when given).
-struct MachineSample {
-  std::vector<std::pair<std::string, std::string>> fields;
-  double busy_cpus = 0;  // CPUs' worth of work (ours included) over it
-  double steal = 0;      // share of CPU time stolen over it
-};
-MachineSample SampleMachine(double sample_s);
+// The run's cases start: once per run, before the first (the reporter's
+// context, else the first case), the machine is sampled for a quarter of a
+// second (the CPUs this process may use, SMT, transparent huge pages, the
+// load average, how busy the CPUs are and the time stolen) and a busy one
+// is warned about; returns the context (paradnn_machine_start_*). Not at
+// load: a host that registers paradnn's cases and runs none pays nothing.
+std::vector<std::pair<std::string, std::string>> StartRun(Run& run);
 
 // What a run's rounds say at its end: each unstable case, with its rounds;
 // with one round, that a re-run may move its figures, and by how much this

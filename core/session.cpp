@@ -408,22 +408,6 @@ void LoadRun(Run& run, int* argc, char** argv) {
   run.rounds = o.rounds;
   run.isolate = o.isolate || run.rounds > 1;  // a process per case's round
   run.flags = o;
-  {
-    // What the machine is like as the run starts; another process's work
-    // slows every case and moves it between processes.
-    const MachineSample start = SampleMachine(0.25);
-    run.machine_start = start.fields;
-    if (start.busy_cpus >= 0.25 || start.steal >= 0.05) {
-      char why[160];
-      std::snprintf(why, sizeof(why),
-                    "the machine is busy before the sweep: %.2f CPUs' worth "
-                    "of other work, %.1f%% of CPU time stolen",
-                    start.busy_cpus, 100 * start.steal);
-      loaded.notes.push_back(std::string(why) +
-                             ": figures will be slower and move more "
-                             "between processes");
-    }
-  }
   run.config =
       o.config.empty() && o.cases.empty() ? kDefaultConfigName : o.config;
   // MLPerf names: the flag, else the config, else the default.
@@ -536,9 +520,6 @@ std::vector<std::pair<std::string, std::string>> Context() {
   context.emplace_back("paradnn_pin",
                        run.flags.pin ? "each OpenMP thread on a CPU of its own"
                                      : "no (threads where the OS puts them)");
-  for (const auto& [key, value] : run.machine_start) {
-    context.emplace_back("paradnn_machine_start_" + key, value);
-  }
   const World& w = run.world;
   context.emplace_back("paradnn_world_size", std::to_string(w.size));
   if (w.size > 1) {
@@ -577,7 +558,9 @@ std::vector<std::pair<std::string, std::string>> Measure(
     const std::string& filter) {
   Run& run = TheRun();
   if (run.to_run < 0) run.filter = filter;
-  return MeasureRounds(run);
+  std::vector<std::pair<std::string, std::string>> context = StartRun(run);
+  for (auto& field : MeasureRounds(run)) context.push_back(std::move(field));
+  return context;
 }
 
 int Finish() {

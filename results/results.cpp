@@ -21,6 +21,12 @@ std::string Num(double v, int precision) {
 
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / v.size();
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());

@@ -67,6 +67,8 @@ std::string Num(double v, int precision = 4);
 double StepMs(const nlohmann::json& run);
 
 double Median(std::vector<double> v);
+// The mean (0 for none).
+double Mean(const std::vector<double>& v);
 // The p-th percentile (0..100), linear between order statistics.
 double Percentile(std::vector<double> v, double p);
 
