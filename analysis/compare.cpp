@@ -9,6 +9,7 @@
 #include "generators/spec.h"
 #include "results/results.h"
 #include "results/rounds.h"
+#include "results/stack.h"
 
 namespace paradnn {
 using nlohmann::json;
@@ -50,12 +51,21 @@ std::vector<double> RoundsOf(const std::vector<json>& rows) {
   return {Median(ms)};
 }
 
-// "FC train": the family and the mode of a case's name, for the summaries.
+// "FC torch fp32 train": the family and the parts of a case's name that are
+// no parameter (backend, data type, mode), for the summaries.
 std::string GroupOf(const std::string& key) {
-  const size_t slash = key.find('/');
-  const size_t last = key.rfind('/');
-  if (slash == std::string::npos) return key;
-  return key.substr(0, slash) + " " + key.substr(last + 1);
+  std::string group;
+  size_t at = 0;
+  while (at <= key.size()) {
+    size_t slash = key.find('/', at);
+    if (slash == std::string::npos) slash = key.size();
+    const std::string part = key.substr(at, slash - at);
+    if (at == 0 || (!part.empty() && part.find(':') == std::string::npos)) {
+      group += (group.empty() ? "" : " ") + part;
+    }
+    at = slash + 1;
+  }
+  return group;
 }
 
 std::string Fixed(double v, int decimals) {
@@ -148,6 +158,27 @@ std::vector<ComparedCase> Pair(
     if (it != in_b.end()) out.push_back({key, rounds, *it->second});
   }
   return out;
+}
+
+std::pair<std::string, std::string> StackLabels(const std::string& a_file,
+                                                const std::string& b_file,
+                                                const std::string& a_label,
+                                                const std::string& b_label) {
+  auto stack = [](const std::string& path) {
+    const nlohmann::json j = ReadJsonFile(path, "results file");
+    return StackOf(j.contains("context") ? j["context"] : nlohmann::json());
+  };
+  const Stack a = stack(a_file), b = stack(b_file);
+  const std::string a_own = StackDifference(a, b),
+                    b_own = StackDifference(b, a);
+  if (a.backends.empty() || b.backends.empty() ||
+      (a_own.empty() && b_own.empty())) {
+    return {a_label, b_label};
+  }
+  auto with = [](const std::string& label, const std::string& own) {
+    return label + " (" + (own.empty() ? "nothing of its own" : own) + ")";
+  };
+  return {with(a_label, a_own), with(b_label, b_own)};
 }
 
 std::string CompareText(const std::vector<ComparedCase>& cases,

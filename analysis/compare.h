@@ -41,10 +41,19 @@ std::vector<ComparedCase> Pair(
     const std::map<std::string, std::vector<double>>& b,
     const std::string& b_sel);
 
+// A's and B's labels with, where the two files name different stacks
+// (results/stack.h), what each side's stack has that the other's lacks:
+// "a.json (Debian GNU/Linux 13 (trixie), GCC 14.2.0, LibTorch 2.6.0)".
+std::pair<std::string, std::string> StackLabels(const std::string& a_file,
+                                                const std::string& b_file,
+                                                const std::string& a_label,
+                                                const std::string& b_label);
+
 // The comparison as text: per case A's and B's median with their rounds'
 // range, B over A with its interval and "within noise" where the interval
-// holds 1; per family and mode the geometric mean with its interval and
-// how many cases are faster, slower and within noise; then all cases.
+// holds 1; per family, backend, data type and mode the geometric mean with its
+// interval and how many cases are faster, slower and within noise; then all
+// cases.
 std::string CompareText(const std::vector<ComparedCase>& cases,
                         const std::string& a_label, const std::string& b_label);
 

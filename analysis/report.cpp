@@ -931,8 +931,8 @@ class Report {
           "across backends, as --a " +
           a_select + " --b " + b_select + " would");
     }
-    const std::string a_label = a_select.empty() ? o_.results : a_select;
-    const std::string b_label = b_select.empty() ? b_path : b_select;
+    std::string a_label = a_select.empty() ? o_.results : a_select;
+    std::string b_label = b_select.empty() ? b_path : b_select;
     // What the plots call A and B: "onednn over torch", "a over b".
     auto shown = [](const std::string& label) {
       std::string s = label;
@@ -942,7 +942,24 @@ class Report {
                  ? s
                  : std::filesystem::path(s).stem().string();
     };
-    const std::string a_over_b = shown(a_label) + " over " + shown(b_label);
+    std::string a_shown = shown(a_label), b_shown = shown(b_label);
+    // Two stacks (two distributions, two releases of a library): each side
+    // is named by what its stack has that the other's lacks, the plots by
+    // the first such item ("Debian GNU/Linux 13 (trixie)").
+    const std::string a_own = StackDifference(a_.stack, b.stack);
+    const std::string b_own = StackDifference(b.stack, a_.stack);
+    if (!a_.stack.backends.empty() && !b.stack.backends.empty() &&
+        (!a_own.empty() || !b_own.empty())) {
+      auto first = [](const std::string& own) {
+        return own.empty() ? std::string("the same")
+                           : own.substr(0, own.find(", "));
+      };
+      a_label += " (" + (a_own.empty() ? "nothing of its own" : a_own) + ")";
+      b_label += " (" + (b_own.empty() ? "nothing of its own" : b_own) + ")";
+      a_shown = first(a_own);
+      b_shown = first(b_own);
+    }
+    const std::string a_over_b = a_shown + " over " + b_shown;
     html_ << "<h2>Speedup of " << Html(a_over_b) << "</h2>\n<p>A = <code>"
           << Html(a_label) << "</code>, B = <code>" << Html(b_label)
           << "</code>: speedup = B's step time / A's step time, for "
@@ -957,13 +974,18 @@ class Report {
     csv << "family,case,a_ms,b_ms,speedup,params," << o_.color
         << ",speedup_low,speedup_high,within_noise\n";
     std::map<std::string, std::vector<double>> by_family;
+    // Per family, backend, data type and mode: stacks differ by library
+    // and data type, and training and inference take different kernels.
     std::map<std::string,
              std::vector<std::pair<std::vector<double>, std::vector<double>>>>
-        rounds_by_family;
+        rounds_by_group;
+    std::map<std::string, std::vector<const Speedup*>> by_group;
     for (const Speedup& s : m.matched) {
       const std::string family = s.a->c.model.family;
       by_family[family].push_back(s.value);
-      rounds_by_family[family].emplace_back(s.a->rounds_ms, s.b->rounds_ms);
+      const std::string group = SpeedupGroup(s);
+      rounds_by_group[group].emplace_back(s.a->rounds_ms, s.b->rounds_ms);
+      by_group[group].push_back(&s);
       csv << family << "," << s.key << "," << s.a->step_ms << ","
           << s.b->step_ms << "," << s.value << "," << s.a->params << ",";
       bool has = false;
@@ -975,7 +997,7 @@ class Report {
           << (s.ratio.Real() ? 0 : 1) << "\n";
     }
     csv.close();
-    SpeedupIntervals(m, rounds_by_family);
+    SpeedupIntervals(m, rounds_by_group);
     std::ofstream box(o_.out + "/speedup_box.csv");
     box << "index,family,p2,p9,median,p91,p98,cases\n";
     html_ << "<table><tr><th>family</th><th>cases</th><th>p2</th><th>p9</th>"
@@ -1015,16 +1037,81 @@ class Report {
                 "points pt 7 palette notitle, 1 with lines dt 2 notitle\n");
     Figure("speedup", "speedup of " + a_over_b +
                           " against params, coloured by " + o_.color);
+    SpeedupParameters(by_group, a_over_b);
+  }
+
+  // "FC torch/fp32/train"; "FC onednn-torch/fp32/train" where A and B are
+  // two backends.
+  static std::string SpeedupGroup(const Speedup& s) {
+    const Case& a = s.a->c;
+    const std::string backend = a.backend == s.b->c.backend
+                                    ? a.backend
+                                    : a.backend + "-" + s.b->c.backend;
+    return a.model.family + " " + ContextName(backend, a.dtype, a.mode);
+  }
+
+  // Where B wins or loses, per group: a heat map of the speedup over the
+  // two parameters that vary most (the median over the others), and the
+  // least squares of log(speedup) on the log of each varying parameter.
+  void SpeedupParameters(
+      const std::map<std::string, std::vector<const Speedup*>>& by_group,
+      const std::string& a_over_b) {
+    std::ostringstream table;
+    for (const auto& [group, speedups] : by_group) {
+      std::vector<CaseResult> cases;
+      std::vector<const CaseResult*> models;
+      std::vector<double> values;
+      for (const Speedup* s : speedups) {
+        cases.push_back(*s->a);
+        models.push_back(s->a);
+        values.push_back(s->value);
+      }
+      const std::vector<std::string> varying = Varying(cases);
+      if (varying.size() >= 2) {
+        Cells cells;
+        for (const Speedup* s : speedups) {
+          cells[{s->a->c.model.Int(varying[0]), s->a->c.model.Int(varying[1])}]
+              .push_back(s->value);
+        }
+        std::string name = "speedup_heatmap_" + FileKey(group);
+        std::replace(name.begin(), name.end(), ' ', '_');
+        GridMap(name, varying[0], varying[1], "speedup",
+                "set logscale cb\nset cblabel 'speedup of " + a_over_b + "'\n",
+                group, cells);
+        Figure(name, group + ": speedup of " + a_over_b + " over " +
+                         varying[0] + " and " + varying[1]);
+      }
+      const Regression r = FitOnParameters(models, values);
+      if (r.terms.size() < 2 ||
+          r.samples < static_cast<int>(r.terms.size()) + 1) {
+        continue;
+      }
+      table << "<tr><td>" << Html(group) << "</td><td>" << r.samples
+            << "</td><td>" << Num(r.r2, 3) << "</td><td>";
+      for (size_t i = 1; i < r.terms.size(); ++i) {
+        table << (i > 1 ? ", " : "") << r.terms[i] << " "
+              << Num(r.weights[i], 3);
+      }
+      table << "</td></tr>\n";
+    }
+    if (table.str().empty()) return;
+    html_ << "<h3>Which parameters explain the speedup</h3>\n<p>Least "
+             "squares of log(speedup) on the log of each parameter that "
+             "varies: a weight w means the speedup grows as "
+             "parameter^w.</p>\n<table><tr><th>group</th><th>cases</th>"
+             "<th>R^2</th><th>weights</th></tr>\n"
+          << table.str() << "</table>\n";
   }
 
   // Each ratio with its interval from both sides' rounds, within noise
-  // where it holds 1; per family the geometric mean with its interval.
+  // where it holds 1; per group (family, backend, data type, mode) the
+  // geometric mean with its interval.
   void SpeedupIntervals(
       const Matching& m,
       const std::map<
           std::string,
           std::vector<std::pair<std::vector<double>, std::vector<double>>>>&
-          rounds_by_family) {
+          rounds_by_group) {
     int rounds_a = 0, rounds_b = 0;
     for (const Speedup& s : m.matched) {
       rounds_a = std::max<int>(rounds_a, s.a->rounds_ms.size());
@@ -1036,14 +1123,14 @@ class Report {
              "ratio, its interval the Mann-Whitney test's at 90%; a ratio "
              "whose interval holds 1 is <i>within noise</i>. Fewer than 3 "
              "rounds a side give no interval.</p>\n"
-          << "<table><tr><th>family</th><th>cases</th><th>geometric "
+          << "<table><tr><th>group</th><th>cases</th><th>geometric "
              "mean</th><th>90% interval</th><th>A faster</th><th>A "
              "slower</th><th>within noise</th></tr>\n";
-    for (const auto& [family, cases] : rounds_by_family) {
+    for (const auto& [group, cases] : rounds_by_group) {
       const GroupRatio g = CompareGroup(cases);
-      html_ << "<tr><td>" << family << "</td><td>" << g.cases << "</td><td>"
-            << Num(g.value, 3) << "</td><td>" << Num(g.low, 3) << "-"
-            << Num(g.high, 3) << "</td><td>" << g.faster << "</td><td>"
+      html_ << "<tr><td>" << Html(group) << "</td><td>" << g.cases
+            << "</td><td>" << Num(g.value, 3) << "</td><td>" << Num(g.low, 3)
+            << "-" << Num(g.high, 3) << "</td><td>" << g.faster << "</td><td>"
             << g.slower << "</td><td>" << g.within_noise << "</td></tr>\n";
     }
     html_ << "</table>\n<table><tr><th>case</th><th>A ms</th><th>B "

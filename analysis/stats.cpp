@@ -36,27 +36,36 @@ Regression FitLeastSquares(const std::vector<std::vector<double>>& x,
 Regression FitFamily(const std::vector<CaseResult>& cases,
                      const std::string& family) {
   std::vector<const CaseResult*> mine;
+  std::vector<double> throughput;
   for (const CaseResult& c : cases) {
-    if (c.c.model.family == family) mine.push_back(&c);
+    if (c.c.model.family != family) continue;
+    mine.push_back(&c);
+    throughput.push_back(c.samples_per_second);
   }
+  return FitOnParameters(mine, throughput);
+}
+
+Regression FitOnParameters(const std::vector<const CaseResult*>& cases,
+                           const std::vector<double>& values) {
+  if (cases.empty()) return {};
+  const FamilyDef* def = FindFamily(cases.front()->c.model.family);
+  if (def == nullptr) return {};
   std::vector<std::string> names;
-  const FamilyDef* def = FindFamily(family);
-  if (def == nullptr || mine.empty()) return {};
   for (const ParamDef& p : def->params) {
     if (!p.choices.empty()) continue;
-    std::set<std::string> values;
-    for (const CaseResult* c : mine) values.insert(c->c.model.Str(p.key));
-    if (values.size() > 1) names.push_back(p.key);
+    std::set<std::string> seen;
+    for (const CaseResult* c : cases) seen.insert(c->c.model.Str(p.key));
+    if (seen.size() > 1) names.push_back(p.key);
   }
   std::vector<std::vector<double>> x;
   std::vector<double> y;
-  for (const CaseResult* c : mine) {
+  for (size_t i = 0; i < cases.size(); ++i) {
     std::vector<double> row;
     for (const std::string& n : names) {
-      row.push_back(std::log(static_cast<double>(c->c.model.Int(n))));
+      row.push_back(std::log(static_cast<double>(cases[i]->c.model.Int(n))));
     }
     x.push_back(row);
-    y.push_back(std::log(c->samples_per_second));
+    y.push_back(std::log(values[i]));
   }
   return FitLeastSquares(x, y, names);
 }

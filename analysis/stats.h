@@ -27,6 +27,11 @@ Regression FitLeastSquares(const std::vector<std::vector<double>>& x,
 Regression FitFamily(const std::vector<CaseResult>& cases,
                      const std::string& family);
 
+// log(values[i]) on the log of each numeric parameter that takes more than
+// one value among `cases` (one family's): what a speedup grows with.
+Regression FitOnParameters(const std::vector<const CaseResult*>& cases,
+                           const std::vector<double>& values);
+
 // ParaDnn's box plot: box 9th-91st percentile, whiskers 2nd-98th.
 struct Box {
   double p2 = 0, p9 = 0, median = 0, p91 = 0, p98 = 0;

@@ -26,6 +26,7 @@
 #include "generators/cost.h"
 #include "generators/shard.h"
 #include "generators/sweep.h"
+#include "results/stack.h"
 
 namespace paradnn {
 namespace {
@@ -497,6 +498,10 @@ std::vector<std::pair<std::string, std::string>> Context() {
       {"paradnn_version", PARADNN_VERSION},
       {"paradnn_threads", std::to_string(run.options.threads)},
       {"paradnn_seed", std::to_string(run.options.seed)},
+      // The stack, with each backend's own description (BLAS and its
+      // kernel among them): what a comparison of two stacks labels.
+      {"paradnn_distribution", ThisDistribution()},
+      {"paradnn_compiler", ThisCompiler()},
       // Debian's libbenchmark is a debug build, and Google Benchmark warns
       // of it; its timing loop around paradnn's steps is all it adds.
       {"paradnn_timing",

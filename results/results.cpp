@@ -103,6 +103,7 @@ Results ReadResults(const std::string& path) {
   }
   Results results;
   results.path = path;
+  if (j.contains("context")) results.stack = StackOf(j["context"]);
   if (j.contains("context") && j["context"].contains("paradnn_world_size")) {
     const json& v = j["context"]["paradnn_world_size"];
     try {

@@ -9,6 +9,7 @@
 
 #include "backends/profile.h"
 #include "generators/spec.h"
+#include "results/stack.h"
 
 namespace paradnn {
 
@@ -39,6 +40,7 @@ struct CaseResult {
 struct Results {
   std::string path;
   int world_size = 1;               // the context's paradnn_world_size
+  Stack stack;                      // what the context says it ran on
   std::vector<CaseResult> cases;    // sorted by name
   std::vector<std::string> failed;  // cases that reported an error
 };

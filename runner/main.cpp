@@ -397,13 +397,15 @@ int CompareCommand(const Command& self, int argc, char** argv) {
       std::cerr << "paradnn compare: A and B have no case in common\n";
       return 2;
     }
-    const std::string text = paradnn::CompareText(pairs,
-                                                  measure         ? run_a
-                                                  : a_sel.empty() ? a_file
-                                                                  : a_sel,
-                                                  measure         ? run_b
-                                                  : b_sel.empty() ? b_file
-                                                                  : b_sel);
+    auto [a_label, b_label] =
+        paradnn::StackLabels(a_file, b_file.empty() ? a_file : b_file,
+                             measure         ? run_a
+                             : a_sel.empty() ? a_file
+                                             : a_sel,
+                             measure         ? run_b
+                             : b_sel.empty() ? b_file
+                                             : b_sel);
+    const std::string text = paradnn::CompareText(pairs, a_label, b_label);
     std::cout << text;
     if (measure) std::ofstream(out + "/compare.txt") << text;
   } catch (const std::exception& e) {
@@ -457,8 +459,10 @@ const Command kCommands[] = {
      "               [--a SEL --b SEL]\n\n"
      "Prints B's step time over A's per case with its 90% interval from\n"
      "both sides' rounds (--paradnn_rounds), marking ratios whose interval\n"
-     "holds 1 as within noise, and per family and mode the geometric mean\n"
-     "with its interval.\n\n"
+     "holds 1 as within noise, and per family, backend, data type and\n"
+     "mode the geometric mean with its interval. Two files of two stacks\n"
+     "(distribution, compiler, libraries, as their contexts name them)\n"
+     "are labelled by what each stack has of its own.\n\n"
      "  --vs FILE      B's results (default: A's file, with --a and --b)\n"
      "  --a SEL, --b SEL  compare the cases whose names contain SEL (e.g.\n"
      "                 --a /torch/ --b /onednn/), paired by the rest\n"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages paradnn needs, only those missing, and
-# makes sure LibTorch's BLAS is OpenBLAS rather than the reference BLAS.
+# Installs the Debian packages paradnn needs (Debian 12 or 13), only those
+# missing, and makes sure LibTorch's BLAS is OpenBLAS rather than the
+# reference BLAS.
 #   scripts/setup.sh          build and run dependencies
 #   scripts/setup.sh --test   also what the tests use (Chromium opens reports,
 #                             clang fuzzes, Google Benchmark and yaml-cpp
@@ -17,10 +18,17 @@ packages=(cmake make g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           libyaml-cpp-dev libboost-program-options-dev catch2
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox
           libgloo-dev)  # Gloo's headers, for the data-parallel communicator
+# clang's sanitizer and fuzzer runtimes: Debian 12 names them by LLVM
+# version; Debian 13 has a package for its default clang.
+. /etc/os-release
+case "${VERSION_ID:-}" in
+  12) clang_rt=libclang-rt-14-dev ;;
+  *) clang_rt=libclang-rt-dev ;;
+esac
 case "${1:-}" in
   # xz-utils: yaml-cpp's source tarball (scripts/host_sources.sh) is .tar.xz.
-  --test) packages+=(chromium clang libclang-rt-14-dev slurm-wlm munge openmpi-bin python3
-                     xz-utils) ;;
+  --test) packages+=(chromium clang "$clang_rt" slurm-wlm munge openmpi-bin
+                     python3 xz-utils) ;;
   --bench) packages+=(python3-torch time bc) ;;
 esac
 

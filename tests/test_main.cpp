@@ -1,8 +1,9 @@
+// Catch2 2's main; Catch2 3's is the Catch2WithMain library.
 #define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <system_error>
 
+#include "tests/catch.h"
 #include "tests/scratch.h"
 
 namespace paradnn::test {

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "results/stack.h"
+
 namespace paradnn {
 namespace fs = std::filesystem;
 
@@ -24,19 +26,6 @@ std::string Field(const std::string& path, const std::string& key) {
     return v;
   }
   return "";
-}
-
-std::string OsName() {
-  std::ifstream in("/etc/os-release");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      std::string v = line.substr(12);
-      if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
-      return v;
-    }
-  }
-  return "unknown";
 }
 
 int Sockets() {
@@ -82,7 +71,7 @@ OrderedJson SystemDescription(const std::string& org, const std::string& system,
   j["accelerator_model_name"] = "N/A";
   j["accelerator_memory_capacity"] = "N/A";
   j["framework"] = framework;
-  j["operating_system"] = OsName();
+  j["operating_system"] = ThisDistribution();
   j["other_software_stack"] = "paradnn synthetic models (ParaDnn)";
   j["sw_notes"] = "";
   return j;

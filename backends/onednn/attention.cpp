@@ -6,7 +6,7 @@ namespace paradnn::onednn {
 // A [length, batch, features] output (and its gradient) becomes a matrix
 // of length x batch rows, through views on the same buffers.
 void OnednnRunner::Flatten(int x) {
-  const Dims dims = out_[x].get_desc().dims();
+  const Dims dims = DimsOf(out_[x].get_desc());
   if (dims.size() != 3) return;
   // Views without a buffer of their own: keep the owners alive.
   owners_.push_back(out_[x]);
@@ -48,11 +48,11 @@ void OnednnRunner::BuildAttention(int i, const Layer& l) {
   memory scores = Make(scores_md), probs = Make(scores_md);
   auto matmul = [&](const memory::desc& a, const memory::desc& b,
                     const memory::desc& c, const dnnl::primitive_attr& attr) {
-    return dnnl::matmul(dnnl::matmul::primitive_desc({a, b, c}, attr, engine_));
+    return dnnl::matmul(MatmulPd(engine_, a, b, c, attr));
   };
   // Scores: scale Q K^T.
   dnnl::primitive_attr scaled;
-  scaled.set_output_scales(0, {scale});
+  ScaleOutput(scaled, scale);
   Run(forward_, matmul(head_md, head_t_md, scores_md, scaled),
       {{DNNL_ARG_SRC, view(q, head_md)},
        {DNNL_ARG_WEIGHTS, view(k, head_t_md)},
@@ -69,15 +69,14 @@ void OnednnRunner::BuildAttention(int i, const Layer& l) {
             c > r ? -std::numeric_limits<float>::infinity() : 0.f;
       }
     }
-    dnnl::binary::primitive_desc mask_pd(
-        {dnnl::algorithm::binary_add, scores_md, mask_md, scores_md}, engine_);
-    Run(forward_, dnnl::binary(mask_pd),
+    Run(forward_,
+        dnnl::binary(BinaryPd(engine_, dnnl::algorithm::binary_add, scores_md,
+                              mask_md, scores_md)),
         {{DNNL_ARG_SRC_0, scores},
          {DNNL_ARG_SRC_1, mask},
          {DNNL_ARG_DST, scores}});
   }
-  dnnl::softmax_forward::primitive_desc softmax_pd({Forward(), scores_md, 3},
-                                                   engine_);
+  const auto softmax_pd = SoftmaxPd(engine_, Forward(), scores_md, 3);
   Run(forward_, dnnl::softmax_forward(softmax_pd),
       {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, probs}});
   // Out = P V, written into [length, batch, units] through the head view.
@@ -100,9 +99,9 @@ void OnednnRunner::BuildAttention(int i, const Layer& l) {
        {DNNL_ARG_WEIGHTS, d_out},
        {DNNL_ARG_DST, view(grad_v, head_md)}});
   Deliver(l.inputs[2], i, grad_v);
-  dnnl::softmax_backward::primitive_desc softmax_bpd({scores_md, scores_md, 3},
-                                                     engine_, softmax_pd);
-  Run(backward_[i], dnnl::softmax_backward(softmax_bpd),
+  Run(backward_[i],
+      dnnl::softmax_backward(
+          SoftmaxBackwardPd(engine_, scores_md, scores_md, 3, softmax_pd)),
       {{DNNL_ARG_DST, probs},
        {DNNL_ARG_DIFF_DST, d_probs},
        {DNNL_ARG_DIFF_SRC, d_scores}});

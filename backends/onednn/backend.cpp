@@ -58,14 +58,15 @@ class OnednnBackend : public Backend {
         bf16 ? memory::data_type::bf16 : memory::data_type::f32;
     const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
     const double matmul = Time<dnnl::matmul>(
-        {{{m, k}, dt, Tag::ab}, {{k, n}, dt, Tag::any}, {{m, n}, dt, Tag::ab}},
+        onednn::MatmulPd(engine, {{m, k}, dt, Tag::ab}, {{k, n}, dt, Tag::any},
+                         {{m, n}, dt, Tag::ab}),
         engine);
-    const double inner =
-        Time<dnnl::inner_product_forward>({dnnl::prop_kind::forward_inference,
-                                           {{m, k}, dt, Tag::any},
-                                           {{n, k}, dt, Tag::any},
-                                           {{m, n}, dt, Tag::any}},
-                                          engine);
+    const memory::desc src({m, k}, dt, Tag::any), weights({n, k}, dt, Tag::any),
+        dst({m, n}, dt, Tag::any);
+    const double inner = Time<dnnl::inner_product_forward>(
+        onednn::InnerProductPd(engine, dnnl::prop_kind::forward_inference, src,
+                               weights, nullptr, dst),
+        engine);
     return 2.0 * m * n * k / std::min(matmul, inner);
   }
 
@@ -77,9 +78,8 @@ class OnednnBackend : public Backend {
   // Seconds of one run of a product primitive, best of a few, on zeroed
   // buffers in the formats its descriptor chose.
   template <typename Primitive>
-  static double Time(const typename Primitive::desc& desc,
+  static double Time(const typename Primitive::primitive_desc& pd,
                      const dnnl::engine& engine) {
-    const typename Primitive::primitive_desc pd(desc, engine);
     dnnl::stream stream(engine);
     dnnl::memory src(pd.src_desc(), engine), weights(pd.weights_desc(), engine),
         dst(pd.dst_desc(), engine);

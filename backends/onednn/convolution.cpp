@@ -12,32 +12,23 @@ namespace paradnn::onednn {
 // norm, pooling and eltwise primitives run several times slower.
 memory::desc OnednnRunner::ConvolutionOutput(const Dims& dims) {
   const memory::desc any(dims, dt_, Tag::any);
-  dnnl::convolution_forward::primitive_desc pd(
-      {Forward(),
-       dnnl::algorithm::convolution_direct,
-       any,
-       memory::desc({dims[1], dims[1], 3, 3}, dt_, Tag::any),
-       any,
-       {1, 1},
-       {1, 1},
-       {1, 1}},
-      engine_);
-  return pd.dst_desc();
+  return ConvolutionPd(engine_, Forward(), any,
+                       memory::desc({dims[1], dims[1], 3, 3}, dt_, Tag::any),
+                       any, {1, 1}, {1, 1})
+      .dst_desc();
 }
 
 void OnednnRunner::BuildConv(int i, const Layer& l) {
   const int x = l.inputs[0];
-  const Dims src_dims = out_[x].get_desc().dims();
+  const Dims src_dims = DimsOf(out_[x].get_desc());
   const Dims w_dims = {l.units, src_dims[1], l.kernel, l.kernel};
   const Dims dst_dims = l.shape;
   const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad};
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc dst_md(dst_dims, dt_, Tag::any);
-  dnnl::convolution_forward::primitive_desc pd(
-      {Forward(), dnnl::algorithm::convolution_direct, src_md, w_md, dst_md,
-       strides, pad, pad},
-      engine_);
+  const auto pd =
+      ConvolutionPd(engine_, Forward(), src_md, w_md, dst_md, strides, pad);
   // Backward weights has jit kernels for the gradient in f32 and in the
   // format it picks; asked for bf16 in the forward weights' blocked format
   // it falls back to the reference code (hundreds of times slower). The
@@ -47,12 +38,9 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     // Its input in the format it picks as well: with few channels the
     // forward pass reads them plain, which has no jit kernel here.
     auto backward_weights = [&](const memory::desc& diff_dst) {
-      wpd.emplace(dnnl::convolution_backward_weights::desc(
-                      dnnl::algorithm::convolution_direct,
-                      memory::desc(src_dims, dt_, Tag::any),
-                      memory::desc(w_dims, Dt::f32, Tag::any), diff_dst,
-                      strides, pad, pad),
-                  engine_, pd);
+      wpd.emplace(ConvolutionWeightsPd(
+          engine_, memory::desc(src_dims, dt_, Tag::any),
+          memory::desc(w_dims, Dt::f32, Tag::any), diff_dst, strides, pad, pd));
     };
     backward_weights(pd.dst_desc());
     // AVX2's jit kernel takes no image smaller than its kernel's reach
@@ -85,11 +73,9 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     // given the forward one it falls back to the reference code.
     // The input gradient in the format the kernel picks too: asked for a
     // plain one it falls back to the reference code.
-    dnnl::convolution_backward_data::primitive_desc dpd(
-        {dnnl::algorithm::convolution_direct,
-         memory::desc(src_dims, dt_, Tag::any),
-         memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pad},
-        engine_, pd);
+    const auto dpd = ConvolutionDataPd(
+        engine_, memory::desc(src_dims, dt_, Tag::any),
+        memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pd);
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
     Run(backward_[i], dnnl::convolution_backward_data(dpd),
         {{DNNL_ARG_DIFF_DST, diff_[i]},
@@ -103,16 +89,15 @@ void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
                              int64_t kernel, int64_t stride, int64_t pad) {
   const int x = l.inputs[0];
   const memory::desc src_md = out_[x].get_desc();
-  const Dims src_dims = src_md.dims();
+  const Dims src_dims = DimsOf(src_md);
   const Dims dst_dims = {src_dims[0], src_dims[1],
                          (src_dims[2] + 2 * pad - kernel) / stride + 1,
                          (src_dims[3] + 2 * pad - kernel) / stride + 1};
   const Dims strides = {stride, stride}, kernels = {kernel, kernel},
              pads = {pad, pad};
-  dnnl::pooling_forward::primitive_desc pd(
-      {Forward(), alg, src_md, memory::desc(dst_dims, dt_, Tag::any), strides,
-       kernels, pads, pads},
-      engine_);
+  const auto pd =
+      PoolingPd(engine_, Forward(), alg, src_md,
+                memory::desc(dst_dims, dt_, Tag::any), strides, kernels, pads);
   SetOut(i, pd.dst_desc());
   Args args = {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}};
   memory workspace;
@@ -122,8 +107,8 @@ void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
   }
   Run(forward_, dnnl::pooling_forward(pd), args);
   if (!Grad(x)) return;
-  dnnl::pooling_backward::primitive_desc bpd(
-      {alg, src_md, pd.dst_desc(), strides, kernels, pads, pads}, engine_, pd);
+  const auto bpd = PoolingBackwardPd(engine_, alg, src_md, pd.dst_desc(),
+                                     strides, kernels, pads, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Args bargs = {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_DIFF_SRC, grad}};
   if (workspace) bargs[DNNL_ARG_WORKSPACE] = workspace;

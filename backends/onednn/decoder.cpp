@@ -103,14 +103,14 @@ int64_t ScratchBytes(const Layer& l, int64_t element) {
 // Layer x's output as a plain [rows, units] matrix.
 memory OnednnRunner::PlainRows(int x) {
   Flatten(x);
-  const Dims dims = out_[x].get_desc().dims();
+  const Dims dims = DimsOf(out_[x].get_desc());
   return Input(x, memory::desc(dims, dt_, Tag::ab));
 }
 
 void OnednnRunner::BuildRmsNorm(int i, const Layer& l) {
   PARADNN_CHECK(!train_, "onednn: RMSNorm is built for inference only");
   const memory x = PlainRows(l.inputs[0]);
-  const Dims dims = x.get_desc().dims();
+  const Dims dims = DimsOf(x.get_desc());
   const memory::desc w_md({l.units}, dt_, Tag::x);
   AddParam(i, "weight", w_md, memory::desc({l.units}, Dt::f32, Tag::x), w_md);
   SetOut(i, x.get_desc());
@@ -132,7 +132,7 @@ void OnednnRunner::BuildRope(int i, const Layer& l) {
   tables_.emplace_back();
   std::pair<std::vector<float>, std::vector<float>>& t = tables_.back();
   RotaryTables(l, &t.first, &t.second);
-  const int64_t rows = x.get_desc().dims()[0], batch = l.shape[1];
+  const int64_t rows = DimsOf(x.get_desc())[0], batch = l.shape[1];
   const int64_t heads = l.heads, half = l.units / l.heads / 2;
   Push(forward_, OpClass::kElementwise, "rope",
        [this, x, y, &t, rows, batch, heads, half] {
@@ -153,12 +153,11 @@ void OnednnRunner::BuildSwiGlu(int i, const Layer& l) {
   const memory::desc md = gate.get_desc();
   SetOut(i, md);
   Run(forward_,
-      dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(
-          {Forward(), dnnl::algorithm::eltwise_swish, md, 1.f}, engine_)),
+      dnnl::eltwise_forward(EltwisePd(engine_, Forward(),
+                                      dnnl::algorithm::eltwise_swish, md, 1.f)),
       {{DNNL_ARG_SRC, gate}, {DNNL_ARG_DST, out_[i]}});
   Run(forward_,
-      dnnl::binary(dnnl::binary::primitive_desc(
-          {dnnl::algorithm::binary_mul, md, md, md}, engine_)),
+      dnnl::binary(BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md)),
       {{DNNL_ARG_SRC_0, out_[i]},
        {DNNL_ARG_SRC_1, up},
        {DNNL_ARG_DST, out_[i]}});
@@ -167,7 +166,7 @@ void OnednnRunner::BuildSwiGlu(int i, const Layer& l) {
 // A view of the input's last `batch` rows, its last position.
 void OnednnRunner::BuildLastPosition(int i, const Layer& l) {
   const memory x = PlainRows(l.inputs[0]);
-  const int64_t rows = x.get_desc().dims()[0], batch = l.shape[1];
+  const int64_t rows = DimsOf(x.get_desc())[0], batch = l.shape[1];
   owners_.push_back(x);
   const memory::desc md({batch, l.units}, dt_, Tag::ab);
   char* base = static_cast<char*>(x.get_data_handle());
@@ -242,7 +241,7 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
   memory keys = Make(cache_md), values = Make(cache_md);
   {
     std::vector<float> init = InitCache(graph_, seed_, i);
-    const memory::desc user_md(cache_md.dims(), Dt::f32, Tag::abcd);
+    const memory::desc user_md(DimsOf(cache_md), Dt::f32, Tag::abcd);
     RunNow(memory(user_md, engine_, init.data()), keys);
     RunNow(memory(user_md, engine_, init.data() + init.size() / 2), values);
   }
@@ -274,7 +273,7 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
             false);
   }
   dnnl::primitive_attr scaled;
-  scaled.set_output_scales(0, {1.f / std::sqrt(static_cast<float>(dh))});
+  ScaleOutput(scaled, 1.f / std::sqrt(static_cast<float>(dh)));
   for (int64_t from = 0; from < length; from += kChunk) {
     const int64_t span = std::min(kChunk, length - from);
     // The keys of positions up to the chunk's last.
@@ -290,29 +289,24 @@ void OnednnRunner::BuildCachedAttention(int i, const Layer& l) {
                                  Tag::abcd);
     const memory scores(scores_md, engine_, scratch);
     Run(forward_,
-        dnnl::matmul(dnnl::matmul::primitive_desc(
-            {rows_md, keys_t_md, scores_md}, scaled, engine_)),
+        dnnl::matmul(MatmulPd(engine_, rows_md, keys_t_md, scores_md, scaled)),
         {{DNNL_ARG_SRC, view(queries, rows_md)},
          {DNNL_ARG_WEIGHTS, view(keys, keys_t_md)},
          {DNNL_ARG_DST, scores}});
     if (span > 1) {
       const memory mask = CausalMask(first + from, span, group, seen);
       Run(forward_,
-          dnnl::binary(dnnl::binary::primitive_desc(
-              {dnnl::algorithm::binary_add, scores_md, mask.get_desc(),
-               scores_md},
-              engine_)),
+          dnnl::binary(BinaryPd(engine_, dnnl::algorithm::binary_add, scores_md,
+                                mask.get_desc(), scores_md)),
           {{DNNL_ARG_SRC_0, scores},
            {DNNL_ARG_SRC_1, mask},
            {DNNL_ARG_DST, scores}});
     }
     Run(forward_,
-        dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
-            {Forward(), scores_md, 3}, engine_)),
+        dnnl::softmax_forward(SoftmaxPd(engine_, Forward(), scores_md, 3)),
         {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
     Run(forward_,
-        dnnl::matmul(dnnl::matmul::primitive_desc(
-            {scores_md, values_md, rows_md}, engine_)),
+        dnnl::matmul(MatmulPd(engine_, scores_md, values_md, rows_md)),
         {{DNNL_ARG_SRC, scores},
          {DNNL_ARG_WEIGHTS, view(values, values_md)},
          {DNNL_ARG_DST, view(result, rows_md)}});

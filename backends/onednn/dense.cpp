@@ -7,7 +7,7 @@ void OnednnRunner::BuildDense(int i, const Layer& l) {
   const int x = l.inputs[0];
   Flatten(x);
   const memory src = out_[x];
-  const Dims src_dims = src.get_desc().dims();
+  const Dims src_dims = DimsOf(src.get_desc());
   Dims w_dims = {l.units, src_dims[1]};
   Tag w_tag = Tag::oi;
   if (src_dims.size() == 4) {  // after the global pool: [N, C, 1, 1]
@@ -22,12 +22,8 @@ void OnednnRunner::BuildDense(int i, const Layer& l) {
   memory::desc b_md =
       l.bias ? memory::desc({l.units}, dt_, Tag::x) : memory::desc();
   memory::desc dst_md(dst_dims, dt_, logits ? Tag::nc : Tag::any);
-  dnnl::inner_product_forward::primitive_desc pd(
-      l.bias
-          ? dnnl::inner_product_forward::desc(Forward(), src_md, w_md, b_md,
-                                              dst_md)
-          : dnnl::inner_product_forward::desc(Forward(), src_md, w_md, dst_md),
-      engine_);
+  const auto pd = InnerProductPd(engine_, Forward(), src_md, w_md,
+                                 l.bias ? &b_md : nullptr, dst_md);
   AddParam(i, "weight", pd.weights_desc(), memory::desc(w_dims, Dt::f32, w_tag),
            pd.weights_desc());
   if (l.bias) {
@@ -42,21 +38,18 @@ void OnednnRunner::BuildDense(int i, const Layer& l) {
   if (l.bias) args[DNNL_ARG_BIAS] = ParamOf(i, "bias").value;
   Run(forward_, dnnl::inner_product_forward(pd), args);
   if (!train_) return;
-  dnnl::inner_product_backward_weights::primitive_desc wpd(
-      l.bias
-          ? dnnl::inner_product_backward_weights::desc(
-                pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc())
-          : dnnl::inner_product_backward_weights::desc(
-                pd.src_desc(), pd.weights_desc(), pd.dst_desc()),
-      engine_, pd);
+  const memory::desc bias_md = l.bias ? pd.bias_desc() : memory::desc();
+  const auto wpd =
+      InnerProductWeightsPd(engine_, pd.src_desc(), pd.weights_desc(),
+                            l.bias ? &bias_md : nullptr, pd.dst_desc(), pd);
   Args grads = {{DNNL_ARG_SRC, in},
                 {DNNL_ARG_DIFF_DST, diff_[i]},
                 {DNNL_ARG_DIFF_WEIGHTS, w.grad}};
   if (l.bias) grads[DNNL_ARG_DIFF_BIAS] = ParamOf(i, "bias").grad;
   Run(backward_[i], dnnl::inner_product_backward_weights(wpd), grads);
   if (Grad(x)) {
-    dnnl::inner_product_backward_data::primitive_desc dpd(
-        {pd.src_desc(), pd.weights_desc(), pd.dst_desc()}, engine_, pd);
+    const auto dpd = InnerProductDataPd(engine_, pd.src_desc(),
+                                        pd.weights_desc(), pd.dst_desc(), pd);
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
     Run(backward_[i], dnnl::inner_product_backward_data(dpd),
         {{DNNL_ARG_DIFF_DST, diff_[i]},

@@ -7,13 +7,12 @@ namespace paradnn::onednn {
 void OnednnRunner::BuildEltwise(int i, const Layer& l, dnnl::algorithm alg) {
   const int x = l.inputs[0];
   const memory::desc md = out_[x].get_desc();
-  dnnl::eltwise_forward::primitive_desc pd({Forward(), alg, md, 0.f}, engine_);
+  const auto pd = EltwisePd(engine_, Forward(), alg, md);
   SetOut(i, pd.dst_desc());
   Run(forward_, dnnl::eltwise_forward(pd),
       {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}});
   if (!Grad(x)) return;
-  dnnl::eltwise_backward::primitive_desc bpd({alg, pd.dst_desc(), md, 0.f},
-                                             engine_, pd);
+  const auto bpd = EltwiseBackwardPd(engine_, alg, pd.dst_desc(), md, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::eltwise_backward(bpd),
       {{DNNL_ARG_SRC, out_[x]},
@@ -25,8 +24,7 @@ void OnednnRunner::BuildEltwise(int i, const Layer& l, dnnl::algorithm alg) {
 void OnednnRunner::BuildAdd(int i, const Layer& l) {
   const int a = l.inputs[0], b = l.inputs[1];
   const memory::desc md = out_[a].get_desc();
-  dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, md, md, md},
-                                  engine_);
+  const auto pd = BinaryPd(engine_, dnnl::algorithm::binary_add, md, md, md);
   SetOut(i, md);
   const memory other = Input(b, md);
   Run(forward_, dnnl::binary(pd),
@@ -52,8 +50,8 @@ void OnednnRunner::BuildPositional(int i, const Layer& l) {
            memory::desc(table_dims, Dt::f32, Tag::abc));
   SetOut(i, md);
   Weight& table = ParamOf(i, "weight");
-  dnnl::binary::primitive_desc pd(
-      {dnnl::algorithm::binary_add, md, table.value.get_desc(), md}, engine_);
+  const auto pd = BinaryPd(engine_, dnnl::algorithm::binary_add, md,
+                           table.value.get_desc(), md);
   Run(forward_, dnnl::binary(pd),
       {{DNNL_ARG_SRC_0, Input(x, md)},
        {DNNL_ARG_SRC_1, table.value},
@@ -66,8 +64,7 @@ void OnednnRunner::BuildPositional(int i, const Layer& l) {
   memory user_ones = Staging(memory::desc({1, 1, dims[1]}, Dt::f32, Tag::abc));
   std::fill_n(static_cast<float*>(user_ones.get_data_handle()), dims[1], 1.f);
   RunNow(user_ones, ones);
-  dnnl::matmul::primitive_desc rpd({ones_md, md, table.grad.get_desc()},
-                                   engine_);
+  const auto rpd = MatmulPd(engine_, ones_md, md, table.grad.get_desc());
   Run(backward_[i], dnnl::matmul(rpd),
       {{DNNL_ARG_SRC, ones},
        {DNNL_ARG_WEIGHTS, diff_[i]},

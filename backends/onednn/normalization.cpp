@@ -9,8 +9,8 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
   auto flags = dnnl::normalization_flags::use_scale |
                dnnl::normalization_flags::use_shift;
   if (!train_) flags = flags | dnnl::normalization_flags::use_global_stats;
-  dnnl::batch_normalization_forward::primitive_desc pd(
-      {Forward(), data_md, kBatchNormEpsilon, flags}, engine_);
+  const auto pd =
+      BatchNormPd(engine_, Forward(), data_md, kBatchNormEpsilon, flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
@@ -29,27 +29,29 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
        {DNNL_ARG_MEAN, mean},
        {DNNL_ARG_VARIANCE, variance}});
   if (!train_) return;
-  dnnl::batch_normalization_backward::primitive_desc bpd(
-      {dnnl::prop_kind::backward, pd.dst_desc(), data_md, kBatchNormEpsilon,
-       flags},
-      engine_, pd);
+  const auto bpd = BatchNormBackwardPd(engine_, pd.dst_desc(), data_md,
+                                       kBatchNormEpsilon, flags, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::batch_normalization_backward(bpd),
-      NormalizationBackward(x, i, mean, variance, grad));
+      NormalizationBackward(x, i, mean, variance, grad,
+                            kBatchNormBackwardTakesShift));
   Deliver(x, i, grad);
 }
 
-// Batch and layer normalization's backward take the same arguments.
+// Batch and layer normalization's backward take the same arguments, but
+// for the shift (kBatchNormBackwardTakesShift).
 Args OnednnRunner::NormalizationBackward(int x, int i, const memory& mean,
                                          const memory& variance,
-                                         const memory& grad) {
+                                         const memory& grad, bool shift_in) {
   Weight& scale = ParamOf(i, "weight");
   Weight& shift = ParamOf(i, "bias");
-  return {{DNNL_ARG_SRC, out_[x]},          {DNNL_ARG_MEAN, mean},
-          {DNNL_ARG_VARIANCE, variance},    {DNNL_ARG_DIFF_DST, diff_[i]},
-          {DNNL_ARG_SCALE, scale.value},    {DNNL_ARG_SHIFT, shift.value},
-          {DNNL_ARG_DIFF_SRC, grad},        {DNNL_ARG_DIFF_SCALE, scale.grad},
-          {DNNL_ARG_DIFF_SHIFT, shift.grad}};
+  Args args = {
+      {DNNL_ARG_SRC, out_[x]},           {DNNL_ARG_MEAN, mean},
+      {DNNL_ARG_VARIANCE, variance},     {DNNL_ARG_DIFF_DST, diff_[i]},
+      {DNNL_ARG_SCALE, scale.value},     {DNNL_ARG_DIFF_SRC, grad},
+      {DNNL_ARG_DIFF_SCALE, scale.grad}, {DNNL_ARG_DIFF_SHIFT, shift.grad}};
+  if (shift_in) args[DNNL_ARG_SHIFT] = shift.value;
+  return args;
 }
 
 void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
@@ -57,8 +59,8 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   const memory::desc data_md = out_[x].get_desc();
   const auto flags = dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
-  dnnl::layer_normalization_forward::primitive_desc pd(
-      {Forward(), data_md, kLayerNormEpsilon, flags}, engine_);
+  const auto pd =
+      LayerNormPd(engine_, Forward(), data_md, kLayerNormEpsilon, flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
@@ -78,13 +80,11 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   }
   Run(forward_, dnnl::layer_normalization_forward(pd), args);
   if (!train_) return;
-  dnnl::layer_normalization_backward::primitive_desc bpd(
-      {dnnl::prop_kind::backward, pd.dst_desc(), data_md, kLayerNormEpsilon,
-       flags},
-      engine_, pd);
+  const auto bpd = LayerNormBackwardPd(engine_, pd.dst_desc(), data_md,
+                                       kLayerNormEpsilon, flags, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::layer_normalization_backward(bpd),
-      NormalizationBackward(x, i, mean, variance, grad));
+      NormalizationBackward(x, i, mean, variance, grad, true));
   if (Grad(x)) Deliver(x, i, grad);
 }
 

@@ -5,7 +5,7 @@ namespace paradnn::onednn {
 
 void OnednnRunner::BuildRecurrent(int i, const Layer& l) {
   const int x = l.inputs[0];
-  const Dims in_dims = out_[x].get_desc().dims();
+  const Dims in_dims = DimsOf(out_[x].get_desc());
   const int64_t T = in_dims[0], N = in_dims[1], C = in_dims[2];
   const int64_t H = l.units;
   const int64_t G = Gates(l.cell);
@@ -15,7 +15,7 @@ void OnednnRunner::BuildRecurrent(int i, const Layer& l) {
   const memory::desc wl_any({1, 1, C, G, H}, dt_, Tag::any);
   const memory::desc wi_any({1, 1, H, G, H}, dt_, Tag::any);
   const memory::desc bias_md({1, 1, bias_gates, H}, Dt::f32, Tag::ldgo);
-  const memory::desc none;  // zero initial state, no final state
+  const memory::desc none;  // a zero initial state
   const auto dir = dnnl::rnn_direction::unidirectional_left2right;
   if (out_[x].get_desc() != src_md) {
     throw std::runtime_error("recurrent input is not in tnc format");
@@ -24,7 +24,6 @@ void OnednnRunner::BuildRecurrent(int i, const Layer& l) {
   // Backward wants its own weight formats (oneDNN picks ldgoi there).
   const memory::desc dwl_any({1, 1, C, G, H}, Dt::f32, Tag::any);
   const memory::desc dwi_any({1, 1, H, G, H}, Dt::f32, Tag::any);
-  const auto back = dnnl::prop_kind::backward;
   // oneDNN 2.6's RNN and LSTM backward take h_t for h_(t-1) in the
   // recurrent weights' gradient when the initial state is omitted (a zero
   // md); an explicit zero state gives the right one. bf16 has no backward
@@ -41,56 +40,39 @@ void OnednnRunner::BuildRecurrent(int i, const Layer& l) {
     std::memset(zero_state.get_data_handle(), 0, iter_md.get_size());
     std::memset(zero_cell.get_data_handle(), 0, iter_c_md.get_size());
   }
+  const RecurrentShapes f{src_md, iter_md, iter_c_md, wl_any,
+                          wi_any, bias_md, dst_md};
+  const RecurrentShapes grads{src_md,  diff_iter_md, iter_c_md, dwl_any,
+                              dwi_any, bias_md,      dst_md};
   dnnl::primitive fwd, bwd;
   dnnl::rnn_primitive_desc_base fpd, bpd;
   switch (l.cell) {
     case Cell::kRnn: {
-      const auto tanh = dnnl::algorithm::eltwise_tanh;
-      dnnl::vanilla_rnn_forward::primitive_desc pd(
-          {Forward(), tanh, dir, src_md, iter_md, wl_any, wi_any, bias_md,
-           dst_md, none},
-          engine_);
+      const auto pd = VanillaRnnPd(engine_, Forward(), dir, f);
       fpd = pd;
       fwd = dnnl::vanilla_rnn_forward(pd);
       if (!train_) break;
-      dnnl::vanilla_rnn_backward::primitive_desc b(
-          {back, tanh, dir, src_md, iter_md, wl_any, wi_any, bias_md, dst_md,
-           none, src_md, diff_iter_md, dwl_any, dwi_any, bias_md, dst_md, none},
-          engine_, pd);
+      const auto b = VanillaRnnBackwardPd(engine_, dir, f, grads, pd);
       bpd = b;
       bwd = dnnl::vanilla_rnn_backward(b);
       break;
     }
     case Cell::kLstm: {
-      dnnl::lstm_forward::primitive_desc pd(
-          {Forward(), dir, src_md, iter_md, iter_c_md, wl_any, wi_any, bias_md,
-           dst_md, none, none},
-          engine_);
+      const auto pd = LstmPd(engine_, Forward(), dir, f);
       fpd = pd;
       fwd = dnnl::lstm_forward(pd);
       if (!train_) break;
-      dnnl::lstm_backward::primitive_desc b(
-          {back,    dir,     src_md,       iter_md,   iter_c_md,
-           wl_any,  wi_any,  bias_md,      dst_md,    none,
-           none,    src_md,  diff_iter_md, iter_c_md, dwl_any,
-           dwi_any, bias_md, dst_md,       none,      none},
-          engine_, pd);
+      const auto b = LstmBackwardPd(engine_, dir, f, grads, pd);
       bpd = b;
       bwd = dnnl::lstm_backward(b);
       break;
     }
     case Cell::kGru: {
-      dnnl::lbr_gru_forward::primitive_desc pd(
-          {Forward(), dir, src_md, iter_md, wl_any, wi_any, bias_md, dst_md,
-           none},
-          engine_);
+      const auto pd = LbrGruPd(engine_, Forward(), dir, f);
       fpd = pd;
       fwd = dnnl::lbr_gru_forward(pd);
       if (!train_) break;
-      dnnl::lbr_gru_backward::primitive_desc b(
-          {back, dir, src_md, iter_md, wl_any, wi_any, bias_md, dst_md, none,
-           src_md, diff_iter_md, dwl_any, dwi_any, bias_md, dst_md, none},
-          engine_, pd);
+      const auto b = LbrGruBackwardPd(engine_, dir, f, grads, pd);
       bpd = b;
       bwd = dnnl::lbr_gru_backward(b);
       break;

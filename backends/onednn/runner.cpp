@@ -76,7 +76,7 @@ double OnednnRunner::Loss() {
 
 std::vector<float> OnednnRunner::Output() {
   const memory& logits = out_[graph_.logits()];
-  const Dims dims = logits.get_desc().dims();
+  const Dims dims = DimsOf(logits.get_desc());
   memory plain = Staging(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
   RunNow(logits, plain);
   const float* p = static_cast<const float*>(plain.get_data_handle());
@@ -246,18 +246,23 @@ void OnednnRunner::Reorder(Actions& list, const memory& src, const memory& dst,
   const memory::desc& d = dst.get_desc();
   if (accumulate && src.get_desc() == d) {
     dnnl::primitive_attr attr;
-    if (scale != 1.f) attr.set_scales(DNNL_ARG_SRC_1, 0, {scale});
-    const dnnl::binary::primitive_desc pd(
-        dnnl::binary::desc(dnnl::algorithm::binary_add, d, d, d), attr,
-        engine_);
+    Args args = {
+        {DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, src}, {DNNL_ARG_DST, dst}};
+    if (scale != 1.f) {
+      args.merge(ScaleInput(attr, DNNL_ARG_SRC_1, scale, engine_, false));
+    }
+    const auto pd =
+        BinaryPd(engine_, dnnl::algorithm::binary_add, d, d, d, attr);
     if (!IsReference(pd)) {
-      Run(list, dnnl::binary(pd),
-          {{DNNL_ARG_SRC_0, dst}, {DNNL_ARG_SRC_1, src}, {DNNL_ARG_DST, dst}});
+      Run(list, dnnl::binary(pd), args);
       return;
     }
   }
   dnnl::primitive_attr attr;
-  if (scale != 1.f) attr.set_output_scales(0, {scale});
+  Args args = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+  if (scale != 1.f) {
+    args.merge(ScaleInput(attr, DNNL_ARG_FROM, scale, engine_, true));
+  }
   if (accumulate) {
     dnnl::post_ops ops;
     ops.append_sum(1.f);
@@ -265,7 +270,7 @@ void OnednnRunner::Reorder(Actions& list, const memory& src, const memory& dst,
   }
   dnnl::reorder::primitive_desc pd(engine_, src.get_desc(), engine_,
                                    dst.get_desc(), attr);
-  Run(list, dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+  Run(list, dnnl::reorder(pd), args);
 }
 
 memory OnednnRunner::InBackward(int i, const memory& m,
@@ -358,7 +363,7 @@ void OnednnRunner::PlaceGradients() {
   for (const Dt dt : {Dt::f32, Dt::bf16}) {
     size_t bytes = 0;
     for (const memory* g : grads) {
-      if (g->get_desc().data_type() == dt)
+      if (TypeOf(g->get_desc()) == dt)
         bytes += aligned(g->get_desc().get_size());
     }
     if (bytes == 0) continue;
@@ -370,7 +375,7 @@ void OnednnRunner::PlaceGradients() {
     grads_.push_back({at, static_cast<int64_t>(bytes / (bf16 ? 2 : 4)),
                       bf16 ? DType::kBf16 : DType::kFp32});
     for (memory* g : grads) {
-      if (g->get_desc().data_type() != dt) continue;
+      if (TypeOf(g->get_desc()) != dt) continue;
       g->set_data_handle(at);
       at += aligned(g->get_desc().get_size());
     }
@@ -474,7 +479,7 @@ void OnednnRunner::Build(int i) {
       BuildPool(i, l, dnnl::algorithm::pooling_max, l.kernel, l.stride, l.pad);
       break;
     case Op::kGlobalAvgPool: {
-      const Dims in = out_[l.inputs[0]].get_desc().dims();
+      const Dims in = DimsOf(out_[l.inputs[0]].get_desc());
       BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, in[2], 1,
                 0);
       break;
@@ -497,7 +502,7 @@ void OnednnRunner::Build(int i) {
       const int x = l.inputs[0];
       if (Grad(x)) {
         const memory::desc md = out_[x].get_desc();
-        const Dims dims = md.dims();
+        const Dims dims = DimsOf(md);
         memory user =
             Staging(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
         const int64_t n = Elements(graph_.layer(x).shape);

@@ -18,23 +18,20 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
 #include "backends/backend.h"
+#include "backends/onednn/compat.h"
 #include "distributed/world.h"
 #include "generators/check.h"
 #include "generators/init.h"
 
 namespace paradnn::onednn {
 
-using dnnl::memory;
-using Dims = memory::dims;
 using Tag = memory::format_tag;
 using Dt = memory::data_type;
-using Args = std::unordered_map<int, memory>;
 
 // Whether oneDNN picked its reference implementation for a primitive: the
 // generic loops it falls back on where no optimized kernel takes the
@@ -285,9 +282,11 @@ class OnednnRunner : public Runner {
 
   void BuildAdd(int i, const Layer& l);
 
-  // Batch and layer normalization's backward take the same arguments.
+  // Batch and layer normalization's backward take the same arguments (the
+  // shift among them where `shift_in`).
   Args NormalizationBackward(int x, int i, const memory& mean,
-                             const memory& variance, const memory& grad);
+                             const memory& variance, const memory& grad,
+                             bool shift_in);
 
   void BuildLayerNorm(int i, const Layer& l);
 

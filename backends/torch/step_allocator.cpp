@@ -2,6 +2,7 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/alignment.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <limits>
@@ -31,10 +32,17 @@ class StepAllocator final : public c10::Allocator {
     return *instance;
   }
 
-  c10::DataPtr allocate(size_t n) const override {
-    void* data = n == 0 ? nullptr : Take(n);
-    return {data, data, &Free, c10::Device(c10::DeviceType::CPU)};
+  // LibTorch 2.3 made allocate() non-const and copy_data() (for clone())
+  // pure virtual.
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return Allocate(n); }
+  void copy_data(void* dest, const void* src, size_t n) const override {
+    default_copy_data(dest, src, n);
   }
+#else
+  c10::DataPtr allocate(size_t n) const override { return Allocate(n); }
+#endif
 
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
 
@@ -67,6 +75,11 @@ class StepAllocator final : public c10::Allocator {
   }
 
  private:
+  c10::DataPtr Allocate(size_t n) const {
+    void* data = n == 0 ? nullptr : Take(n);
+    return {data, data, &Free, c10::Device(c10::DeviceType::CPU)};
+  }
+
   static void Free(void* data) { Instance().Give(data); }
 
   void* Take(size_t n) const {

@@ -19,6 +19,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// LibTorch 2.4 made TCPStore serve through libuv by default, which Debian's
+// LibTorch is built without; the classic server serves a run's few ranks.
+// Earlier versions have no such option.
+template <typename Options>
+auto WithoutLibuv(Options& o, int) -> decltype(o.useLibUV = false, void()) {
+  o.useLibUV = false;
+}
+template <typename Options>
+void WithoutLibuv(Options&, long) {}
+
 // Gradients go in buckets of up to 25 MB, as DistributedDataParallel's: one
 // all-reduce per bucket rather than per tensor, and copies no larger.
 constexpr int64_t kBucketBytes = 25 << 20;
@@ -47,6 +57,7 @@ class C10dCommunicator : public Communicator {
     options.numWorkers = world.size;
     options.waitWorkers = false;  // checked below, with a clearer message
     options.timeout = timeout_;
+    WithoutLibuv(options, 0);
     try {
       store_ = c10::make_intrusive<c10d::TCPStore>(world.addr, options);
     } catch (const std::exception& ex) {
@@ -109,9 +120,8 @@ class C10dCommunicator : public Communicator {
         }
       };
       if (packed) copy(true);
-      at::Tensor t =
-          at::from_blob(packed ? bucket_.data() : buffers[i].data,
-                        {bytes / Width(buffers[i].dtype)}, options);
+      at::Tensor t = at::from_blob(packed ? bucket_.data() : buffers[i].data,
+                                   {bytes / Width(buffers[i].dtype)}, options);
       AllReduce(t, c10d::ReduceOp::SUM, "gradient all-reduce");
       t.div_(world_.size);
       if (packed) copy(false);

@@ -1,12 +1,12 @@
 #include "analysis/stats.h"
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <random>
 
 #include "results/rounds.h"
+#include "tests/catch.h"
 
 namespace paradnn {
 namespace {

@@ -3,7 +3,6 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -14,6 +13,7 @@
 #include "generators/sweep.h"
 #include "tests/backends/values.h"
 #include "tests/busy_threads.h"
+#include "tests/catch.h"
 
 namespace paradnn {
 namespace {
@@ -198,10 +198,11 @@ TEST_CASE("LibTorch's OpenBLAS runs no generic kernels where the CPU has AVX2",
   const std::string described = MakeTorchBackend(false)->Describe();
   INFO(described);
   // scripts/setup.sh makes libblas.so.3 OpenBLAS.
-  REQUIRE_THAT(described, Catch::Matchers::Contains("OpenBLAS core "));
+  REQUIRE_THAT(described, Catch::Matchers::ContainsSubstring("OpenBLAS core "));
   if (std::getenv("OPENBLAS_CORETYPE") == nullptr &&
       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    CHECK_THAT(described, !Catch::Matchers::Contains("OpenBLAS core Prescott"));
+    CHECK_THAT(described,
+               !Catch::Matchers::ContainsSubstring("OpenBLAS core Prescott"));
   }
 }
 
@@ -212,7 +213,7 @@ TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {
     const Case c = SmokeCases().front();
     const Graph g = c.model.BuildGraph();
     CHECK_THAT(cuda->Unsupported({g, c.dtype, c.mode}),
-               Catch::Matchers::Contains("no CUDA or no GPU"));
+               Catch::Matchers::ContainsSubstring("no CUDA or no GPU"));
   }
 }
 

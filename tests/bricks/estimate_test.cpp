@@ -1,6 +1,6 @@
 #include "bricks/estimate.h"
 
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 namespace paradnn {
 namespace {

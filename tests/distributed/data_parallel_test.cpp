@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 #include "generators/init.h"
 #include "generators/sweep.h"
 #include "tests/backends/values.h"
+#include "tests/catch.h"
 #include "tests/scratch.h"
 
 extern char** environ;
@@ -226,20 +226,23 @@ TEST_CASE("the world is read from each launcher's environment",
     Env rank("OMPI_COMM_WORLD_RANK", "0"), size("OMPI_COMM_WORLD_SIZE", "4");
     Env local_size("OMPI_COMM_WORLD_LOCAL_SIZE", "2");
     CHECK_THROWS_WITH(WorldFromEnvironment(),
-                      Catch::Contains("set MASTER_ADDR"));
+                      Catch::Matchers::ContainsSubstring("set MASTER_ADDR"));
   }
   SECTION("bad values name the variable") {
     Env rank("RANK", "2"), size("WORLD_SIZE", "2");
-    CHECK_THROWS_WITH(WorldFromEnvironment(),
-                      Catch::Contains("rank 2 of a world of 2"));
+    CHECK_THROWS_WITH(
+        WorldFromEnvironment(),
+        Catch::Matchers::ContainsSubstring("rank 2 of a world of 2"));
     Env bad("WORLD_SIZE", "two");
     CHECK_THROWS_WITH(WorldFromEnvironment(),
-                      Catch::Contains("WORLD_SIZE='two': expected an integer"));
+                      Catch::Matchers::ContainsSubstring(
+                          "WORLD_SIZE='two': expected an integer"));
   }
   SECTION("half of torchrun's variables") {
     Env rank("RANK", "0");
     CHECK_THROWS_WITH(WorldFromEnvironment(),
-                      Catch::Contains("RANK is set but WORLD_SIZE is not"));
+                      Catch::Matchers::ContainsSubstring(
+                          "RANK is set but WORLD_SIZE is not"));
   }
 }
 

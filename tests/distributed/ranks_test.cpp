@@ -3,19 +3,19 @@
 // how ranks out of step end (an error on every rank, never a hang).
 #include <sys/wait.h>
 
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/catch.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
 namespace {
 
-using Catch::Matchers::Contains;
+using Catch::Matchers::ContainsSubstring;
 using nlohmann::json;
 using test::Scratch;
 
@@ -147,7 +147,7 @@ TEST_CASE("ranks at different cases fail them on every rank, then go on",
   CHECK(ranks[0].status == 1);
   CHECK(ranks[1].status == 1);
   for (const Rank& r : ranks) {
-    CHECK_THAT(r.err, Contains("the ranks are at different cases"));
+    CHECK_THAT(r.err, ContainsSubstring("the ranks are at different cases"));
   }
   CHECK(seconds < 20);  // no collective waited for its timeout
 }
@@ -165,9 +165,10 @@ TEST_CASE("a rank that dies fails the case on the others within the timeout",
   INFO(ranks[0].err << ranks[1].err);
   CHECK(ranks[1].status == 0);
   CHECK(ranks[0].status == 1);
-  CHECK_THAT(ranks[0].err, Contains("paradnn: rank 0: " + std::string(kFc) +
-                                    "onednn/fp32/train failed"));
-  CHECK_THAT(ranks[0].err, Contains("1 passed, 0 skipped, 1 failed"));
+  CHECK_THAT(ranks[0].err,
+             ContainsSubstring("paradnn: rank 0: " + std::string(kFc) +
+                               "onednn/fp32/train failed"));
+  CHECK_THAT(ranks[0].err, ContainsSubstring("1 passed, 0 skipped, 1 failed"));
 }
 
 TEST_CASE("a rank that never comes ends the rendezvous with a clear error",
@@ -177,7 +178,8 @@ TEST_CASE("a rank that never comes ends the rendezvous with a clear error",
                 " --paradnn_dist_timeout=2 --paradnn_steps=2"},
                2);
   CHECK(ranks[0].status == 1);
-  CHECK_THAT(ranks[0].err, Contains("rank(s) 1 of 2 did not join within 2 s"));
+  CHECK_THAT(ranks[0].err,
+             ContainsSubstring("rank(s) 1 of 2 did not join within 2 s"));
 }
 
 TEST_CASE("ranks started with different world sizes are told so",
@@ -190,10 +192,12 @@ TEST_CASE("ranks started with different world sizes are told so",
   CHECK(ranks[1].status == 1);
   // Rank 0 sees rank 1's count; rank 1 waits for a rank 2 that never comes
   // (or for rank 0's store, gone when rank 0 gave up).
-  CHECK_THAT(ranks[0].err, Contains("rank 1 was started with a world size "
-                                    "of 3, this rank (0) with 2"));
-  CHECK_THAT(ranks[1].err,
-             Contains("were all ranks started, with the same world size?"));
+  CHECK_THAT(ranks[0].err,
+             ContainsSubstring("rank 1 was started with a world size "
+                               "of 3, this rank (0) with 2"));
+  CHECK_THAT(
+      ranks[1].err,
+      ContainsSubstring("were all ranks started, with the same world size?"));
 }
 
 TEST_CASE("flags that cannot work across ranks are refused", "[distributed]") {
@@ -201,8 +205,8 @@ TEST_CASE("flags that cannot work across ranks are refused", "[distributed]") {
       RunRanks({FcCase("torch/fp32/train") + " --paradnn_isolate"}, 2);
   CHECK(ranks[0].status != 0);
   CHECK_THAT(ranks[0].err,
-             Contains("--paradnn_isolate runs cases in child "
-                      "processes, which cannot join the 2 ranks"));
+             ContainsSubstring("--paradnn_isolate runs cases in child "
+                               "processes, which cannot join the 2 ranks"));
 }
 
 }  // namespace

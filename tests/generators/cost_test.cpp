@@ -1,8 +1,7 @@
 #include "generators/cost.h"
 
-#include <catch2/catch.hpp>
-
 #include "generators/spec.h"
+#include "tests/catch.h"
 
 namespace paradnn {
 namespace {

@@ -1,9 +1,8 @@
 #include "generators/graph.h"
 
-#include <catch2/catch.hpp>
-
 #include "generators/init.h"
 #include "generators/spec.h"
+#include "tests/catch.h"
 
 namespace paradnn {
 namespace {

@@ -1,15 +1,15 @@
 #include "generators/shard.h"
 
-#include <catch2/catch.hpp>
 #include <map>
 #include <numeric>
 
 #include "generators/sweep.h"
+#include "tests/catch.h"
 
 namespace paradnn {
 namespace {
 
-using Catch::Matchers::Contains;
+using Catch::Matchers::ContainsSubstring;
 
 TEST_CASE("shards partition the paper's CNN sweep, balanced by estimate",
           "[shard]") {
@@ -41,9 +41,11 @@ TEST_CASE("shards partition the paper's CNN sweep, balanced by estimate",
 TEST_CASE("shards from flags and schedulers", "[shard]") {
   CHECK(ParseShard("2/5").index == 2);
   CHECK(ParseShard("2/5").count == 5);
-  CHECK_THROWS_WITH(ParseShard("5/5"), Contains("expected 0 <= I < N"));
-  CHECK_THROWS_WITH(ParseShard("x/5"), Contains("'x/5' is not a shard"));
-  CHECK_THROWS_WITH(ParseShard("3"), Contains("expected I/N"));
+  CHECK_THROWS_WITH(ParseShard("5/5"),
+                    ContainsSubstring("expected 0 <= I < N"));
+  CHECK_THROWS_WITH(ParseShard("x/5"),
+                    ContainsSubstring("'x/5' is not a shard"));
+  CHECK_THROWS_WITH(ParseShard("3"), ContainsSubstring("expected I/N"));
 
   std::map<std::string, std::string> env;
   auto get = [&](const char* name) -> const char* {
@@ -60,8 +62,9 @@ TEST_CASE("shards from flags and schedulers", "[shard]") {
   CHECK(s->index == 2);
   CHECK(s->count == 4);
   env = {{"JOB_COMPLETION_INDEX", "1"}};
-  CHECK_THROWS_WITH(ShardFromEnvironment(0, get),
-                    Contains("--paradnn_shard_count or PARADNN_SHARD_COUNT"));
+  CHECK_THROWS_WITH(
+      ShardFromEnvironment(0, get),
+      ContainsSubstring("--paradnn_shard_count or PARADNN_SHARD_COUNT"));
   CHECK(ShardFromEnvironment(3, get)->count == 3);
   env["PARADNN_SHARD_COUNT"] = "2";
   CHECK(ShardFromEnvironment(0, get)->index == 1);

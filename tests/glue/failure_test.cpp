@@ -2,7 +2,6 @@
 // the summary counts it and the exit status says so.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -10,12 +9,13 @@
 
 #include "backends/backend.h"
 #include "paradnn/paradnn.h"
+#include "tests/catch.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
 namespace {
 
-using Catch::Matchers::Contains;
+using Catch::Matchers::ContainsSubstring;
 
 class FailingRunner : public Runner {
  public:
@@ -83,7 +83,7 @@ TEST_CASE("an injected backend failure fails one case, the sweep goes on",
     status = paradnn::Finish();
   });
   CHECK(status == 1);
-  CHECK_THAT(err, Contains("paradnn: 1 passed, 0 skipped, 1 failed"));
+  CHECK_THAT(err, ContainsSubstring("paradnn: 1 passed, 0 skipped, 1 failed"));
 }
 
 }  // namespace

@@ -1,0 +1,444 @@
+// What oneDNN 2 and oneDNN 3 spell differently, in one place: the rest of
+// the backend makes its primitive descriptors and scales through these.
+// oneDNN 3.0 dropped the operation descriptors (a primitive descriptor is
+// made from the engine and the shapes directly), the output scales (a
+// scale is a buffer passed at execution) and the memory descriptor's dims()
+// and data_type(); the functions take oneDNN 3's order of arguments.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+
+#if DNNL_VERSION_MAJOR >= 3
+#define PARADNN_DNNL3 1
+#else
+#define PARADNN_DNNL3 0
+#endif
+
+namespace paradnn::onednn {
+
+using dnnl::memory;
+using Dims = memory::dims;
+using Args = std::unordered_map<int, memory>;
+using dnnl::algorithm;
+using dnnl::engine;
+using dnnl::prop_kind;
+using Md = memory::desc;
+using Attr = dnnl::primitive_attr;
+
+inline Dims DimsOf(const Md& md) {
+#if PARADNN_DNNL3
+  return md.get_dims();
+#else
+  return md.dims();
+#endif
+}
+
+inline memory::data_type TypeOf(const Md& md) {
+#if PARADNN_DNNL3
+  return md.get_data_type();
+#else
+  return md.data_type();
+#endif
+}
+
+// Whether batch normalization's backward takes the shift among its inputs:
+// oneDNN 2's wants it, 3's refuses it (layer normalization's wants it in
+// both).
+constexpr bool kBatchNormBackwardTakesShift = !PARADNN_DNNL3;
+
+// Multiplies input `arg` of a reorder (DNNL_ARG_FROM) or binary primitive
+// by `scale`. oneDNN 2 keeps the scale in the attribute (a reorder's as its
+// output scale: it has one input); oneDNN 3 reads it at execution from a
+// buffer, which the returned arguments hold: add them to the primitive's.
+inline Args ScaleInput(Attr& attr, int arg, float scale, const engine& eng,
+                       bool reorder) {
+#if PARADNN_DNNL3
+  (void)reorder;
+  attr.set_scales_mask(arg, 0);
+  memory buffer(Md({1}, memory::data_type::f32, memory::format_tag::a), eng);
+  *static_cast<float*>(buffer.get_data_handle()) = scale;
+  return {{DNNL_ARG_ATTR_SCALES | arg, buffer}};
+#else
+  (void)eng;
+  if (reorder) {
+    attr.set_output_scales(0, {scale});
+  } else {
+    attr.set_scales(arg, 0, {scale});
+  }
+  return {};
+#endif
+}
+
+// Multiplies a matmul's result by `scale` before it is written. oneDNN 3's
+// destination scale divides (it quantizes), so there a linear post-op
+// multiplies instead.
+inline void ScaleOutput(Attr& attr, float scale) {
+#if PARADNN_DNNL3
+  dnnl::post_ops ops;
+  ops.append_eltwise(algorithm::eltwise_linear, scale, 0.f);
+  attr.set_post_ops(ops);
+#else
+  attr.set_output_scales(0, {scale});
+#endif
+}
+
+inline dnnl::matmul::primitive_desc MatmulPd(const engine& eng, const Md& src,
+                                             const Md& weights, const Md& dst,
+                                             const Attr& attr = Attr()) {
+#if PARADNN_DNNL3
+  return {eng, src, weights, dst, attr};
+#else
+  return {{src, weights, dst}, attr, eng};
+#endif
+}
+
+inline dnnl::binary::primitive_desc BinaryPd(const engine& eng, algorithm alg,
+                                             const Md& src0, const Md& src1,
+                                             const Md& dst,
+                                             const Attr& attr = Attr()) {
+#if PARADNN_DNNL3
+  return {eng, alg, src0, src1, dst, attr};
+#else
+  return {{alg, src0, src1, dst}, attr, eng};
+#endif
+}
+
+// An element-wise function of a tensor, written in the source's format.
+inline dnnl::eltwise_forward::primitive_desc EltwisePd(const engine& eng,
+                                                       prop_kind prop,
+                                                       algorithm alg,
+                                                       const Md& src,
+                                                       float alpha = 0.f) {
+#if PARADNN_DNNL3
+  return {eng, prop, alg, src, src, alpha, 0.f};
+#else
+  return {{prop, alg, src, alpha}, eng};
+#endif
+}
+
+inline dnnl::eltwise_backward::primitive_desc EltwiseBackwardPd(
+    const engine& eng, algorithm alg, const Md& diff, const Md& src,
+    const dnnl::eltwise_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  return {eng, alg, diff, diff, src, 0.f, 0.f, hint};
+#else
+  return {{alg, diff, src, 0.f}, eng, hint};
+#endif
+}
+
+// Softmax over `axis`, in place-compatible formats (destination as source).
+inline dnnl::softmax_forward::primitive_desc SoftmaxPd(const engine& eng,
+                                                       prop_kind prop,
+                                                       const Md& src,
+                                                       int axis) {
+#if PARADNN_DNNL3
+  return {eng, prop, algorithm::softmax_accurate, src, src, axis};
+#else
+  return {{prop, src, axis}, eng};
+#endif
+}
+
+inline dnnl::softmax_backward::primitive_desc SoftmaxBackwardPd(
+    const engine& eng, const Md& diff, const Md& dst, int axis,
+    const dnnl::softmax_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  return {eng, algorithm::softmax_accurate, diff, diff, dst, axis, hint};
+#else
+  return {{diff, dst, axis}, eng, hint};
+#endif
+}
+
+inline dnnl::inner_product_forward::primitive_desc InnerProductPd(
+    const engine& eng, prop_kind prop, const Md& src, const Md& weights,
+    const Md* bias, const Md& dst) {
+#if PARADNN_DNNL3
+  if (bias) return {eng, prop, src, weights, *bias, dst};
+  return {eng, prop, src, weights, dst};
+#else
+  using D = dnnl::inner_product_forward::desc;
+  return {bias ? D(prop, src, weights, *bias, dst) : D(prop, src, weights, dst),
+          eng};
+#endif
+}
+
+inline dnnl::inner_product_backward_weights::primitive_desc
+InnerProductWeightsPd(const engine& eng, const Md& src, const Md& weights,
+                      const Md* bias, const Md& dst,
+                      const dnnl::inner_product_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  if (bias) return {eng, src, weights, *bias, dst, hint};
+  return {eng, src, weights, dst, hint};
+#else
+  using D = dnnl::inner_product_backward_weights::desc;
+  return {bias ? D(src, weights, *bias, dst) : D(src, weights, dst), eng, hint};
+#endif
+}
+
+inline dnnl::inner_product_backward_data::primitive_desc InnerProductDataPd(
+    const engine& eng, const Md& diff_src, const Md& weights,
+    const Md& diff_dst,
+    const dnnl::inner_product_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  return {eng, diff_src, weights, diff_dst, hint};
+#else
+  return {{diff_src, weights, diff_dst}, eng, hint};
+#endif
+}
+
+// Direct convolutions without bias, padded alike on both sides.
+inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
+    const engine& eng, prop_kind prop, const Md& src, const Md& weights,
+    const Md& dst, const Dims& strides, const Dims& pad) {
+  const algorithm alg = algorithm::convolution_direct;
+#if PARADNN_DNNL3
+  return {eng, prop, alg, src, weights, dst, strides, pad, pad};
+#else
+  return {{prop, alg, src, weights, dst, strides, pad, pad}, eng};
+#endif
+}
+
+inline dnnl::convolution_backward_weights::primitive_desc ConvolutionWeightsPd(
+    const engine& eng, const Md& src, const Md& diff_weights,
+    const Md& diff_dst, const Dims& strides, const Dims& pad,
+    const dnnl::convolution_forward::primitive_desc& hint) {
+  const algorithm alg = algorithm::convolution_direct;
+#if PARADNN_DNNL3
+  return {eng, alg, src, diff_weights, diff_dst, strides, pad, pad, hint};
+#else
+  return {{alg, src, diff_weights, diff_dst, strides, pad, pad}, eng, hint};
+#endif
+}
+
+inline dnnl::convolution_backward_data::primitive_desc ConvolutionDataPd(
+    const engine& eng, const Md& diff_src, const Md& weights,
+    const Md& diff_dst, const Dims& strides, const Dims& pad,
+    const dnnl::convolution_forward::primitive_desc& hint) {
+  const algorithm alg = algorithm::convolution_direct;
+#if PARADNN_DNNL3
+  return {eng, alg, diff_src, weights, diff_dst, strides, pad, pad, hint};
+#else
+  return {{alg, diff_src, weights, diff_dst, strides, pad, pad}, eng, hint};
+#endif
+}
+
+// Square pooling windows, padded alike on both sides, without dilation.
+inline dnnl::pooling_forward::primitive_desc PoolingPd(
+    const engine& eng, prop_kind prop, algorithm alg, const Md& src,
+    const Md& dst, const Dims& strides, const Dims& kernel, const Dims& pad) {
+#if PARADNN_DNNL3
+  const Dims none(strides.size(), 0);
+  return {eng, prop, alg, src, dst, strides, kernel, none, pad, pad};
+#else
+  return {{prop, alg, src, dst, strides, kernel, pad, pad}, eng};
+#endif
+}
+
+inline dnnl::pooling_backward::primitive_desc PoolingBackwardPd(
+    const engine& eng, algorithm alg, const Md& diff_src, const Md& diff_dst,
+    const Dims& strides, const Dims& kernel, const Dims& pad,
+    const dnnl::pooling_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  const Dims none(strides.size(), 0);
+  return {eng, alg, diff_src, diff_dst, strides, kernel, none, pad, pad, hint};
+#else
+  return {{alg, diff_src, diff_dst, strides, kernel, pad, pad}, eng, hint};
+#endif
+}
+
+// Normalizations write in their source's format.
+inline dnnl::batch_normalization_forward::primitive_desc BatchNormPd(
+    const engine& eng, prop_kind prop, const Md& src, float epsilon,
+    dnnl::normalization_flags flags) {
+#if PARADNN_DNNL3
+  return {eng, prop, src, src, epsilon, flags};
+#else
+  return {{prop, src, epsilon, flags}, eng};
+#endif
+}
+
+inline dnnl::batch_normalization_backward::primitive_desc BatchNormBackwardPd(
+    const engine& eng, const Md& diff, const Md& src, float epsilon,
+    dnnl::normalization_flags flags,
+    const dnnl::batch_normalization_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  return {eng, prop_kind::backward, diff, diff, src, epsilon, flags, hint};
+#else
+  return {{prop_kind::backward, diff, src, epsilon, flags}, eng, hint};
+#endif
+}
+
+inline dnnl::layer_normalization_forward::primitive_desc LayerNormPd(
+    const engine& eng, prop_kind prop, const Md& src, float epsilon,
+    dnnl::normalization_flags flags) {
+#if PARADNN_DNNL3
+  return {eng, prop, src, src, epsilon, flags};
+#else
+  return {{prop, src, epsilon, flags}, eng};
+#endif
+}
+
+inline dnnl::layer_normalization_backward::primitive_desc LayerNormBackwardPd(
+    const engine& eng, const Md& diff, const Md& src, float epsilon,
+    dnnl::normalization_flags flags,
+    const dnnl::layer_normalization_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  return {eng, prop_kind::backward, diff, diff, src, epsilon, flags, hint};
+#else
+  return {{prop_kind::backward, diff, src, epsilon, flags}, eng, hint};
+#endif
+}
+
+// The recurrent cells, one layer in one direction. `in` and `out` are the
+// layer's sequence, `state` (and the LSTM's `cell`) its initial states
+// (empty for zeros); no final state is asked for.
+struct RecurrentShapes {
+  Md in, state, cell, weights_layer, weights_iter, bias, out;
+};
+
+inline dnnl::vanilla_rnn_forward::primitive_desc VanillaRnnPd(
+    const engine& eng, prop_kind prop, dnnl::rnn_direction dir,
+    const RecurrentShapes& f) {
+  const algorithm tanh = algorithm::eltwise_tanh;
+#if PARADNN_DNNL3
+  return {
+      eng,    prop,  tanh, dir, f.in, f.state, f.weights_layer, f.weights_iter,
+      f.bias, f.out, Md()};
+#else
+  return {{prop, tanh, dir, f.in, f.state, f.weights_layer, f.weights_iter,
+           f.bias, f.out, Md()},
+          eng};
+#endif
+}
+
+inline dnnl::vanilla_rnn_backward::primitive_desc VanillaRnnBackwardPd(
+    const engine& eng, dnnl::rnn_direction dir, const RecurrentShapes& f,
+    const RecurrentShapes& b,
+    const dnnl::vanilla_rnn_forward::primitive_desc& hint) {
+  const algorithm tanh = algorithm::eltwise_tanh;
+  const prop_kind back = prop_kind::backward;
+#if PARADNN_DNNL3
+  return {eng,
+          back,
+          tanh,
+          dir,
+          f.in,
+          f.state,
+          f.weights_layer,
+          f.weights_iter,
+          f.bias,
+          f.out,
+          Md(),
+          b.in,
+          b.state,
+          b.weights_layer,
+          b.weights_iter,
+          b.bias,
+          b.out,
+          Md(),
+          hint};
+#else
+  return {{back, tanh, dir, f.in, f.state, f.weights_layer, f.weights_iter,
+           f.bias, f.out, Md(), b.in, b.state, b.weights_layer, b.weights_iter,
+           b.bias, b.out, Md()},
+          eng,
+          hint};
+#endif
+}
+
+inline dnnl::lstm_forward::primitive_desc LstmPd(const engine& eng,
+                                                 prop_kind prop,
+                                                 dnnl::rnn_direction dir,
+                                                 const RecurrentShapes& f) {
+#if PARADNN_DNNL3
+  return {eng,
+          prop,
+          dir,
+          f.in,
+          f.state,
+          f.cell,
+          f.weights_layer,
+          f.weights_iter,
+          f.bias,
+          f.out,
+          Md(),
+          Md()};
+#else
+  return {{prop, dir, f.in, f.state, f.cell, f.weights_layer, f.weights_iter,
+           f.bias, f.out, Md(), Md()},
+          eng};
+#endif
+}
+
+inline dnnl::lstm_backward::primitive_desc LstmBackwardPd(
+    const engine& eng, dnnl::rnn_direction dir, const RecurrentShapes& f,
+    const RecurrentShapes& b, const dnnl::lstm_forward::primitive_desc& hint) {
+  const prop_kind back = prop_kind::backward;
+#if PARADNN_DNNL3
+  return {eng,
+          back,
+          dir,
+          f.in,
+          f.state,
+          f.cell,
+          f.weights_layer,
+          f.weights_iter,
+          f.bias,
+          f.out,
+          Md(),
+          Md(),
+          b.in,
+          b.state,
+          b.cell,
+          b.weights_layer,
+          b.weights_iter,
+          b.bias,
+          b.out,
+          Md(),
+          Md(),
+          hint};
+#else
+  return {{back,           dir,    f.in,
+           f.state,        f.cell, f.weights_layer,
+           f.weights_iter, f.bias, f.out,
+           Md(),           Md(),   b.in,
+           b.state,        b.cell, b.weights_layer,
+           b.weights_iter, b.bias, b.out,
+           Md(),           Md()},
+          eng,
+          hint};
+#endif
+}
+
+inline dnnl::lbr_gru_forward::primitive_desc LbrGruPd(
+    const engine& eng, prop_kind prop, dnnl::rnn_direction dir,
+    const RecurrentShapes& f) {
+#if PARADNN_DNNL3
+  return {eng,    prop,  dir, f.in, f.state, f.weights_layer, f.weights_iter,
+          f.bias, f.out, Md()};
+#else
+  return {{prop, dir, f.in, f.state, f.weights_layer, f.weights_iter, f.bias,
+           f.out, Md()},
+          eng};
+#endif
+}
+
+inline dnnl::lbr_gru_backward::primitive_desc LbrGruBackwardPd(
+    const engine& eng, dnnl::rnn_direction dir, const RecurrentShapes& f,
+    const RecurrentShapes& b,
+    const dnnl::lbr_gru_forward::primitive_desc& hint) {
+  const prop_kind back = prop_kind::backward;
+#if PARADNN_DNNL3
+  return {eng,    back,  dir,  f.in, f.state, f.weights_layer, f.weights_iter,
+          f.bias, f.out, Md(), b.in, b.state, b.weights_layer, b.weights_iter,
+          b.bias, b.out, Md(), hint};
+#else
+  return {{back, dir, f.in, f.state, f.weights_layer, f.weights_iter, f.bias,
+           f.out, Md(), b.in, b.state, b.weights_layer, b.weights_iter, b.bias,
+           b.out, Md()},
+          eng,
+          hint};
+#endif
+}
+
+}  // namespace paradnn::onednn
