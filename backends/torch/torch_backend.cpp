@@ -715,7 +715,8 @@ std::string LoadedBlas() {
       return path;
     }
   }
-  return "none loaded";
+  // PyTorch's own builds link MKL into libtorch_cpu.
+  return at::hasMKL() ? "MKL (linked into LibTorch)" : "none loaded";
 }
 
 using BlasCoreName = char* (*)();
