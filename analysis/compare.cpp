@@ -210,15 +210,20 @@ std::string CompareText(const std::vector<ComparedCase>& cases,
                       : std::string("none"))
         << (r.Real() ? "" : "  within noise") << "\n";
   }
-  out << "\ngroup           cases  geometric mean (90% interval)  A faster  "
-         "A slower  within noise\n";
+  size_t group_width = 5;
+  for (const auto& [name, list] : groups) {
+    group_width = std::max(group_width, name.size());
+  }
+  out << "\ngroup" << std::string(group_width - 5, ' ')
+      << "  cases  ratio  90% interval   A faster  A slower  within noise\n";
   std::vector<std::pair<std::vector<double>, std::vector<double>>> all;
   auto line = [&](const std::string& name, const GroupRatio& g) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf),
-                  "%-14s %6d  %6.3f (%.3f-%.3f)%10s %8d  %8d  %12d\n",
-                  name.c_str(), g.cases, g.value, g.low, g.high, "", g.faster,
-                  g.slower, g.within_noise);
+    const std::string interval =
+        g.bounded ? Fixed(g.low, 3) + "-" + Fixed(g.high, 3) : "none";
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%-*s  %5d  %5.3f  %-13s  %8d  %8d  %12d\n",
+                  static_cast<int>(group_width), name.c_str(), g.cases, g.value,
+                  interval.c_str(), g.faster, g.slower, g.within_noise);
     out << buf;
   };
   for (const auto& [name, list] : groups) {

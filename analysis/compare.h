@@ -51,9 +51,9 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
 
 // The comparison as text: per case A's and B's median with their rounds'
 // range, B over A with its interval and "within noise" where the interval
-// holds 1; per family, backend, data type and mode the geometric mean with its
-// interval and how many cases are faster, slower and within noise; then all
-// cases.
+// holds 1; per family, backend, data type and mode the ratio of the
+// rounds' geometric means (CompareGroup) with its interval and how many
+// cases are faster, slower and within noise; then all cases.
 std::string CompareText(const std::vector<ComparedCase>& cases,
                         const std::string& a_label, const std::string& b_label);
 

@@ -1122,16 +1122,20 @@ class Report {
           << " at most): the ratio is the median of every round-by-round "
              "ratio, its interval the Mann-Whitney test's at 90%; a ratio "
              "whose interval holds 1 is <i>within noise</i>. Fewer than 3 "
-             "rounds a side give no interval.</p>\n"
-          << "<table><tr><th>group</th><th>cases</th><th>geometric "
-             "mean</th><th>90% interval</th><th>A faster</th><th>A "
-             "slower</th><th>within noise</th></tr>\n";
+             "rounds a side give no interval. A group's ratio compares its "
+             "rounds the same way, each round the geometric mean of the "
+             "group's cases in it (a slow round slows them together).</p>\n"
+          << "<table><tr><th>group</th><th>cases</th><th>ratio</th><th>90% "
+             "interval</th><th>A faster</th><th>A slower</th><th>within "
+             "noise</th></tr>\n";
     for (const auto& [group, cases] : rounds_by_group) {
       const GroupRatio g = CompareGroup(cases);
       html_ << "<tr><td>" << Html(group) << "</td><td>" << g.cases
-            << "</td><td>" << Num(g.value, 3) << "</td><td>" << Num(g.low, 3)
-            << "-" << Num(g.high, 3) << "</td><td>" << g.faster << "</td><td>"
-            << g.slower << "</td><td>" << g.within_noise << "</td></tr>\n";
+            << "</td><td>" << Num(g.value, 3) << "</td><td>"
+            << (g.bounded ? Num(g.low, 3) + "-" + Num(g.high, 3)
+                          : std::string("none"))
+            << "</td><td>" << g.faster << "</td><td>" << g.slower << "</td><td>"
+            << g.within_noise << "</td></tr>\n";
     }
     html_ << "</table>\n<table><tr><th>case</th><th>A ms</th><th>B "
              "ms</th><th>ratio</th><th>interval</th><th></th></tr>\n";

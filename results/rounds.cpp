@@ -180,37 +180,33 @@ GroupRatio CompareGroup(
   GroupRatio g;
   g.cases = static_cast<int>(cases.size());
   if (cases.empty()) return g;
-  auto geomean = [](const std::vector<double>& ratios) {
-    double sum = 0;
-    for (double x : ratios) sum += std::log(x);
-    return std::exp(sum / ratios.size());
-  };
-  std::vector<double> ratios;
-  uint64_t seed = 1;
+  size_t rounds_a = cases.front().first.size();
+  size_t rounds_b = cases.front().second.size();
   for (const auto& [a, b] : cases) {
     const Ratio r = CompareRounds(a, b);
-    ratios.push_back(Median(b) / Median(a));
     g.faster += r.Real() && r.value > 1;
     g.slower += r.Real() && r.value < 1;
     g.within_noise += !r.Real();
-    seed = seed * 1000003 + SeedOf(a) + SeedOf(b);
+    rounds_a = std::min(rounds_a, a.size());
+    rounds_b = std::min(rounds_b, b.size());
   }
-  g.value = geomean(ratios);
-  constexpr int kResamples = 1000;
-  std::mt19937_64 random(seed);
-  std::vector<double> means, scratch;
-  means.reserve(kResamples);
-  for (int i = 0; i < kResamples; ++i) {
-    for (size_t k = 0; k < cases.size(); ++k) {
-      const auto& [a, b] = cases[k];
-      const double ma = MedianOfDraws(a, a.size(), random, scratch);
-      ratios[k] = MedianOfDraws(b, b.size(), random, scratch) / ma;
+  // Round i of a side as one figure: the geometric mean of the group's
+  // cases in that round.
+  auto per_round = [&cases](size_t rounds, bool b_side) {
+    std::vector<double> figures(rounds);
+    for (size_t i = 0; i < rounds; ++i) {
+      double sum = 0;
+      for (const auto& [a, b] : cases) sum += std::log((b_side ? b : a)[i]);
+      figures[i] = std::exp(sum / cases.size());
     }
-    means.push_back(geomean(ratios));
-  }
-  const double tail = 100 * (1 - kRoundsConfidence) / 2;
-  g.low = Percentile(means, tail);
-  g.high = Percentile(means, 100 - tail);
+    return figures;
+  };
+  const Ratio r =
+      CompareRounds(per_round(rounds_a, false), per_round(rounds_b, true));
+  g.value = r.value;
+  g.bounded = r.bounded;
+  g.low = r.bounded ? r.low : 0;
+  g.high = r.bounded ? r.high : 0;
   return g;
 }
 

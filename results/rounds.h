@@ -87,11 +87,17 @@ Ratio CompareRounds(const std::vector<double>& a, const std::vector<double>& b);
 // element u for U = u, 0..m*n.
 std::vector<double> MannWhitneyCounts(int m, int n);
 
-// A group's geometric-mean ratio over cases (each case B's median over
-// A's) with its 5th-95th percentile over 1,000 resamplings of every case's
-// rounds on both sides.
+// A group's ratio: each round of a side as one figure, the geometric mean
+// of the group's cases in that round, and those figures compared as one
+// case's rounds are (CompareRounds). A round is a process per case, and
+// the machine's mood in it slows or speeds the group's cases together,
+// which resampling each case's rounds on its own would average away (and
+// the median of a few resampled rounds leans to a side's slow ones).
+// Rounds beyond the fewest any case has are left out. `bounded` as in
+// Ratio (low = high = 0 without an interval).
 struct GroupRatio {
   double value = 0, low = 0, high = 0;
+  bool bounded = false;
   int cases = 0, faster = 0, slower = 0, within_noise = 0;  // by Ratio::Real
 };
 GroupRatio CompareGroup(

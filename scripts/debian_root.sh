@@ -80,7 +80,7 @@ work=$dir/src/paradnn
 $sudo mkdir -p "$work"
 $sudo find "$work" -mindepth 1 -maxdepth 1 ! -name build ! -name build-asan -exec rm -rf {} +
 (cd "$src" && git ls-files -z --cached --others --exclude-standard |
-   tar --null -T - -c -f - 2>/dev/null) | $sudo tar -x -f - -C "$work"
+   tar --null --ignore-failed-read -T - -c -f - 2>/dev/null) | $sudo tar -x -f - -C "$work"
 # The hosts' Google Benchmark main branch, where this clone finds it.
 data=${PARADNN_HOSTS_DATA:-$src/../shared/data/hosts}
 if [[ -d $data ]]; then

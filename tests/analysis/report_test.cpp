@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/calibrate.h"
+#include "analysis/compare.h"
 #include "generators/spec.h"
 #include "results/results.h"
 #include "tests/catch.h"
@@ -237,9 +238,9 @@ TEST_CASE("the report opens in headless Chromium with every plot",
   // The page's own check: every <img> loaded (naturalWidth > 0). FC and CNN
   // on two backends here: roofline, 4 heat maps and 4 regressions (one per
   // family and backend), the profile, 2 speedup plots and a speedup heat map
-  // per family, 2 scaling plots, 3 MLPerf plots; but ResNet-50's twin joins the CNN cases on oneDNN, where
-  // blocks, filters, image and batch now vary over 5 cases: too few for
-  // their regression.
+  // per family, 2 scaling plots, 3 MLPerf plots; but ResNet-50's twin joins the
+  // CNN cases on oneDNN, where blocks, filters, image and batch now vary over 5
+  // cases: too few for their regression.
   const std::string page = Slurp(dir / "report/index.html");
   size_t images = 0;
   for (size_t at = page.find("<img"); at != std::string::npos;
@@ -628,12 +629,13 @@ TEST_CASE(
   CHECK_THAT(html, ContainsSubstring("Speedup of Debian GNU/Linux 13 (trixie) "
                                      "over Debian GNU/Linux 12 (bookworm)"));
   // One row per family, backend, data type and mode.
-  for (const auto& [group, cases] :
-       {std::pair{"FC onednn/fp32/train", 6}, {"FC torch/fp32/train", 6},
-        {"CNN onednn/fp32/train", 4}, {"CNN torch/bf16/train", 2}}) {
-    CHECK_THAT(html, ContainsSubstring(std::string("<tr><td>") + group +
-                                       "</td><td>" + std::to_string(cases) +
-                                       "</td>"));
+  for (const auto& [group, cases] : {std::pair{"FC onednn/fp32/train", 6},
+                                     {"FC torch/fp32/train", 6},
+                                     {"CNN onednn/fp32/train", 4},
+                                     {"CNN torch/bf16/train", 2}}) {
+    CHECK_THAT(html,
+               ContainsSubstring(std::string("<tr><td>") + group + "</td><td>" +
+                                 std::to_string(cases) + "</td>"));
   }
   // The law put in: nodes^0.5 (R^2 = 1), batch^0 for FC; nothing for CNN.
   CHECK_THAT(html, ContainsSubstring("<tr><td>FC torch/fp32/train</td><td>6"
@@ -642,6 +644,18 @@ TEST_CASE(
       Slurp(dir / "report/speedup_heatmap_FC_torch_fp32_train.csv");
   CHECK_THAT(map, ContainsSubstring(",4096,64,4,1\n"));
   CHECK_THAT(map, ContainsSubstring(",1024,256,2,1\n"));
+  // paradnn compare labels its sides alike; one stack on both sides keeps
+  // the labels as given.
+  const std::string a_path = (dir / "a.json").string();
+  const std::string b_path = (dir / "b.json").string();
+  CHECK(StackLabels(a_path, b_path, "A", "B") ==
+        std::pair<std::string, std::string>(
+            "A (Debian GNU/Linux 13 (trixie), GCC 14.2.0, oneDNN 3.7.2, "
+            "LibTorch 2.6.0, BLAS libopenblasp-r0.3.29.so)",
+            "B (Debian GNU/Linux 12 (bookworm), GCC 12.2.0, oneDNN 2.6.3, "
+            "LibTorch 1.13.0, BLAS libopenblasp-r0.3.21.so)"));
+  CHECK(StackLabels(a_path, a_path, "A", "B") ==
+        std::pair<std::string, std::string>("A", "B"));
 }
 
 TEST_CASE("bricks: estimates against plain runs, errors per group",

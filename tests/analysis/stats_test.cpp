@@ -156,6 +156,37 @@ TEST_CASE("a ratio's interval from rounds: the Mann-Whitney test's",
 }
 
 TEST_CASE(
+    "a group's ratio takes each round as one figure, so a round that slows "
+    "every case moves the interval, not the estimate",
+    "[analysis][rounds]") {
+  // Ten cases of different sizes; B is 1.2 times A, and two of B's five
+  // rounds ran twice as slow for every case (a busy machine).
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> cases;
+  for (int k = 1; k <= 10; ++k) {
+    const double base = k * 0.7;
+    const std::vector<double> a(5, base);
+    std::vector<double> b;
+    for (double mood : {1.0, 1.0, 1.0, 2.0, 2.0})
+      b.push_back(base * 1.2 * mood);
+    cases.emplace_back(a, b);
+  }
+  const GroupRatio g = CompareGroup(cases);
+  CHECK(g.cases == 10);
+  // The 25 round-by-round ratios: 15 of 1.2 and 10 of 2.4. Their median is
+  // 1.2; 5 rounds a side put the 90% interval at the 5th and 21st.
+  CHECK(g.value == Approx(1.2));
+  CHECK(g.bounded);
+  CHECK(g.low == Approx(1.2));
+  CHECK(g.high == Approx(2.4));
+  // Each case alone: the same 25 ratios, B slower (A faster) for all ten.
+  CHECK(g.faster == 10);
+  // With one round a side, no interval.
+  const GroupRatio one = CompareGroup({{{1.0}, {1.5}}, {{2.0}, {3.0}}});
+  CHECK(one.value == Approx(1.5));
+  CHECK_FALSE(one.bounded);
+}
+
+TEST_CASE(
     "a case's interval holds a re-run's median as often as it says, on a "
     "machine whose processes are sometimes slow",
     "[analysis][rounds]") {
