@@ -246,46 +246,30 @@ inline dnnl::pooling_backward::primitive_desc PoolingBackwardPd(
 #endif
 }
 
-// Normalizations write in their source's format.
-inline dnnl::batch_normalization_forward::primitive_desc BatchNormPd(
-    const engine& eng, prop_kind prop, const Md& src, float epsilon,
-    dnnl::normalization_flags flags) {
+// Batch and layer normalization (`Norm` their forward, `Backward` their
+// backward primitive), which take the same arguments and write in their
+// source's format.
+template <typename Norm>
+typename Norm::primitive_desc NormalizationPd(const engine& eng, prop_kind prop,
+                                              const Md& src, float epsilon,
+                                              dnnl::normalization_flags flags) {
 #if PARADNN_DNNL3
   return {eng, prop, src, src, epsilon, flags};
 #else
-  return {{prop, src, epsilon, flags}, eng};
+  return {typename Norm::desc(prop, src, epsilon, flags), eng};
 #endif
 }
 
-inline dnnl::batch_normalization_backward::primitive_desc BatchNormBackwardPd(
+template <typename Backward, typename ForwardPd>
+typename Backward::primitive_desc NormalizationBackwardPd(
     const engine& eng, const Md& diff, const Md& src, float epsilon,
-    dnnl::normalization_flags flags,
-    const dnnl::batch_normalization_forward::primitive_desc& hint) {
+    dnnl::normalization_flags flags, const ForwardPd& hint) {
 #if PARADNN_DNNL3
   return {eng, prop_kind::backward, diff, diff, src, epsilon, flags, hint};
 #else
-  return {{prop_kind::backward, diff, src, epsilon, flags}, eng, hint};
-#endif
-}
-
-inline dnnl::layer_normalization_forward::primitive_desc LayerNormPd(
-    const engine& eng, prop_kind prop, const Md& src, float epsilon,
-    dnnl::normalization_flags flags) {
-#if PARADNN_DNNL3
-  return {eng, prop, src, src, epsilon, flags};
-#else
-  return {{prop, src, epsilon, flags}, eng};
-#endif
-}
-
-inline dnnl::layer_normalization_backward::primitive_desc LayerNormBackwardPd(
-    const engine& eng, const Md& diff, const Md& src, float epsilon,
-    dnnl::normalization_flags flags,
-    const dnnl::layer_normalization_forward::primitive_desc& hint) {
-#if PARADNN_DNNL3
-  return {eng, prop_kind::backward, diff, diff, src, epsilon, flags, hint};
-#else
-  return {{prop_kind::backward, diff, src, epsilon, flags}, eng, hint};
+  return {
+      typename Backward::desc(prop_kind::backward, diff, src, epsilon, flags),
+      eng, hint};
 #endif
 }
 

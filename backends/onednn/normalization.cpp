@@ -9,8 +9,8 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
   auto flags = dnnl::normalization_flags::use_scale |
                dnnl::normalization_flags::use_shift;
   if (!train_) flags = flags | dnnl::normalization_flags::use_global_stats;
-  const auto pd =
-      BatchNormPd(engine_, Forward(), data_md, kBatchNormEpsilon, flags);
+  const auto pd = NormalizationPd<dnnl::batch_normalization_forward>(
+      engine_, Forward(), data_md, kBatchNormEpsilon, flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
@@ -29,8 +29,8 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
        {DNNL_ARG_MEAN, mean},
        {DNNL_ARG_VARIANCE, variance}});
   if (!train_) return;
-  const auto bpd = BatchNormBackwardPd(engine_, pd.dst_desc(), data_md,
-                                       kBatchNormEpsilon, flags, pd);
+  const auto bpd = NormalizationBackwardPd<dnnl::batch_normalization_backward>(
+      engine_, pd.dst_desc(), data_md, kBatchNormEpsilon, flags, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::batch_normalization_backward(bpd),
       NormalizationBackward(x, i, mean, variance, grad,
@@ -59,8 +59,8 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   const memory::desc data_md = out_[x].get_desc();
   const auto flags = dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
-  const auto pd =
-      LayerNormPd(engine_, Forward(), data_md, kLayerNormEpsilon, flags);
+  const auto pd = NormalizationPd<dnnl::layer_normalization_forward>(
+      engine_, Forward(), data_md, kLayerNormEpsilon, flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
@@ -80,8 +80,8 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   }
   Run(forward_, dnnl::layer_normalization_forward(pd), args);
   if (!train_) return;
-  const auto bpd = LayerNormBackwardPd(engine_, pd.dst_desc(), data_md,
-                                       kLayerNormEpsilon, flags, pd);
+  const auto bpd = NormalizationBackwardPd<dnnl::layer_normalization_backward>(
+      engine_, pd.dst_desc(), data_md, kLayerNormEpsilon, flags, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::layer_normalization_backward(bpd),
       NormalizationBackward(x, i, mean, variance, grad, true));
