@@ -865,10 +865,14 @@ TEST_CASE(
     slower_real += slower.Real() && slower.value > 1;
     slower_near += std::abs(slower.value / 1.1 - 1) < 0.02;
   }
-  // The 10% differences are real, and measured as 10% (but where the
-  // machine stretched one side, as above).
-  CHECK(slower_real >= 9);
-  CHECK(slower_near >= 9);
+  // The 10% differences are real, and measured as 10%, but where the
+  // machine stretched one side: 18 of the 81 round-by-round ratios are a
+  // slow A round over a fast B round, 21 may fall below 1 for the interval
+  // to stay above it, so one of A's six fast rounds stretched by more than
+  // 10% (6 more ratios below 1) makes a pair within noise. Two of ten at
+  // most.
+  CHECK(slower_real >= 8);
+  CHECK(slower_near >= 8);
   // A 90% interval leaves out an equal pair's ratio one time in ten: 4 of
   // 40 expected, more than 10 less likely than 1 in 500.
   CHECK(equal_but_real <= 10);
