@@ -44,7 +44,7 @@ fi
 # /sys recursively: Slurm's daemons need the cgroup filesystem under it.
 mounts=()
 unmount() {
-  local m
+  local i
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     $sudo umount -R "${mounts[i]}" 2>/dev/null || $sudo umount -l "${mounts[i]}" || true
   done
