@@ -233,7 +233,10 @@ class Report {
         plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + family +
                  "' && strcol(5) eq '" + dtype +
                  "' ? $3 : 1/0):4 with points pt " +
-                 (dtype == "bf16" ? "5" : "7") + " ps 0.8 lc rgb '" +
+                 (dtype == "bf16"   ? "5"
+                  : dtype == "fp16" ? "9"
+                                    : "7") +
+                 " ps 0.8 lc rgb '" +
                  kCategoryColors[i % std::size(kCategoryColors)] + "' title '" +
                  title + "'";
       }

@@ -37,7 +37,7 @@ po::options_description Describe(Options& o, Texts& t) {
       "paradnn_backends", po::value(&t.backends)->value_name("LIST"),
       "comma-separated backends, replacing the config's")(
       "paradnn_dtypes", po::value(&t.dtypes)->value_name("LIST"),
-      "comma-separated data types (fp32, bf16), replacing the config's")(
+      "comma-separated data types (fp32, bf16, fp16), replacing the config's")(
       "paradnn_modes", po::value(&t.modes)->value_name("LIST"),
       "comma-separated modes (train, infer), replacing the config's")(
       "paradnn_threads", po::value(&o.threads)->value_name("N"),

@@ -6,7 +6,17 @@
 
 namespace paradnn {
 
-const char* ToString(DType d) { return d == DType::kFp32 ? "fp32" : "bf16"; }
+const char* ToString(DType d) {
+  switch (d) {
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+  }
+  return "?";
+}
 const char* ToString(Mode m) { return m == Mode::kTrain ? "train" : "infer"; }
 int ElementSize(DType d) { return d == DType::kFp32 ? 4 : 2; }
 

@@ -8,7 +8,8 @@
 
 namespace paradnn {
 
-enum class DType { kFp32, kBf16 };
+// fp16 runs where a backend has it (GPUs); bf16 where the CPU has it.
+enum class DType { kFp32, kBf16, kFp16 };
 enum class Mode { kTrain, kInfer };
 
 const char* ToString(DType d);

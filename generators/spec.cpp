@@ -88,8 +88,9 @@ std::string CanonicalValue(const ParamDef& def, std::string_view value) {
 DType ParseDType(std::string_view s) {
   if (s == "fp32") return DType::kFp32;
   if (s == "bf16") return DType::kBf16;
+  if (s == "fp16") return DType::kFp16;
   throw SpecError("'" + std::string(s) +
-                  "' is not a data type: expected fp32 or bf16");
+                  "' is not a data type: expected fp32, bf16 or fp16");
 }
 
 Mode ParseMode(std::string_view s) {
@@ -203,7 +204,7 @@ Case ParseCaseName(std::string_view name) {
   }
   std::string expected = def->name;
   for (const ParamDef& p : def->params) expected += "/" + p.key + ":<value>";
-  expected += "/<backend>/<fp32|bf16>/<train|infer>";
+  expected += "/<backend>/<fp32|bf16|fp16>/<train|infer>";
   if (parts.size() != def->params.size() + 4) {
     throw SpecError(quoted + " is not a case name: expected " + expected);
   }

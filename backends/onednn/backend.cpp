@@ -14,6 +14,10 @@ class OnednnBackend : public Backend {
   std::string name() const override { return "onednn"; }
 
   std::string Unsupported(const Job& job) const override {
+    if (job.dtype == DType::kFp16) {
+      return "onednn: fp16 is a GPU data type here (torch_cuda); this "
+             "backend runs fp32 and bf16 on the CPU";
+    }
     if (job.dtype == DType::kBf16 &&
         dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
       return "onednn: bf16 needs a CPU with AVX-512 (avx512_core) or newer";
@@ -47,6 +51,7 @@ class OnednnBackend : public Backend {
   // each picks; the faster of the two.
   double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
                    int threads) const override {
+    if (dtype == DType::kFp16) return 0;  // see Unsupported()
     const bool bf16 = dtype == DType::kBf16;
     if (bf16 && dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
       return 0;

@@ -29,6 +29,18 @@ namespace {
 
 constexpr double kLayerNormEpsilon = 1e-5;
 
+torch::ScalarType TorchType(DType d) {
+  switch (d) {
+    case DType::kBf16:
+      return torch::kBFloat16;
+    case DType::kFp16:
+      return torch::kHalf;
+    case DType::kFp32:
+      break;
+  }
+  return torch::kFloat;
+}
+
 // The modules of one layer; at most one is set.
 struct LayerModules {
   torch::nn::Linear linear{nullptr};
@@ -508,8 +520,7 @@ class TorchRunner : public Runner {
         device_(device),
         threads_(opt.threads) {
     UseThreads(opt.threads);
-    const auto dtype =
-        job.dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat;
+    const auto dtype = TorchType(job.dtype);
     {
       // Parameters made in the case's data type from the start: a model of
       // 8 billion bf16 parameters never holds them in fp32 too (32 GB).
@@ -678,10 +689,11 @@ class TorchRunner : public Runner {
       const torch::Tensor& g = p.grad();
       TORCH_CHECK(g.defined() && g.is_contiguous(),
                   "data-parallel training needs contiguous gradients");
-      grads_.push_back(
-          {g.data_ptr(), g.numel(),
-           g.scalar_type() == torch::kBFloat16 ? DType::kBf16 : DType::kFp32,
-           g.is_cuda()});
+      grads_.push_back({g.data_ptr(), g.numel(),
+                        g.scalar_type() == torch::kBFloat16 ? DType::kBf16
+                        : g.scalar_type() == torch::kHalf   ? DType::kFp16
+                                                            : DType::kFp32,
+                        g.is_cuda()});
     }
     comm_->AverageGradients(grads_);
   }
@@ -806,9 +818,13 @@ class TorchBackend : public Backend {
 
   std::string name() const override { return cuda_ ? "torch_cuda" : "torch"; }
 
-  std::string Unsupported(const Job&) const override {
+  std::string Unsupported(const Job& job) const override {
     if (cuda_ && !TorchHasCuda()) {
       return "torch_cuda: this LibTorch has no CUDA or no GPU is present";
+    }
+    // LibTorch's CPU has no fp16 GEMM of its BLAS: fp16 is the GPUs'.
+    if (!cuda_ && job.dtype == DType::kFp16) {
+      return "torch: fp16 runs on GPUs (torch_cuda); on the CPU, bf16";
     }
     return "";
   }
@@ -840,7 +856,7 @@ class TorchBackend : public Backend {
       UseThreads(threads);
       const auto options =
           torch::TensorOptions()
-              .dtype(dtype == DType::kBf16 ? torch::kBFloat16 : torch::kFloat)
+              .dtype(TorchType(dtype))
               .device(cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
       torch::NoGradGuard no_grad;
       const torch::Tensor a = torch::rand({m, k}, options);

@@ -33,12 +33,14 @@ void WithoutLibuv(Options&, long) {}
 // all-reduce per bucket rather than per tensor, and copies no larger.
 constexpr int64_t kBucketBytes = 25 << 20;
 
-int64_t Width(DType d) { return d == DType::kBf16 ? 2 : 4; }
+int64_t Width(DType d) { return d == DType::kFp32 ? 4 : 2; }
 
 int64_t Bytes(const GradBuffer& b) { return b.elements * Width(b.dtype); }
 
 at::ScalarType TypeOf(DType d) {
-  return d == DType::kBf16 ? at::kBFloat16 : at::kFloat;
+  return d == DType::kBf16   ? at::kBFloat16
+         : d == DType::kFp16 ? at::kHalf
+                             : at::kFloat;
 }
 
 bool Loopback(const std::string& addr) {

@@ -274,6 +274,16 @@ TEST_CASE("both backends time their library's own GEMM", "[calibrate]") {
   CHECK(MakeTorchBackend(true)->Device() == "gpu");
 }
 
+TEST_CASE("fp16 is the GPUs': oneDNN refuses it, saying so", "[onednn]") {
+  const Case c = ParseCaseName(
+      "FC/layers:2/nodes:32/input:64/output:10/batch:8/onednn/fp16/infer");
+  const Graph g = c.model.BuildGraph();
+  CHECK(MakeOnednnBackend()->Unsupported({g, c.dtype, c.mode}) ==
+        "onednn: fp16 is a GPU data type here (torch_cuda); this backend runs "
+        "fp32 and bf16 on the CPU");
+  CHECK(MakeOnednnBackend()->GemmFlops(64, 64, 64, DType::kFp16, 1) == 0);
+}
+
 TEST_CASE("oneDNN names itself and its library", "[onednn]") {
   auto onednn = MakeOnednnBackend();
   CHECK(onednn->name() == "onednn");

@@ -217,6 +217,26 @@ TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {
   }
 }
 
+TEST_CASE("fp16 is the GPUs': LibTorch on the CPU refuses it, saying so",
+          "[torch]") {
+  const Case c = ParseCaseName(
+      "FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp16/train");
+  CHECK(c.dtype == DType::kFp16);
+  CHECK(c.Name() ==
+        "FC/layers:2/nodes:32/input:64/output:10/batch:8/torch/fp16/train");
+  const Graph g = c.model.BuildGraph();
+  CHECK(MakeTorchBackend(false)->Unsupported({g, c.dtype, c.mode}) ==
+        "torch: fp16 runs on GPUs (torch_cuda); on the CPU, bf16");
+  // Where CUDA is, torch_cuda takes it.
+  if (TorchHasCuda()) {
+    CHECK(MakeTorchBackend(true)->Unsupported({g, c.dtype, c.mode}).empty());
+  }
+  // bf16 and fp32 stay the CPU's.
+  for (DType d : {DType::kFp32, DType::kBf16}) {
+    CHECK(MakeTorchBackend(false)->Unsupported({g, d, c.mode}).empty());
+  }
+}
+
 TEST_CASE("LibTorch's training step of a tiny FC model, by hand", "[torch]") {
   // Input [2, 4] -> dense 3 (+bias) -> ReLU -> dense 2 (+bias) -> mean
   // softmax cross-entropy, one SGD step of rate 0.01, computed here in

@@ -140,8 +140,9 @@ TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
           "bottleneck"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/"
-                    "torch/fp16/train"),
-      ContainsSubstring("'fp16' is not a data type: expected fp32 or bf16"));
+                    "torch/fp8/train"),
+      ContainsSubstring(
+          "'fp8' is not a data type: expected fp32, bf16 or fp16"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/input:2000/output:1000/batch:256/"
                     "torch/fp32/eval"),

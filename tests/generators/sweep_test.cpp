@@ -168,8 +168,8 @@ TEST_CASE("bad configs name the file, line, column, value and expectation",
              "'MLP' is not a model family: expected one of FC, CNN, RNN");
   CheckError("backends: [torch, tensorflow]\nsweeps: []\n", "1:19",
              "'tensorflow' is not a backend: expected one of torch, onednn");
-  CheckError("dtypes: fp16\nsweeps: []\n", "1:9",
-             "'fp16' is not a data type: expected fp32 or bf16");
+  CheckError("dtypes: fp8\nsweeps: []\n", "1:9",
+             "'fp8' is not a data type: expected fp32, bf16 or fp16");
   CheckError("modes: [train, eval]\nsweeps: []\n", "1:16",
              "'eval' is not a mode: expected train or infer");
   CheckError("threads: 0\nsweeps: []\n", "1:10",
