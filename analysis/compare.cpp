@@ -168,17 +168,9 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
     const nlohmann::json j = ReadJsonFile(path, "results file");
     return StackOf(j.contains("context") ? j["context"] : nlohmann::json());
   };
-  const Stack a = stack(a_file), b = stack(b_file);
-  const std::string a_own = StackDifference(a, b),
-                    b_own = StackDifference(b, a);
-  if (a.backends.empty() || b.backends.empty() ||
-      (a_own.empty() && b_own.empty())) {
-    return {a_label, b_label};
-  }
-  auto with = [](const std::string& label, const std::string& own) {
-    return label + " (" + (own.empty() ? "nothing of its own" : own) + ")";
-  };
-  return {with(a_label, a_own), with(b_label, b_own)};
+  const auto own = StackContrast(stack(a_file), stack(b_file));
+  if (!own) return {a_label, b_label};
+  return {WithStack(a_label, own->first), WithStack(b_label, own->second)};
 }
 
 std::string CompareText(const std::vector<ComparedCase>& cases,

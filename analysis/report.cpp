@@ -949,18 +949,15 @@ class Report {
     // Two stacks (two distributions, two releases of a library): each side
     // is named by what its stack has that the other's lacks, the plots by
     // the first such item ("Debian GNU/Linux 13 (trixie)").
-    const std::string a_own = StackDifference(a_.stack, b.stack);
-    const std::string b_own = StackDifference(b.stack, a_.stack);
-    if (!a_.stack.backends.empty() && !b.stack.backends.empty() &&
-        (!a_own.empty() || !b_own.empty())) {
-      auto first = [](const std::string& own) {
-        return own.empty() ? std::string("the same")
-                           : own.substr(0, own.find(", "));
+    if (const auto own = StackContrast(a_.stack, b.stack)) {
+      auto first = [](const std::string& items) {
+        return items.empty() ? std::string("the same")
+                             : items.substr(0, items.find(", "));
       };
-      a_label += " (" + (a_own.empty() ? "nothing of its own" : a_own) + ")";
-      b_label += " (" + (b_own.empty() ? "nothing of its own" : b_own) + ")";
-      a_shown = first(a_own);
-      b_shown = first(b_own);
+      a_label = WithStack(a_label, own->first);
+      b_label = WithStack(b_label, own->second);
+      a_shown = first(own->first);
+      b_shown = first(own->second);
     }
     const std::string a_over_b = a_shown + " over " + b_shown;
     html_ << "<h2>Speedup of " << Html(a_over_b) << "</h2>\n<p>A = <code>"

@@ -107,4 +107,18 @@ std::string StackDifference(const Stack& a, const Stack& b) {
   return label;
 }
 
+std::optional<std::pair<std::string, std::string>> StackContrast(
+    const Stack& a, const Stack& b) {
+  std::string a_own = StackDifference(a, b), b_own = StackDifference(b, a);
+  if (a.backends.empty() || b.backends.empty() ||
+      (a_own.empty() && b_own.empty())) {
+    return std::nullopt;
+  }
+  return std::pair{std::move(a_own), std::move(b_own)};
+}
+
+std::string WithStack(const std::string& label, const std::string& own) {
+  return label + " (" + (own.empty() ? "nothing of its own" : own) + ")";
+}
+
 }  // namespace paradnn

@@ -6,7 +6,9 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace paradnn {
@@ -36,5 +38,14 @@ Stack StackOf(const nlohmann::json& context);
 // The items of `a` that `b` lacks, ", " between them: A's label in a
 // comparison of A with B ("" when A has none of its own).
 std::string StackDifference(const Stack& a, const Stack& b);
+
+// Where A and B are two stacks (both name their backends, and they differ):
+// what each has of its own (StackDifference both ways); else nothing.
+std::optional<std::pair<std::string, std::string>> StackContrast(
+    const Stack& a, const Stack& b);
+
+// A side's label with what its stack has of its own: "a.json (Debian
+// GNU/Linux 13 (trixie), ...)", "a.json (nothing of its own)".
+std::string WithStack(const std::string& label, const std::string& own);
 
 }  // namespace paradnn

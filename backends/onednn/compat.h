@@ -198,27 +198,22 @@ inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
 #endif
 }
 
-inline dnnl::convolution_backward_weights::primitive_desc ConvolutionWeightsPd(
-    const engine& eng, const Md& src, const Md& diff_weights,
-    const Md& diff_dst, const Dims& strides, const Dims& pad,
+// A convolution's backward, of its weights (`Backward` is
+// convolution_backward_weights: `in` the source, `weights` the weights'
+// gradient) or of its data (convolution_backward_data: `in` the source's
+// gradient, `weights` the weights): both take the same arguments.
+template <typename Backward>
+typename Backward::primitive_desc ConvolutionBackwardPd(
+    const engine& eng, const Md& in, const Md& weights, const Md& diff_dst,
+    const Dims& strides, const Dims& pad,
     const dnnl::convolution_forward::primitive_desc& hint) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
-  return {eng, alg, src, diff_weights, diff_dst, strides, pad, pad, hint};
+  return {eng, alg, in, weights, diff_dst, strides, pad, pad, hint};
 #else
-  return {{alg, src, diff_weights, diff_dst, strides, pad, pad}, eng, hint};
-#endif
-}
-
-inline dnnl::convolution_backward_data::primitive_desc ConvolutionDataPd(
-    const engine& eng, const Md& diff_src, const Md& weights,
-    const Md& diff_dst, const Dims& strides, const Dims& pad,
-    const dnnl::convolution_forward::primitive_desc& hint) {
-  const algorithm alg = algorithm::convolution_direct;
-#if PARADNN_DNNL3
-  return {eng, alg, diff_src, weights, diff_dst, strides, pad, pad, hint};
-#else
-  return {{alg, diff_src, weights, diff_dst, strides, pad, pad}, eng, hint};
+  return {
+      typename Backward::desc(alg, in, weights, diff_dst, strides, pad, pad),
+      eng, hint};
 #endif
 }
 

@@ -38,7 +38,7 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     // Its input in the format it picks as well: with few channels the
     // forward pass reads them plain, which has no jit kernel here.
     auto backward_weights = [&](const memory::desc& diff_dst) {
-      wpd.emplace(ConvolutionWeightsPd(
+      wpd.emplace(ConvolutionBackwardPd<dnnl::convolution_backward_weights>(
           engine_, memory::desc(src_dims, dt_, Tag::any),
           memory::desc(w_dims, Dt::f32, Tag::any), diff_dst, strides, pad, pd));
     };
@@ -73,7 +73,7 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     // given the forward one it falls back to the reference code.
     // The input gradient in the format the kernel picks too: asked for a
     // plain one it falls back to the reference code.
-    const auto dpd = ConvolutionDataPd(
+    const auto dpd = ConvolutionBackwardPd<dnnl::convolution_backward_data>(
         engine_, memory::desc(src_dims, dt_, Tag::any),
         memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pd);
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
