@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "results/results.h"
 #include "backends/backend.h"
 #include "generators/cost.h"
+#include "results/results.h"
 
 namespace paradnn {
 using nlohmann::json;
@@ -111,10 +111,24 @@ double StreamTriad(size_t bytes_per_array, int threads, int repeats) {
   return best;
 }
 
-const PeakFlops& Platform::peak_flops() const {
+const PeakFlops& Platform::peak_flops() const { return DevicePeaks("cpu"); }
+
+const PeakFlops& Platform::DevicePeaks(const std::string& device) const {
   static const PeakFlops none;
-  const auto it = devices.find("cpu");
+  const auto it = devices.find(device);
   return it == devices.end() ? none : it->second;
+}
+
+double Platform::Bandwidth(const std::string& device) const {
+  if (device == "cpu") return memory_bandwidth;
+  const auto it = device_bandwidth.find(device);
+  return it == device_bandwidth.end() ? 0 : it->second;
+}
+
+std::string Platform::DeviceOf(const std::string& backend) const {
+  const auto it = backend_devices.find(backend);
+  if (it != backend_devices.end()) return it->second;
+  return backend == "torch_cuda" ? "gpu" : "cpu";
 }
 
 Platform Calibrate(int threads) {
@@ -128,29 +142,47 @@ Platform Calibrate(int threads) {
       std::cerr << "calibrate: " << error << "\n";
       continue;
     }
-    for (const char* dtype : {"fp32", "bf16"}) {
+    const std::string device = backend->Device();
+    for (const std::string type : kGemmTypes) {
+      const bool tf32 = type == "tf32";
+      const DType dtype = ParseDType(tf32 ? "fp32" : type);
       double best = 0;
       try {
         for (const auto& [m, n, k] : kGemmShapes) {
-          best = std::max(best, backend->GemmFlops(m, n, k, ParseDType(dtype),
-                                                   threads));
+          best =
+              std::max(best, backend->GemmFlops(m, n, k, dtype, threads, tf32));
         }
       } catch (const std::exception& e) {
-        std::cerr << "calibrate: " << name << " " << dtype
+        std::cerr << "calibrate: " << name << " " << type
                   << " GEMM failed: " << e.what() << "\n";
         continue;
       }
       if (best <= 0) {
-        std::cerr << "calibrate: " << name << " " << dtype
-                  << ": no GEMM here\n";
+        std::cerr << "calibrate: " << name << " " << type << ": no GEMM here\n";
         continue;
       }
-      std::cerr << "calibrate: " << name << " " << dtype << " GEMM "
+      std::cerr << "calibrate: " << name << " " << type << " GEMM "
                 << best / 1e9 << " GFLOP/s\n";
-      p.gemm_flops[name][dtype] = best;
+      p.gemm_flops[name][type] = best;
       p.libraries[name] = backend->Describe();
-      double& peak = p.devices[backend->Device()][dtype];
+      p.backend_devices[name] = device;
+      double& peak = p.devices[device][type];
       peak = std::max(peak, best);
+    }
+    if (device == "cpu" || p.backend_devices.count(name) == 0) continue;
+    try {
+      const double bandwidth = backend->MemoryBandwidth();
+      if (bandwidth > 0) {
+        std::cerr << "calibrate: " << name << " " << device << " memory triad "
+                  << bandwidth / 1e9 << " GB/s\n";
+        double& best = p.device_bandwidth[device];
+        best = std::max(best, bandwidth);
+      }
+      const std::string device_name = backend->DeviceName();
+      if (!device_name.empty()) p.device_names[device] = device_name;
+    } catch (const std::exception& e) {
+      std::cerr << "calibrate: " << name << " " << device
+                << " memory triad failed: " << e.what() << "\n";
     }
   }
   p.memory_bandwidth = StreamTriad(size_t{256} << 20, threads, 5);
@@ -174,6 +206,9 @@ std::string PlatformJson(const Platform& p) {
       "peak: the CPU reports neither its FMA units per core nor its clock "
       "under vector load";
   j["memory_bandwidth"] = p.memory_bandwidth;
+  j["device_bandwidth"] = p.device_bandwidth;
+  j["device_names"] = p.device_names;
+  j["backend_devices"] = p.backend_devices;
   return j.dump(2) + "\n";
 }
 
@@ -192,8 +227,8 @@ Platform LoadPlatform(const std::string& path) {
   // {"fp32": 2.2e11, ...} at `field`.
   auto peaks = [&](const json& v, const std::string& field) {
     if (!v.is_object()) {
-      throw std::runtime_error(path + ": field '" + field + "' is " +
-                               v.dump() + ": expected an object of FLOP/s "
+      throw std::runtime_error(path + ": field '" + field + "' is " + v.dump() +
+                               ": expected an object of FLOP/s "
                                "per data type");
     }
     PeakFlops out;
@@ -227,6 +262,32 @@ Platform LoadPlatform(const std::string& path) {
                              "positive number of bytes per second");
   }
   p.memory_bandwidth = j["memory_bandwidth"];
+  if (j.contains("device_bandwidth")) {
+    const json& v = j["device_bandwidth"];
+    if (!v.is_object()) {
+      throw std::runtime_error(path + ": field 'device_bandwidth' is " +
+                               v.dump() +
+                               ": expected an object of bytes per second "
+                               "per device, e.g. {\"gpu\": 4.3e12}");
+    }
+    for (const auto& [device, b] : v.items()) {
+      if (!b.is_number() || b.get<double>() <= 0) {
+        throw std::runtime_error(path + ": field 'device_bandwidth." + device +
+                                 "' is " + b.dump() +
+                                 ": expected a positive number of bytes "
+                                 "per second");
+      }
+      p.device_bandwidth[device] = b;
+    }
+  }
+  for (const char* group : {"device_names", "backend_devices"}) {
+    if (!j.contains(group) || !j[group].is_object()) continue;
+    auto& into = std::string(group) == "device_names" ? p.device_names
+                                                      : p.backend_devices;
+    for (const auto& [key, v] : j[group].items()) {
+      if (v.is_string()) into[key] = v;
+    }
+  }
   return p;
 }
 

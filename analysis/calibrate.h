@@ -18,11 +18,28 @@ struct Platform {
   // Per backend, its library's own GEMM: the roof its models run under.
   std::map<std::string, PeakFlops> gemm_flops;
   std::map<std::string, std::string> libraries;  // backend -> its Describe()
-  double memory_bandwidth = 0;                    // bytes/s
+  double memory_bandwidth = 0;  // the host's, bytes/s (STREAM triad)
+  // Per device other than the host's CPU: its memory's bandwidth (bytes/s,
+  // the same triad in its memory) and its name.
+  std::map<std::string, double> device_bandwidth;
+  std::map<std::string, std::string> device_names;
+  // Per backend, the device its cases run on ("cpu", "gpu").
+  std::map<std::string, std::string> backend_devices;
 
   // The CPU's peaks (a hand-written file's "peak_flops").
   const PeakFlops& peak_flops() const;
+  // A device's peaks, none where it has none.
+  const PeakFlops& DevicePeaks(const std::string& device) const;
+  // A device's memory bandwidth: the host's for "cpu", 0 where unknown.
+  double Bandwidth(const std::string& device) const;
+  // The device a backend's cases ran on: the file's, else "gpu" for
+  // torch_cuda and "cpu" for the others.
+  std::string DeviceOf(const std::string& backend) const;
 };
+
+// The data types calibrate measures a GEMM in: the case data types, and
+// TF32, the math NVIDIA GPUs may run fp32 products in.
+constexpr const char* kGemmTypes[] = {"fp32", "tf32", "fp16", "bf16"};
 
 // The GEMM shapes (m, n, k) calibrate measures; the best of them is a
 // backend's roof. Large ones, and the batch-sized products of dense layers
@@ -31,8 +48,9 @@ constexpr int64_t kGemmShapes[][3] = {{2048, 4096, 4096}, {4096, 4096, 1024},
                                       {1024, 1024, 1024}, {512, 1024, 1024},
                                       {512, 256, 2048},   {64, 1024, 1024}};
 
-// Measures every backend's own GEMM over kGemmShapes, best of several runs,
-// and a STREAM triad, with `threads` threads; progress on stderr.
+// Measures every backend's own GEMM over kGemmShapes in each of
+// kGemmTypes it has, best of several runs, a STREAM triad with `threads`
+// threads, and each other device's memory; progress on stderr.
 Platform Calibrate(int threads);
 
 std::string PlatformJson(const Platform& p);

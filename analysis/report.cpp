@@ -93,9 +93,15 @@ class Report {
   explicit Report(const ReportOptions& o) : o_(o) {}
 
   std::vector<std::string> Write() {
-    if (std::system("gnuplot --version > /dev/null 2>&1") != 0) {
+    if (o_.plots && std::system("gnuplot --version > /dev/null 2>&1") != 0) {
       throw std::runtime_error(
-          "gnuplot is not installed: scripts/setup.sh installs gnuplot-nox");
+          "gnuplot is not installed: scripts/setup.sh installs gnuplot-nox "
+          "(--no-plots writes the plots' scripts and data without it)");
+    }
+    if (!o_.plots) {
+      notes_.push_back(
+          "plots not drawn (--no-plots): each figure links its gnuplot "
+          "script and data; cd to this folder and run gnuplot NAME.gp");
     }
     fs::create_directories(o_.out);
     a_ = ReadResults(o_.results);
@@ -142,7 +148,7 @@ class Report {
             << Html(platform_.description) << ").";
     }
     html_ << "</p>\n";
-    Roofline();
+    Rooflines();
     for (const FamilyDef& f : Families()) {
       if (f.name == "LLM") continue;  // per phase, in its own section
       for (const auto& [group, cases] : Groups(a_.cases, f.name)) {
@@ -180,6 +186,7 @@ class Report {
     std::ofstream(path) << kTerminal << "set output '" << name << ".svg'\n"
                         << "set datafile separator ','\n"
                         << script;
+    if (!o_.plots) return;
     const std::string cmd = "cd '" + o_.out + "' && gnuplot '" + name +
                             ".gp' 2> '" + name + ".gnuplot.log'";
     if (std::system(cmd.c_str()) != 0) {
@@ -190,25 +197,48 @@ class Report {
   }
 
   void Figure(const std::string& name, const std::string& caption) {
-    html_ << "<figure><img src='" << name << ".svg' alt='" << Html(caption)
-          << "'><figcaption>" << Html(caption) << " (<a href='" << name
-          << ".csv'>data</a>)</figcaption></figure>\n";
+    html_ << "<figure>";
+    if (o_.plots) {
+      html_ << "<img src='" << name << ".svg' alt='" << Html(caption) << "'>";
+    }
+    html_ << "<figcaption>" << Html(caption) << " (<a href='" << name
+          << ".csv'>data</a>"
+          << (o_.plots ? "" : ", <a href='" + name + ".gp'>gnuplot script</a>")
+          << ")</figcaption></figure>\n";
   }
 
   double Peak(const CaseResult& r) const {
-    const PeakFlops& peaks = platform_.peak_flops();
+    const PeakFlops& peaks =
+        platform_.DevicePeaks(platform_.DeviceOf(r.c.backend));
     auto it = peaks.find(ToString(r.c.dtype));
     return it == peaks.end() ? 0 : it->second;
   }
 
-  void Roofline() {
-    std::ofstream csv(o_.out + "/roofline.csv");
+  // A roofline per device the cases ran on: the CPU's is "roofline", a
+  // GPU's "roofline_gpu" (a GPU's roofs would flatten the CPU's cases).
+  void Rooflines() {
+    std::map<std::string, std::vector<const CaseResult*>> by_device;
+    for (const CaseResult& r : a_.cases) {
+      by_device[platform_.DeviceOf(r.c.backend)].push_back(&r);
+    }
+    if (!have_platform_) {
+      notes_.push_back("no platform file: the roofline has no roofs");
+    }
+    html_ << "<h2>Roofline</h2>\n";
+    for (const auto& [device, cases] : by_device) Roofline(device, cases);
+  }
+
+  void Roofline(const std::string& device,
+                const std::vector<const CaseResult*>& cases) {
+    const std::string name =
+        device == "cpu" ? "roofline" : "roofline_" + FileKey(device);
+    std::ofstream csv(o_.out + "/" + name + ".csv");
     csv << "family,case,intensity,flops,dtype\n";
     std::set<std::string> dtypes;
-    for (const CaseResult& r : a_.cases) {
-      csv << Series(r) << "," << r.name << "," << r.intensity << "," << r.flops
-          << "," << ToString(r.c.dtype) << "\n";
-      dtypes.insert(ToString(r.c.dtype));
+    for (const CaseResult* r : cases) {
+      csv << Series(*r) << "," << r->name << "," << r->intensity << ","
+          << r->flops << "," << ToString(r->c.dtype) << "\n";
+      dtypes.insert(ToString(r->c.dtype));
     }
     csv.close();  // before gnuplot reads it
     std::ostringstream gp;
@@ -216,7 +246,7 @@ class Report {
        << "set xlabel 'arithmetic intensity (FLOP/byte)'\n"
        << "set ylabel 'FLOP/s'\nset key outside right top\nset grid\n";
     // A colour per family, a marker per data type (each type has its own
-    // roof below): fp32 circles, bf16 squares.
+    // roof below): fp32 circles, bf16 squares, fp16 triangles.
     std::string plots;
     std::vector<std::string> families;
     for (const FamilyDef& f : Families()) {
@@ -230,7 +260,7 @@ class Report {
         if (!plots.empty()) plots += ", ";
         const std::string title =
             dtypes.size() > 1 ? family + " " + dtype : family;
-        plots += "'roofline.csv' skip 1 using (strcol(1) eq '" + family +
+        plots += "'" + name + ".csv' skip 1 using (strcol(1) eq '" + family +
                  "' && strcol(5) eq '" + dtype +
                  "' ? $3 : 1/0):4 with points pt " +
                  (dtype == "bf16"   ? "5"
@@ -241,37 +271,41 @@ class Report {
                  title + "'";
       }
     }
-    if (have_platform_) {
-      gp << "set samples 400\nbw=" << platform_.memory_bandwidth << "\n";
-      for (const auto& [dtype, peak] : platform_.peak_flops()) {
+    const PeakFlops& roofs = platform_.DevicePeaks(device);
+    const double bandwidth = platform_.Bandwidth(device);
+    if (have_platform_ && bandwidth > 0) {
+      gp << "set samples 400\nbw=" << bandwidth << "\n";
+      for (const auto& [dtype, peak] : roofs) {
         gp << "roof_" << dtype << "(x) = bw*x < " << peak
            << " ? bw*x : " << peak << "\n";
         plots += ", roof_" + dtype + "(x) with lines lw 2 title '" + dtype +
                  " roof (" + Num(peak / 1e9, 3) + " GFLOP/s, " +
-                 Num(platform_.memory_bandwidth / 1e9, 3) + " GB/s)'";
+                 Num(bandwidth / 1e9, 3) + " GB/s)'";
       }
       // Each backend's own GEMM, where it sits below the roof: the gap is
-      // what its library leaves on this CPU.
+      // what its library leaves on this device.
       for (const auto& [backend, peaks] : platform_.gemm_flops) {
+        if (platform_.DeviceOf(backend) != device) continue;
         for (const auto& [dtype, gemm] : peaks) {
-          const auto roof = platform_.peak_flops().find(dtype);
-          if (roof == platform_.peak_flops().end() ||
-              gemm >= 0.98 * roof->second) {
-            continue;
-          }
+          const auto roof = roofs.find(dtype);
+          if (roof == roofs.end() || gemm >= 0.98 * roof->second) continue;
           plots += ", " + Num(gemm, 6) + " with lines dt 2 title '" + backend +
                    " " + dtype + " GEMM (" + Num(gemm / 1e9, 3) + " GFLOP/s)'";
         }
       }
-    } else {
-      notes_.push_back("no platform file: the roofline has no roofs");
+    } else if (have_platform_) {
+      notes_.push_back("the platform file has no memory bandwidth of the " +
+                       device + ": its roofline has no roofs");
     }
     gp << "plot " << plots << "\n";
-    Gnuplot("roofline", gp.str());
-    html_ << "<h2>Roofline</h2>\n";
-    Figure("roofline",
-           "every case at (intensity, FLOP/s), by family and data type, "
-           "each type under its own roof");
+    Gnuplot(name, gp.str());
+    const auto described = platform_.device_names.find(device);
+    Figure(name, "every case on the " + device +
+                     (described == platform_.device_names.end()
+                          ? ""
+                          : " (" + described->second + ")") +
+                     " at (intensity, FLOP/s), by family and data type, "
+                     "each type under its own roof");
   }
 
   // Values per (x, y) cell of two integer parameters.

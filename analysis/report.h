@@ -26,11 +26,15 @@ struct ReportOptions {
   // LLM latency limits, "ttft_ms=2000,tpot_ms=100": which cases meet them.
   std::string slo;
   std::string out;
+  // false: each plot's gnuplot script and data, not its SVG (for a machine
+  // without gnuplot; `cd OUT && gnuplot NAME.gp` draws one later).
+  bool plots = true;
 };
 
 // Writes OUT/index.html, OUT/*.svg and OUT/*.csv. Returns what the page
 // also says about what could not be reported; throws std::runtime_error
-// when nothing can be (unreadable results, gnuplot missing).
+// when nothing can be (unreadable results, gnuplot missing where plots are
+// drawn).
 std::vector<std::string> WriteReport(const ReportOptions& options);
 
 }  // namespace paradnn

@@ -96,11 +96,24 @@ class Backend {
   virtual bool ActivationsJoinProducer() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
-  // models run under (paradnn calibrate). 0 when it has none.
+  // models run under (paradnn calibrate). `tf32`: fp32 operands multiplied
+  // at TF32's 10-bit mantissa (NVIDIA tensor cores since Ampere), the math
+  // PyTorch lets fp32 products and convolutions choose. 0 when it has none.
   virtual double GemmFlops(int64_t /*m*/, int64_t /*n*/, int64_t /*k*/,
-                           DType /*dtype*/, int /*threads*/) const {
+                           DType /*dtype*/, int /*threads*/,
+                           bool /*tf32*/) const {
     return 0;
   }
+  // Bytes/s of a STREAM triad (a = b + s * c) in the device's own memory,
+  // the best of a few runs; 0 where the device is the host's (calibrate
+  // measures the host's itself).
+  virtual double MemoryBandwidth() const { return 0; }
+  // Bytes of the device's memory free now; 0 where the case runs in the
+  // host's memory or the device does not say.
+  virtual int64_t DeviceMemoryFree() const { return 0; }
+  // The device's name and size ("NVIDIA H200, 139.8 GiB"); "" for the
+  // host's CPU.
+  virtual std::string DeviceName() const { return ""; }
 };
 
 // The shortest of up to `runs` runs of `run` (one untimed first), stopping
@@ -143,12 +156,12 @@ std::vector<std::string> BackendNames();
 // that exports this function: the backend of that name, or nullptr. The
 // version in the symbol changes with this interface.
 using BackendModuleEntry = Backend* (*)(const char* name);
-constexpr char kBackendModuleSymbol[] = "paradnn_backend_v2";
+constexpr char kBackendModuleSymbol[] = "paradnn_backend_v3";
 
 }  // namespace paradnn
 
 #define PARADNN_BACKEND_MODULE(function)                              \
   extern "C" __attribute__((visibility("default"))) paradnn::Backend* \
-  paradnn_backend_v2(const char* name) {                              \
+  paradnn_backend_v3(const char* name) {                              \
     return function(name);                                            \
   }

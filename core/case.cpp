@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 
 #include "analysis/calibrate.h"
 #include "backends/backend.h"
@@ -226,11 +227,11 @@ void AddCounters(const Run& run, const Entry& e,
           {share <= 1 ? "flops_util" : "flops_over_peak", share});
     }
   }
-  // The share of the calibrated memory bandwidth the cost model's bytes
-  // take: the roof decode steps live on.
-  if (run.memory_bandwidth > 0) {
-    counters->push_back(
-        {"bandwidth_util", bytes / step_s / run.memory_bandwidth});
+  // The share of its device's calibrated memory bandwidth the cost model's
+  // bytes take: the roof decode steps live on.
+  const auto bandwidth = run.device_bandwidth.find(backend->Device());
+  if (bandwidth != run.device_bandwidth.end() && bandwidth->second > 0) {
+    counters->push_back({"bandwidth_util", bytes / step_s / bandwidth->second});
   }
   if (e.model && e.model->model.family == "LLM") {
     // What serving benchmarks report: tokens per second (a decode step
@@ -321,6 +322,21 @@ void NoteProgress(Run& run, const std::string& what) {
 
 namespace {
 
+// The memory a case of this backend may take: --paradnn_max_memory, else
+// 80% of what its device had free when this process first asked (a
+// device's allocator keeps the blocks of cases before, and hands them to
+// the next); the host's limit for the CPU's cases. 0: no limit known.
+int64_t MemoryLimit(const Run& run, const Backend& backend) {
+  if (backend.Device() == "cpu" || run.flags.max_memory > 0) {
+    return run.max_memory;
+  }
+  static std::map<std::string, int64_t> limits;
+  const auto [it, added] = limits.try_emplace(backend.name(), 0);
+  if (added)
+    it->second = static_cast<int64_t>(0.8 * backend.DeviceMemoryFree());
+  return it->second;
+}
+
 // What keeps a case from running here, or ok: its backend, the backend's
 // support for it, the memory it needs; the same reason for every call
 // after a call that could not run it.
@@ -338,10 +354,13 @@ core::Status Check(const Run& run, const Entry& e) {
   if (!unsupported.empty()) return core::Status::Skipped(unsupported);
   const int64_t memory =
       backend->RecyclesWithinStep() ? e.cost.streaming_memory : e.cost.memory;
-  if (memory > run.max_memory) {
+  const int64_t limit = MemoryLimit(run, *backend);
+  if (limit > 0 && memory > limit) {
     return core::Status::Skipped(
         "needs about " + Gib(memory) + " by the cost model, over the " +
-        Gib(run.max_memory) + " limit (--paradnn_max_memory)");
+        Gib(limit) + " limit" +
+        (backend->Device() == "cpu" ? "" : " of the " + backend->Device()) +
+        " (--paradnn_max_memory)");
   }
   return {};
 }

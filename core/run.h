@@ -158,10 +158,10 @@ struct Run {
   std::string config;  // the sweep's file, or the built-in's name
   std::string shard;   // "I/N" when this process runs a shard
   int64_t max_memory = 0;
-  // Peaks per device and data type, and the memory bandwidth (bytes/s),
-  // from --paradnn_platform.
+  // Peaks per device and data type, and each device's memory bandwidth
+  // (bytes/s), from --paradnn_platform.
   std::map<std::string, std::map<std::string, double>> device_peaks;
-  double memory_bandwidth = 0;
+  std::map<std::string, double> device_bandwidth;
   std::ofstream journal;                  // --paradnn_resume
   std::set<std::string> system_backends;  // in the MLPerf package's system
   bool progress = true;

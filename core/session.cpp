@@ -378,7 +378,8 @@ void LoadRun(Run& run, int* argc, char** argv) {
     if (!o.platform.empty()) {
       const Platform platform = LoadPlatform(o.platform);
       run.device_peaks = platform.devices;
-      run.memory_bandwidth = platform.memory_bandwidth;
+      run.device_bandwidth = platform.device_bandwidth;
+      run.device_bandwidth["cpu"] = platform.memory_bandwidth;
     }
   } catch (const std::exception& ex) {
     loaded.status = {core::Status::kFailed, ex.what()};

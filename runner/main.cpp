@@ -237,6 +237,8 @@ int ReportCommand(const Command& self, int argc, char** argv) {
       *target = argv[++i];
     } else if (arg == "--scaling" && i + 1 < argc) {
       o.scaling.push_back(argv[++i]);
+    } else if (arg == "--no-plots") {
+      o.plots = false;
     } else if (target == nullptr && o.results.empty() && arg[0] != '-') {
       o.results = arg;
     } else {
@@ -431,7 +433,7 @@ const Command kCommands[] = {
      "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
      "               [--platform P.json] [--color PARAM]\n"
      "               [--bricks BRICKS.json] [--scaling OTHER.json]...\n"
-     "               [--slo ttft_ms=MS,tpot_ms=MS] -o DIR\n\n"
+     "               [--slo ttft_ms=MS,tpot_ms=MS] [--no-plots] -o DIR\n\n"
      "Writes DIR/index.html: roofline, heat maps of utilization, which\n"
      "parameters matter, where step time goes, and A-vs-B speedups.\n\n"
      "  --vs FILE      compare with the cases of another results file\n"
@@ -451,6 +453,8 @@ const Command kCommands[] = {
      "  --slo LIMITS   LLM cases against latency limits, e.g.\n"
      "                 ttft_ms=2000,tpot_ms=100 (MLPerf Inference's Server\n"
      "                 limits for llama3.1-8b): which cases meet them\n"
+     "  --no-plots     write each plot's gnuplot script and data but not\n"
+     "                 its SVG (where gnuplot is not installed)\n"
      "  -o DIR         output folder\n",
      ReportCommand},
     {"compare", "compare two things in rounds, each ratio with its interval",

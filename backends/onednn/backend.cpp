@@ -49,9 +49,10 @@ class OnednnBackend : public Backend {
   // oneDNN's own products: the matmul primitive and the inner product the
   // dense layers run (which on some shapes beats matmul), in the formats
   // each picks; the faster of the two.
-  double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
-                   int threads) const override {
-    if (dtype == DType::kFp16) return 0;  // see Unsupported()
+  double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype, int threads,
+                   bool tf32) const override {
+    // fp16 and TF32 are the GPUs' (Unsupported()).
+    if (dtype == DType::kFp16 || tf32) return 0;
     const bool bf16 = dtype == DType::kBf16;
     if (bf16 && dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core) {
       return 0;

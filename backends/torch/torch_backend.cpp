@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "backends/caches.h"
+#include "backends/torch/cuda_driver.h"
 #include "backends/torch/step_allocator.h"
 #include "distributed/world.h"
 #include "generators/check.h"
@@ -832,6 +833,7 @@ class TorchBackend : public Backend {
   std::unique_ptr<Runner> Prepare(const Job& job,
                                   const RunOptions& opt) const override {
     return Translated([&] {
+      if (cuda_) UseCudaMath(/*tf32=*/false);
       return std::make_unique<TorchRunner>(
           job, opt, cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
     });
@@ -839,7 +841,9 @@ class TorchBackend : public Backend {
 
   std::string Describe() const override {
     return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
-           BlasCore() + (cuda_ ? ", CUDA device 0" : ", CPU");
+           BlasCore() +
+           (cuda_ ? ", CUDA device 0 (fp32 without TF32, cuDNN autotuned)"
+                  : ", CPU");
   }
 
   std::string Device() const override { return cuda_ ? "gpu" : "cpu"; }
@@ -848,16 +852,17 @@ class TorchBackend : public Backend {
   bool RecyclesWithinStep() const override { return true; }
   bool ActivationsJoinProducer() const override { return true; }
 
-  // torch::mm, which LibTorch hands to its BLAS on the CPU.
-  double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype,
-                   int threads) const override {
+  // torch::mm, which LibTorch hands to its BLAS on the CPU, to cuBLAS on a
+  // GPU.
+  double GemmFlops(int64_t m, int64_t n, int64_t k, DType dtype, int threads,
+                   bool tf32) const override {
+    if (!cuda_ && (tf32 || dtype == DType::kFp16)) return 0;
     if (cuda_ && !TorchHasCuda()) return 0;
     return Translated([&] {
       UseThreads(threads);
-      const auto options =
-          torch::TensorOptions()
-              .dtype(TorchType(dtype))
-              .device(cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU);
+      if (cuda_) UseCudaMath(tf32 && dtype == DType::kFp32);
+      const torch::TensorOptions options =
+          torch::TensorOptions().dtype(TorchType(dtype)).device(TheDevice());
       torch::NoGradGuard no_grad;
       const torch::Tensor a = torch::rand({m, k}, options);
       const torch::Tensor b = torch::rand({k, n}, options);
@@ -866,11 +871,66 @@ class TorchBackend : public Backend {
         torch::mm_out(c, a, b);
         if (cuda_) torch::cuda::synchronize();
       });
+      if (cuda_) UseCudaMath(/*tf32=*/false);
       return 2.0 * m * n * k / seconds;
     });
   }
 
+  // The triad over three arrays of 512 MiB, each many times any GPU's L2
+  // (an H200's is 60 MB), so every byte comes from device memory.
+  double MemoryBandwidth() const override {
+    if (!cuda_ || !TorchHasCuda()) return 0;
+    return Translated([&] {
+      const int64_t n = int64_t{1} << 27;
+      const torch::TensorOptions options =
+          torch::TensorOptions().dtype(torch::kFloat).device(TheDevice());
+      torch::NoGradGuard no_grad;
+      const torch::Tensor b = torch::full({n}, 1.0, options);
+      const torch::Tensor c = torch::full({n}, 2.0, options);
+      torch::Tensor a = torch::empty({n}, options);
+      const double seconds = BestSeconds(
+          [&] {
+            torch::add_out(a, b, c, 3.0);
+            torch::cuda::synchronize();
+          },
+          100);
+      if (a[n / 2].item<double>() != 7.0) {
+        throw std::logic_error("the device's triad computed wrongly");
+      }
+      return 3.0 * n * sizeof(float) / seconds;
+    });
+  }
+
+  int64_t DeviceMemoryFree() const override {
+    return cuda_ && TorchHasCuda() ? cuda_driver::Memory(0).free : 0;
+  }
+
+  std::string DeviceName() const override {
+    if (!cuda_ || !TorchHasCuda()) return "";
+    const std::string name = cuda_driver::DeviceName(0);
+    const double gib = cuda_driver::Memory(0).total / double(int64_t{1} << 30);
+    char size[32];
+    std::snprintf(size, sizeof(size), ", %.1f GiB", gib);
+    return name.empty() ? "CUDA device 0" : name + (gib > 0 ? size : "");
+  }
+
  private:
+  torch::Device TheDevice() const {
+    return cuda_ ? torch::Device(torch::kCUDA, 0) : torch::kCPU;
+  }
+
+  // fp32 cases multiply in fp32: PyTorch lets cuDNN's convolutions round
+  // fp32 to TF32 unless told not to, and a user comparing fp32 across
+  // platforms compares IEEE fp32; TF32 is its own calibrated peak. cuDNN
+  // times its algorithms for each new shape in the warm-up step and keeps
+  // the fastest, as training scripts ask it to (torch.backends.cudnn.
+  // benchmark).
+  static void UseCudaMath(bool tf32) {
+    at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
+    at::globalContext().setAllowTF32CuDNN(tf32);
+    at::globalContext().setBenchmarkCuDNN(true);
+  }
+
   bool cuda_;
 };
 

@@ -521,6 +521,88 @@ TEST_CASE("platform files written by hand are checked", "[report]") {
   CHECK(p.memory_bandwidth == 3e10);
 }
 
+TEST_CASE("a GPU's cases under the GPU's roofs, and --no-plots draws nothing",
+          "[report]") {
+  const fs::path dir = Dir("gpu");
+  // An FC case on each device, at 10 ms a step.
+  std::string benchmarks;
+  for (const char* backend : {"torch", "torch_cuda"}) {
+    const std::string name =
+        std::string("FC/layers:2/nodes:32/input:64/output:10/batch:8/") +
+        backend + "/fp32/infer";
+    benchmarks += std::string(benchmarks.empty() ? "" : ", ") +
+                  "{\"name\": \"" + name + "/real_time\", \"run_name\": \"" +
+                  name +
+                  "/real_time\", \"run_type\": \"iteration\", "
+                  "\"iterations\": 3, \"real_time\": 10, \"time_unit\": "
+                  "\"ms\", \"step_ms\": 10, \"params\": 3466, "
+                  "\"flop_per_step\": 54272, \"bytes_per_step\": 15000, "
+                  "\"intensity\": 3.6}";
+  }
+  std::ofstream(dir / "results.json")
+      << "{\"context\": {}, \"benchmarks\": [" << benchmarks << "]}";
+  Platform p;
+  p.name = "box";
+  p.devices["cpu"] = {{"fp32", 2e11}};
+  p.devices["gpu"] = {{"fp32", 5e13}, {"tf32", 4e14}, {"bf16", 9e14}};
+  p.memory_bandwidth = 3.4e10;
+  p.device_bandwidth["gpu"] = 4.3e12;
+  p.device_names["gpu"] = "NVIDIA H200, 139.8 GiB";
+  p.backend_devices = {{"torch", "cpu"}, {"torch_cuda", "gpu"}};
+  std::ofstream(dir / "platform.json") << PlatformJson(p);
+  const Platform loaded = LoadPlatform((dir / "platform.json").string());
+  CHECK(loaded.DevicePeaks("gpu") == p.devices["gpu"]);
+  CHECK(loaded.Bandwidth("gpu") == 4.3e12);
+  CHECK(loaded.Bandwidth("cpu") == 3.4e10);
+  CHECK(loaded.device_names == p.device_names);
+  CHECK(loaded.DeviceOf("torch_cuda") == "gpu");
+  CHECK(loaded.DeviceOf("onednn") == "cpu");
+  ReportOptions o;
+  o.results = (dir / "results.json").string();
+  o.platform = (dir / "platform.json").string();
+  o.out = (dir / "report").string();
+  o.plots = false;
+  const std::vector<std::string> notes = WriteReport(o);
+  // Each device's cases on its own roofline, under its own roofs.
+  const std::string cpu = Slurp(dir / "report/roofline.csv");
+  const std::string gpu = Slurp(dir / "report/roofline_gpu.csv");
+  CHECK_THAT(cpu, ContainsSubstring("/torch/fp32/infer"));
+  CHECK(cpu.find("torch_cuda") == std::string::npos);
+  CHECK_THAT(gpu, ContainsSubstring("/torch_cuda/fp32/infer"));
+  CHECK(gpu.find("/torch/") == std::string::npos);
+  CHECK_THAT(Slurp(dir / "report/roofline.gp"),
+             ContainsSubstring("bw=3.4e+10"));
+  const std::string gp = Slurp(dir / "report/roofline_gpu.gp");
+  CHECK_THAT(gp, ContainsSubstring("bw=4.3e+12"));
+  CHECK_THAT(gp, ContainsSubstring("bf16 roof (9e+05 GFLOP/s, 4.3e+03 GB/s)"));
+  CHECK_THAT(gp, ContainsSubstring("tf32 roof (4e+05 GFLOP/s"));
+  // No plot drawn: the page links each one's script and data.
+  CHECK_FALSE(fs::exists(dir / "report/roofline.svg"));
+  CHECK_FALSE(fs::exists(dir / "report/roofline_gpu.svg"));
+  const std::string html = Slurp(dir / "report/index.html");
+  CHECK(html.find("<img") == std::string::npos);
+  CHECK_THAT(html, ContainsSubstring("every case on the gpu (NVIDIA H200, "
+                                     "139.8 GiB)"));
+  CHECK_THAT(html, ContainsSubstring("<a href='roofline_gpu.gp'>gnuplot "
+                                     "script</a>"));
+  bool said = false;
+  for (const std::string& n : notes) {
+    said = said || n.find("plots not drawn (--no-plots)") == 0;
+  }
+  CHECK(said);
+  // gnuplot draws the script as written.
+  REQUIRE(std::system(("cd '" + (dir / "report").string() +
+                       "' && gnuplot roofline_gpu.gp 2>/dev/null")
+                          .c_str()) == 0);
+  CHECK(fs::file_size(dir / "report/roofline_gpu.svg") > 1000);
+  // A device's bandwidth is checked as the host's is.
+  std::ofstream(dir / "bad.json")
+      << "{\"peak_flops\": {\"fp32\": 2e11}, \"memory_bandwidth\": 3e10, "
+         "\"device_bandwidth\": {\"gpu\": -1}}";
+  CHECK_THROWS_WITH(LoadPlatform((dir / "bad.json").string()),
+                    ContainsSubstring("field 'device_bandwidth.gpu' is -1"));
+}
+
 TEST_CASE("cgroup CPU quotas, as cgroup v2 and v1 write them", "[platform]") {
   auto file = [](const std::string& name, const std::string& text) {
     const std::string path = test::Scratch("cgroup/" + name).string();

@@ -3,6 +3,7 @@
 // check estimates against.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "generators/graph.h"
@@ -10,6 +11,9 @@
 namespace paradnn::test {
 
 constexpr double kClockStepUs = 300;  // once per step
+// The free memory of clockgpu's device: 8 MiB, so that a case's limit
+// there (80% of it) is far below the host's.
+constexpr int64_t kClockDeviceFreeBytes = int64_t{8} << 20;
 // A layer: a fixed part and one per 100 elements of its output. Data
 // inputs cost nothing, and neither does a brick's mean loss, which no
 // model has; an inference step computes no loss, as real backends' do not.

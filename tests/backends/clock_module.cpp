@@ -7,8 +7,10 @@
 // part as an operation (matrix products as gemm, the rest elementwise), in
 // the thread's CPU time, so the shares of step time are known too.
 //
-// Built three times: "clock", "clocktwin" (the same steps) and "clockslow"
-// (every step 1.1 times as long), so that comparisons have a known answer.
+// Built four times: "clock", "clocktwin" (the same steps) and "clockslow"
+// (every step 1.1 times as long), so that comparisons have a known answer,
+// and "clockgpu", the same steps said to run on a "gpu" device with
+// kClockDeviceFreeBytes free, for the core's handling of device cases.
 // With PARADNN_CLOCK_SLOW_EVERY=N and PARADNN_CLOCK_COUNTER=DIR, every Nth
 // process that prepares a given model of this backend (counted in a file
 // of DIR per backend and model) steps twice as slowly, as a machine moves a
@@ -57,6 +59,7 @@ void SpinCpu(double us) {
 #ifndef PARADNN_CLOCK_NAME
 #define PARADNN_CLOCK_NAME "clock"
 #define PARADNN_CLOCK_SCALE 1.0
+#define PARADNN_CLOCK_DEVICE "cpu"
 #endif
 
 // 2 when this process is one of the slow ones (PARADNN_CLOCK_SLOW_EVERY),
@@ -134,6 +137,10 @@ class ClockBackend : public paradnn::Backend {
   }
   std::string Describe() const override {
     return "clock backend, steps of known time";
+  }
+  std::string Device() const override { return PARADNN_CLOCK_DEVICE; }
+  int64_t DeviceMemoryFree() const override {
+    return Device() == "cpu" ? 0 : paradnn::test::kClockDeviceFreeBytes;
   }
 };
 

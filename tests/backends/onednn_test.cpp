@@ -266,7 +266,8 @@ TEST_CASE("both backends time their library's own GEMM", "[calibrate]") {
   for (const auto& backend : {MakeTorchBackend(false), MakeOnednnBackend()}) {
     INFO(backend->name());
     CHECK(backend->Device() == "cpu");
-    const double flops = backend->GemmFlops(256, 256, 256, DType::kFp32, 1);
+    const double flops = backend->GemmFlops(256, 256, 256, DType::kFp32, 1,
+                                            /*tf32=*/false);
     // 2 x 256^3 FLOPs in more than a microsecond and less than a second.
     CHECK(flops > 2 * 256.0 * 256 * 256);
     CHECK(flops < 2 * 256.0 * 256 * 256 * 1e6);
@@ -281,7 +282,10 @@ TEST_CASE("fp16 is the GPUs': oneDNN refuses it, saying so", "[onednn]") {
   CHECK(MakeOnednnBackend()->Unsupported({g, c.dtype, c.mode}) ==
         "onednn: fp16 is a GPU data type here (torch_cuda); this backend runs "
         "fp32 and bf16 on the CPU");
-  CHECK(MakeOnednnBackend()->GemmFlops(64, 64, 64, DType::kFp16, 1) == 0);
+  CHECK(MakeOnednnBackend()->GemmFlops(64, 64, 64, DType::kFp16, 1,
+                                       /*tf32=*/false) == 0);
+  CHECK(MakeOnednnBackend()->GemmFlops(64, 64, 64, DType::kFp32, 1,
+                                       /*tf32=*/true) == 0);
 }
 
 TEST_CASE("oneDNN names itself and its library", "[onednn]") {

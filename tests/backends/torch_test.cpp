@@ -1,4 +1,5 @@
 // The LibTorch backend against the cost model and against itself.
+#include <dlfcn.h>
 #include <sys/resource.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "backends/torch/cuda_driver.h"
 #include "backends/torch/torch_backend.h"
 #include "generators/cost.h"
 #include "generators/init.h"
@@ -214,6 +216,22 @@ TEST_CASE("torch_cuda says why it cannot run here", "[torch]") {
     const Graph g = c.model.BuildGraph();
     CHECK_THAT(cuda->Unsupported({g, c.dtype, c.mode}),
                Catch::Matchers::ContainsSubstring("no CUDA or no GPU"));
+    // Nothing measured where there is no device, and no device said.
+    CHECK(cuda->GemmFlops(64, 64, 64, DType::kFp16, 1, /*tf32=*/false) == 0);
+    CHECK(cuda->MemoryBandwidth() == 0);
+    CHECK(cuda->DeviceMemoryFree() == 0);
+    CHECK(cuda->DeviceName().empty());
+  }
+  // The CPU has neither TF32 nor fp16 products, nor a device of its own.
+  auto cpu = MakeTorchBackend(false);
+  CHECK(cpu->GemmFlops(64, 64, 64, DType::kFp32, 1, /*tf32=*/true) == 0);
+  CHECK(cpu->GemmFlops(64, 64, 64, DType::kFp16, 1, /*tf32=*/false) == 0);
+  CHECK(cpu->MemoryBandwidth() == 0);
+  CHECK(cpu->DeviceMemoryFree() == 0);
+  // Without NVIDIA's driver, the driver's answers are empty, not made up.
+  if (dlopen("libcuda.so.1", RTLD_NOW) == nullptr) {
+    CHECK(cuda_driver::DeviceName(0).empty());
+    CHECK(cuda_driver::Memory(0).total == 0);
   }
 }
 

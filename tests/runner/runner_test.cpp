@@ -750,6 +750,61 @@ std::string ClockPath() {
 }
 
 TEST_CASE(
+    "a device's cases: its free memory limits them, its peak and memory "
+    "bandwidth are their roofs",
+    "[runner][platform][serial]") {
+  // clockgpu (tests/backends/clock_module.cpp): steps of a known time on a
+  // "gpu" with 8 MiB free. The platform's GPU roofs are a thousand times
+  // the CPU's: a case measured against the CPU's would be over its peak.
+  const std::string small =
+      "FC/layers:2/nodes:256/input:512/output:10/batch:64/clockgpu/fp32/infer";
+  // 4 x 1024 x 1024 weights alone are 16 MiB.
+  const std::string large =
+      "FC/layers:4/nodes:1024/input:1024/output:10/batch:8/clockgpu/fp32/"
+      "infer";
+  const std::string platform = Scratch("platform.json");
+  std::ofstream(platform)
+      << "{\"peak_flops\": {\"fp32\": 1e9}, \"memory_bandwidth\": 1e9, "
+         "\"devices\": {\"gpu\": {\"fp32\": 1e12}}, "
+         "\"device_bandwidth\": {\"gpu\": 1e12}}";
+  const std::string args = " --paradnn_case=" + small +
+                           " --paradnn_case=" + large +
+                           " --paradnn_steps=10 --paradnn_threads=1"
+                           " --paradnn_platform=" +
+                           platform + " --benchmark_format=json";
+  Result r = RunRunner(args, ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 2);
+  const json& b = j["benchmarks"][0];
+  REQUIRE(b["name"].get<std::string>().rfind(small + "/", 0) == 0);
+  // The step spins for its known time; a busy machine only stretches it.
+  const Case c = ParseCaseName(small);
+  const double truth_s = test::ClockStepUs(c.model.BuildGraph(), c.mode) / 1e6;
+  // 2 x 64 x (512 x 256 + 256 x 256 + 256 x 10) multiply-adds.
+  const double flops = 25493504;
+  REQUIRE(b.contains("flops_util"));
+  CHECK(b["flops_util"].get<double>() <= flops / truth_s / 1e12 * 1.02);
+  CHECK(b["flops_util"].get<double>() >= flops / truth_s / 1e12 / 1.5);
+  const double bytes = b["bytes_per_step"].get<double>();
+  CHECK(b["bandwidth_util"].get<double>() <= bytes / truth_s / 1e12 * 1.02);
+  CHECK(b["bandwidth_util"].get<double>() >= bytes / truth_s / 1e12 / 1.5);
+  // 80% of 8 MiB, not the host's memory.
+  CHECK(j["benchmarks"][1]["error_occurred"] == true);
+  CHECK_THAT(j["benchmarks"][1]["error_message"].get<std::string>(),
+             ContainsSubstring("over the 0.0 GiB limit of the gpu "
+                               "(--paradnn_max_memory)"));
+  // The flag is the device's limit too.
+  r = RunRunner(args + " --paradnn_max_memory=1G", ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 2);
+  CHECK_FALSE(j["benchmarks"][1].contains("error_occurred"));
+}
+
+TEST_CASE(
     "bricks estimate a backend's known step times: each layer once, the "
     "step's fixed cost once, gradient sums, recurrent stacks",
     "[runner][bricks][serial]") {
