@@ -143,6 +143,7 @@ Platform Calibrate(int threads) {
       continue;
     }
     const std::string device = backend->Device();
+    std::string none;  // the types it has no GEMM in here
     for (const std::string type : kGemmTypes) {
       const bool tf32 = type == "tf32";
       const DType dtype = ParseDType(tf32 ? "fp32" : type);
@@ -158,7 +159,7 @@ Platform Calibrate(int threads) {
         continue;
       }
       if (best <= 0) {
-        std::cerr << "calibrate: " << name << " " << type << ": no GEMM here\n";
+        none += (none.empty() ? "" : ", ") + type;
         continue;
       }
       std::cerr << "calibrate: " << name << " " << type << " GEMM "
@@ -168,6 +169,10 @@ Platform Calibrate(int threads) {
       p.backend_devices[name] = device;
       double& peak = p.devices[device][type];
       peak = std::max(peak, best);
+    }
+    if (!none.empty()) {
+      std::cerr << "calibrate: " << name << ": no GEMM in " << none
+                << " here\n";
     }
     if (device == "cpu" || p.backend_devices.count(name) == 0) continue;
     try {
