@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with tests and examples, runs the tests
 # (the fuzz targets among them, for a few seconds each), then the unit tests
-# under ASan and UBSan (CMakePresets.json, build-asan/).
+# under ASan and UBSan (CMakePresets.json, build-asan/), then the GPU check
+# up to where it needs a GPU (scripts/gpu_check.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --test
@@ -12,3 +13,6 @@ cd "$root"
 cmake --preset asan >/dev/null
 cmake --build --preset asan >/dev/null
 ctest --preset asan
+# The GPU check's packages, and its build against them alone.
+"$root/scripts/gpu_check.sh" --prepare >/dev/null
+"$root/scripts/gpu_check.sh" --until-gpu
