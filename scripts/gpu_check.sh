@@ -51,10 +51,10 @@ prepare() {
   rm -rf "$deps/debs"
   mkdir -p "$deps/debs"
   # shellcheck disable=SC2086
-  (cd "$deps/debs" && apt-get download -qq $packages 2>&1 |
-    grep -v 'unsandboxed as root' || true)
+  (cd "$deps/debs" && apt-get download -qq $packages)
   local bytes
   bytes=$(du -cb "$deps"/debs/*.deb | tail -1 | cut -f1)
+  # shellcheck disable=SC1091
   echo "gpu_check: $(echo "$packages" | wc -l) packages of $(. /etc/os-release &&
     echo "$PRETTY_NAME"), $((bytes / 1000000)) MB, in $deps/debs:"
   ls "$deps/debs"
@@ -103,7 +103,7 @@ build_paradnn() {
     -DPARADNN_BUILD_EXAMPLES=OFF -DPARADNN_INSTALL=OFF >"$build/configure.log" ||
     {
       tail -40 "$build/configure.log"
-      echo "gpu_check: CMake failed (log: $build.configure.log)" >&2
+      echo "gpu_check: CMake failed (log: $build/configure.log)" >&2
       exit 1
     }
   # Every dependency but LibTorch from the packages, not the machine.
