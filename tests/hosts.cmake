@@ -126,10 +126,17 @@ foreach(style own_main benchmark_main)
     run(${host} --benchmark_filter=${own} --benchmark_min_time=0.01)
     expect_not("${err}" "paradnn:")
     # And loads nothing of paradnn's: not libparadnn, nor its dependencies.
+    # The loader's log names what it loads (libc, which every host loads),
+    # and libparadnn as soon as PARADNN_CONFIG asks for cases.
     run(${CMAKE_COMMAND} -E env LD_DEBUG=files ${host} --benchmark_list_tests)
+    expect("${err}" "file=libc.so.6")
     foreach(library libparadnn libyaml-cpp libboost libgomp)
       expect_not("${err}" ${library})
     endforeach()
+    run(${CMAKE_COMMAND} -E env LD_DEBUG=files PARADNN_CONFIG=${config}
+        ${host} --benchmark_list_tests)
+    expect("${err}" "file=libc.so.6")
+    expect("${err}" "libparadnn")
   endif()
   run(${env} ${host} ${args} --benchmark_list_tests)
   expect("${out}" ${own})

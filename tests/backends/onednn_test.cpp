@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "backends/onednn/onednn_backend.h"
 #include "backends/torch/torch_backend.h"
@@ -122,10 +123,16 @@ TEST_CASE("oneDNN's decoder matches LibTorch's in fp32: prefill and decode",
           "/torch/fp32/infer"));
     }
   }
-  // A prompt that oneDNN's attention takes in three chunks of positions.
-  cases.push_back(ParseCaseName(
-      "LLM/layers:1/d_model:32/heads:4/kv_heads:2/ffn:64/vocab:50/"
-      "context:300/batch:2/phase:prefill/torch/fp32/infer"));
+  // A prompt that oneDNN's attention takes in three chunks of positions,
+  // in two layers: the logits read the last position only, but the first
+  // layer's every chunk makes the keys and values the second reads. With
+  // grouped-query (two heads a key/value head) and multi-head attention.
+  for (const char* kv : {"2", "4"}) {
+    cases.push_back(ParseCaseName(
+        std::string("LLM/layers:2/d_model:32/heads:4/kv_heads:") + kv +
+        "/ffn:64/vocab:50/context:300/batch:2/phase:prefill/torch/fp32/"
+        "infer"));
+  }
   for (const Case& c : cases) {
     INFO(c.Name());
     const Graph g = c.model.BuildGraph();
@@ -218,7 +225,16 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
                                     mode));
     }
   }
-  int compared = 0;
+  // Every case but the RNNs' training, for whose cells oneDNN has no
+  // correct bf16 backward (2.6 and 3.7 alike): FC 2, RNN inference 3,
+  // Transformer 4, LLM 2, CNN 4.
+  std::set<std::string> expected, compared;
+  for (const Case& c : cases) {
+    if (c.model.family != "RNN" || c.mode != Mode::kTrain) {
+      expected.insert(c.Name());
+    }
+  }
+  REQUIRE(expected.size() == 15);
   for (const Case& c : cases) {
     INFO(c.Name());
     Graph g = c.model.BuildGraph();
@@ -229,7 +245,7 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
                           Catch::Matchers::ContainsSubstring("AVX-512"));
       continue;
     }
-    ++compared;
+    compared.insert(c.Name());
     Case fp32 = c;
     fp32.dtype = DType::kFp32;
     auto a = Prepare(*onednn, c, g);
@@ -252,7 +268,7 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
   }
   // A CPU without bf16 support compares nothing: that is a failure, not a
   // pass (these machines have AVX-512 with bf16).
-  CHECK(compared >= 4);
+  CHECK(compared == expected);
 }
 
 TEST_CASE("oneDNN runs as many threads as it is given", "[onednn][threads]") {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/catch.h"
+#include "tests/distributed/delay_comm.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
@@ -65,6 +66,37 @@ std::vector<Rank> RunRanks(const std::vector<std::string>& args,
 
 std::vector<Rank> RunRanks(const std::vector<std::string>& args, int world) {
   return RunRanks(args, std::vector<int>(args.size(), world));
+}
+
+TEST_CASE("the all-reduce's share of a step is the time spent in it",
+          "[distributed][runner][serial]") {
+  // Rank 0 of 2 with a communicator whose every all-reduce sleeps a known
+  // time (tests/distributed/delay_comm.cpp), found before the real one: each
+  // training step spends that long in it, and the step a few ms more.
+  const std::string cmd =
+      std::string("PARADNN_BACKEND_PATH=") + PARADNN_DELAY_COMM_DIR +
+      " RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 " +
+      PARADNN_RUNNER +
+      " --paradnn_case=FC/layers:2/nodes:256/input:512/output:10/batch:64/"
+      "torch/fp32/train --paradnn_threads=1 --paradnn_steps=5 "
+      "--benchmark_format=json >" +
+      Scratch("delay.out").string() + " 2>" + Scratch("delay.err").string();
+  const int status = std::system(cmd.c_str());
+  INFO(Slurp(Scratch("delay.err").string()));
+  REQUIRE(status == 0);
+  const json b =
+      json::parse(Slurp(Scratch("delay.out").string()))["benchmarks"][0];
+  const double delay_s = test::kAllReduceDelayUs / 1e6;
+  // A sleep ends on time or later; on a machine this test has to itself,
+  // less than 2 ms later.
+  const double late_s = 2e-3;
+  const double seconds = b["allreduce_seconds_per_step"];
+  CHECK(seconds >= delay_s);
+  CHECK(seconds <= delay_s + late_s);
+  const double step_s = b["step_ms"].get<double>() / 1e3;
+  REQUIRE(step_s > delay_s);
+  CHECK(b["time_allreduce_frac"].get<double>() >= delay_s / step_s);
+  CHECK(b["time_allreduce_frac"].get<double>() <= (delay_s + late_s) / step_s);
 }
 
 TEST_CASE("ranks train a case together and rank 0 reports for all",

@@ -54,19 +54,20 @@ TEST_CASE("the paper's grids have the paper's sizes", "[sweep]") {
 
 TEST_CASE("quickstart covers every family, smoke every one that trains",
           "[sweep]") {
-  for (const char* file : {"smoke.yaml", "quickstart.yaml"}) {
+  // The families by name, not from the registry the sweeps are made with:
+  // one that a sweep dropped, or the registry lost, fails. LLM serves
+  // (inference only), so the smoke sweep of training and inference has it
+  // not.
+  const std::map<std::string, std::set<std::string>> expected = {
+      {"smoke.yaml", {"FC", "CNN", "RNN", "TRANSFORMER"}},
+      {"quickstart.yaml", {"FC", "CNN", "RNN", "TRANSFORMER", "LLM"}}};
+  for (const auto& [file, families] : expected) {
     INFO(file);
-    std::set<std::string> covered, expected;
+    std::set<std::string> covered;
     for (const Case& c : LoadSweep(Config(file), kBackends).cases) {
       covered.insert(c.model.family);
     }
-    for (const FamilyDef& f : Families()) {
-      if (std::string(file) == "quickstart.yaml" ||
-          std::count(f.modes.begin(), f.modes.end(), Mode::kTrain)) {
-        expected.insert(f.name);
-      }
-    }
-    CHECK(covered == expected);
+    CHECK(covered == families);
   }
 }
 

@@ -411,42 +411,6 @@ TEST_CASE("the default thread count is the CPUs the process may use",
   CHECK(json::parse(r.out)["context"]["paradnn_threads"] == "1");
 }
 
-TEST_CASE("flops_util is a plain fraction of the device's peak, never over 1",
-          "[runner][platform]") {
-  // On the clock of every other rate of the case: step_ms.
-  const std::string name =
-      "FC/layers:2/nodes:256/input:512/output:10/batch:64/torch/fp32/infer";
-  auto run = [&](double peak) {
-    const std::string platform = Scratch("platform.json");
-    std::ofstream(platform) << "{\"peak_flops\": {\"fp32\": " << peak
-                            << "}, \"memory_bandwidth\": 1e10}";
-    Result r = RunRunner("--paradnn_case=" + name +
-                         " --paradnn_steps=5 --paradnn_threads=1"
-                         " --paradnn_platform=" +
-                         platform + " --benchmark_format=json");
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    json b = json::parse(r.out)["benchmarks"][0];
-    const double step_s = b["step_ms"].get<double>() / 1e3;
-    REQUIRE(step_s > 0);
-    // 2 x 64 x (512 x 256 + 256 x 256 + 256 x 10) multiply-adds.
-    CHECK(b["flop_per_step"].get<double>() == 25493504);
-    b["expected_share"] = 25493504 / step_s / peak;
-    return b;
-  };
-  const json under = run(1e15);
-  REQUIRE(under.contains("flops_util"));
-  CHECK_FALSE(under.contains("flops_over_peak"));
-  CHECK(under["flops_util"].get<double>() ==
-        Approx(under["expected_share"].get<double>()).epsilon(1e-9));
-  CHECK(under["flops_util"].get<double>() < 1);
-  const json over = run(1e3);  // a peak no case stays under
-  CHECK_FALSE(over.contains("flops_util"));
-  REQUIRE(over.contains("flops_over_peak"));
-  CHECK(over["flops_over_peak"].get<double>() ==
-        Approx(over["expected_share"].get<double>()).epsilon(1e-9));
-}
-
 TEST_CASE(
     "oneDNN runs no reference kernel for products, pooling, norms, "
     "activations or softmax, and no generic reorder for an add",
@@ -713,7 +677,14 @@ TEST_CASE(
     REQUIRE(steps.size() == 5);
     CHECK(b["cold_step_times_ms"].empty());
     CHECK(b["step_ms"].get<double>() == Approx(MedianOf(steps)));
-    CHECK(b["step_spread_ms"].get<double>() >= 0);
+    // The median's standard error: 1.2533 sigma / sqrt(5), sigma 1.4826
+    // times the steps' median absolute deviation.
+    std::vector<double> deviations;
+    for (double ms : steps) {
+      deviations.push_back(std::abs(ms - MedianOf(steps)));
+    }
+    CHECK(b["step_spread_ms"].get<double>() ==
+          Approx(1.2533 * 1.4826 * MedianOf(deviations) / std::sqrt(5.0)));
   }
   REQUIRE(j["models"].size() == 2);
   for (size_t k = 0; k < 2; ++k) {
@@ -747,6 +718,58 @@ TEST_CASE(
 std::string ClockPath() {
   return std::string("PARADNN_BACKEND_PATH=") + PARADNN_THIRD_PARTY_BACKENDS +
          " ";
+}
+
+TEST_CASE(
+    "a case's step time and every rate over it are the known step's, and "
+    "flops_util is a plain fraction of the peak, never over 1",
+    "[runner][platform][serial]") {
+  // The clock backend's step spins for a known time: step_ms lies between
+  // it and what a busy machine adds, and so does every rate over it,
+  // known before the run from the step, the counts by hand and the
+  // platform file's peak.
+  const std::string name =
+      "FC/layers:2/nodes:256/input:512/output:10/batch:64/clock/fp32/infer";
+  const Case c = ParseCaseName(name);
+  const double truth_s = test::ClockStepUs(c.model.BuildGraph(), c.mode) / 1e6;
+  // 2 x 64 x (512 x 256 + 256 x 256 + 256 x 10) multiply-adds.
+  const double flops = 25493504;
+  const double slack = 1.3;  // what another process may add to a step
+  auto run = [&](double peak) {
+    const std::string platform = Scratch("platform.json");
+    std::ofstream(platform) << "{\"peak_flops\": {\"fp32\": " << peak
+                            << "}, \"memory_bandwidth\": 1e10}";
+    Result r = RunRunner("--paradnn_case=" + name +
+                             " --paradnn_steps=10 --paradnn_threads=1"
+                             " --paradnn_platform=" +
+                             platform + " --benchmark_format=json",
+                         ClockPath());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json b = json::parse(r.out)["benchmarks"][0];
+    CHECK(b["flop_per_step"].get<double>() == flops);
+    CHECK(b["step_ms"].get<double>() >= truth_s * 1e3 * (1 - 1e-3));
+    CHECK(b["step_ms"].get<double>() <= truth_s * 1e3 * slack);
+    CHECK(b["FLOPS"].get<double>() <= flops / truth_s * (1 + 1e-3));
+    CHECK(b["FLOPS"].get<double>() >= flops / truth_s / slack);
+    CHECK(b["examples_per_second"].get<double>() <= 64 / truth_s * (1 + 1e-3));
+    CHECK(b["examples_per_second"].get<double>() >= 64 / truth_s / slack);
+    return b;
+  };
+  // The step does about 21 GFLOP/s: a fifth of a 1e11 peak.
+  const json under = run(1e11);
+  const double share = flops / truth_s / 1e11;
+  REQUIRE(share > 0.1);
+  REQUIRE(under.contains("flops_util"));
+  CHECK_FALSE(under.contains("flops_over_peak"));
+  CHECK(under["flops_util"].get<double>() <= share * (1 + 1e-3));
+  CHECK(under["flops_util"].get<double>() >= share / slack);
+  // Twenty times a 1e9 peak: no utilization over 1, the ratio instead.
+  const json over = run(1e9);
+  CHECK_FALSE(over.contains("flops_util"));
+  REQUIRE(over.contains("flops_over_peak"));
+  CHECK(over["flops_over_peak"].get<double>() <= share * 100 * (1 + 1e-3));
+  CHECK(over["flops_over_peak"].get<double>() >= share * 100 / slack);
 }
 
 TEST_CASE(
@@ -975,9 +998,15 @@ TEST_CASE("profile shares are the known shares of a backend's step",
   // The clock backend's step spins a known time per layer (its profile
   // says gemm for the products, elementwise for the rest) and a fixed
   // cost no operation covers (other); its profile counts the thread's CPU
-  // time, which a busy machine's time slices do not move.
+  // time, which a busy machine's time slices do not move. A residual
+  // block's step: two convolutions and a dense layer (gemm, 0.26 of it),
+  // norms, activations, pooling, the join and the loss (elementwise,
+  // 0.61), the fixed cost (0.13). Each share is more than twice the
+  // margin from the others: a profile that swapped two classes, or
+  // dropped the time no operation covers, would miss.
   const std::string name =
-      "FC/layers:3/nodes:4096/input:128/output:10/batch:64/clock/fp32/train";
+      "CNN/block:residual/blocks:1/filters:4/image:16/output:10/batch:2/"
+      "clock/fp32/train";
   Result r = RunRunner("--paradnn_case=" + name +
                            " --paradnn_steps=15 --paradnn_threads=1"
                            " --paradnn_profile --benchmark_format=json",
@@ -992,9 +1021,15 @@ TEST_CASE("profile shares are the known shares of a backend's step",
     (p.gemm ? gemm : elementwise) += p.us;
   }
   const double step = gemm + elementwise + test::kClockStepUs;
-  // Four products (three layers and the output) of 40 us and one per 100
-  // outputs: 64 x 4096 each but the output's 64 x 10.
-  CHECK(gemm == Approx(4 * 40 + (3 * 262144 + 640) / 100.0));
+  // Fourteen products of 40 us and one per 100 outputs: the stem's
+  // convolution (2 x 4 x 8 x 8 outputs), three per stage (its block's two
+  // and the shortcut's projection; 2 x 4 x 4 x 4, 2 x 8 x 2 x 2,
+  // 2 x 16 x 1 x 1, 2 x 32 x 1 x 1 outputs) and the output layer's (2 x 10).
+  CHECK(gemm ==
+        Approx(14 * 40 + (512 + 3 * (128 + 64 + 32 + 64) + 20) / 100.0));
+  REQUIRE(test::kClockStepUs / step > 0.1);
+  REQUIRE(elementwise / step - test::kClockStepUs / step > 0.06);
+  REQUIRE(gemm / step - test::kClockStepUs / step > 0.06);
   CHECK(b["time_gemm_frac"].get<double>() == Approx(gemm / step).margin(0.03));
   CHECK(b["time_elementwise_frac"].get<double>() ==
         Approx(elementwise / step).margin(0.03));
@@ -1623,6 +1658,15 @@ TEST_CASE("memory estimates against the measured peak RSS",
       // An estimate that misses low lets a case run the machine out of
       // memory.
       const bool streaming = c.backend == "torch" && c.mode == Mode::kInfer;
+      if (name.find("/phase:decode/") != name.npos) {
+        // A decode step's memory is its key/value cache (537 MB here) and
+        // weights (176 MB), both exact, and little else: 0.99 (oneDNN) and
+        // 1.15 (LibTorch, which holds a layer's cache in fp32 on the host
+        // while it copies it). A cache counted twice, or left out, misses.
+        CHECK(measured > 0.8 * estimate);
+        CHECK(measured < 1.3 * estimate);
+        continue;
+      }
       CHECK(measured < (streaming ? 3 : 1.75) * estimate);
       CHECK(measured > estimate / 4);
     }
