@@ -29,6 +29,8 @@ struct Options {
   bool help = false;
   std::string config;              // empty: the built-in default
   std::vector<std::string> cases;  // canonical names
+  // Family files (generators/declared.h) whose families cases may name.
+  std::vector<std::string> families;
   std::vector<std::string> backends, dtypes, modes;  // empty: the config's
   int threads = 0;         // 0: the config's, else the usable CPUs
   int64_t seed = -1;       // -1: the config's

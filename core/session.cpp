@@ -24,6 +24,7 @@
 #include "core/profile_report.h"
 #include "core/run.h"
 #include "generators/cost.h"
+#include "generators/declared.h"
 #include "generators/shard.h"
 #include "generators/sweep.h"
 #include "results/stack.h"
@@ -41,6 +42,7 @@ bool IsBackend(const std::string& name) {
 // default).
 Sweep LoadCases(const Options& o, std::vector<BrickCase>* bricks) {
   const std::vector<std::string> backends = BackendNames();
+  for (const std::string& file : o.families) LoadFamilyFile(file);
   if (o.cases.empty()) {
     return o.config.empty()
                ? ParseSweep(DefaultConfigText(), kDefaultConfigName, backends)

@@ -6,6 +6,16 @@
 
 namespace paradnn {
 
+namespace {
+
+// A layer whose inputs do not fit it: bad input where a family is declared
+// in a file (generators/declared.h), which names the file and line.
+void Require(bool cond, const std::string& what) {
+  if (!cond) throw GraphError(what);
+}
+
+}  // namespace
+
 const char* ToString(DType d) {
   switch (d) {
     case DType::kFp32:
@@ -104,13 +114,19 @@ int Graph::Append(Layer l) {
   for (int in : l.inputs) {
     PARADNN_CHECK(in >= 0 && in < size(), "layer input out of range");
   }
-  for (int64_t d : l.shape) PARADNN_CHECK(d > 0, "non-positive dimension");
+  for (int64_t d : l.shape) {
+    Require(d > 0, std::string(ToString(l.op)) + ": an output dimension of " +
+                       std::to_string(d) + ", expected a positive one");
+  }
   layers_.push_back(std::move(l));
   return size() - 1;
 }
 
-int Graph::Input(Shape shape, bool requires_grad) {
-  if (batch_ == 0) batch_ = shape.at(0);
+int Graph::Input(Shape shape, bool requires_grad, int batch_dim) {
+  Require(batch_dim >= 0 && batch_dim < static_cast<int>(shape.size()),
+          "input: batch_dim " + std::to_string(batch_dim) + " of a shape of " +
+              std::to_string(shape.size()) + " dimensions");
+  if (batch_ == 0) batch_ = shape[batch_dim];
   Layer l;
   l.op = Op::kInput;
   l.shape = std::move(shape);
@@ -148,7 +164,7 @@ int64_t Window(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
 int Graph::Windowed(Op op, int x, int64_t channels, int64_t kernel,
                     int64_t stride, int64_t pad) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 4, "windowed layer needs NCHW input");
+  Require(in.size() == 4, "windowed layer needs NCHW input");
   Layer l;
   l.op = op;
   l.inputs = {x};
@@ -188,7 +204,7 @@ int Graph::MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
 }
 
 int Graph::Add(int a, int b) {
-  PARADNN_CHECK(layer(a).shape == layer(b).shape, "add of unequal shapes");
+  Require(layer(a).shape == layer(b).shape, "add of unequal shapes");
   Layer l;
   l.op = Op::kAdd;
   l.inputs = {a, b};
@@ -198,7 +214,7 @@ int Graph::Add(int a, int b) {
 
 int Graph::GlobalAvgPool(int x) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 4, "global average pool needs NCHW input");
+  Require(in.size() == 4, "global average pool needs NCHW input");
   Layer l;
   l.op = Op::kGlobalAvgPool;
   l.inputs = {x};
@@ -208,7 +224,7 @@ int Graph::GlobalAvgPool(int x) {
 
 int Graph::Embedding(int tokens, int64_t units) {
   const Layer& t = layer(tokens);
-  PARADNN_CHECK(t.op == Op::kTokens, "embedding reads token ids");
+  Require(t.op == Op::kTokens, "embedding reads token ids");
   Layer l;
   l.op = Op::kEmbedding;
   l.inputs = {tokens};
@@ -220,7 +236,7 @@ int Graph::Embedding(int tokens, int64_t units) {
 
 int Graph::Recurrent(int x, Cell cell, int64_t hidden) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 3, "recurrent layer needs [length, batch, in]");
+  Require(in.size() == 3, "recurrent layer needs [length, batch, in]");
   Layer l;
   l.op = Op::kRecurrent;
   l.inputs = {x};
@@ -241,8 +257,7 @@ int Graph::Gelu(int x) { return SameShape(Op::kGelu, x); }
 
 int Graph::Positional(int x) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 3,
-                "positional table needs [length, batch, units]");
+  Require(in.size() == 3, "positional table needs [length, batch, units]");
   Layer l;
   l.op = Op::kPositional;
   l.inputs = {x};
@@ -253,11 +268,11 @@ int Graph::Positional(int x) {
 
 int Graph::Attention(int q, int k, int v, int64_t heads, bool causal) {
   const Shape& in = layer(q).shape;
-  PARADNN_CHECK(in.size() == 3, "attention needs [length, batch, units]");
-  PARADNN_CHECK(layer(k).shape == in && layer(v).shape == in,
-                "attention of unequal shapes");
-  PARADNN_CHECK(heads > 0 && in[2] % heads == 0,
-                "attention heads must divide the units");
+  Require(in.size() == 3, "attention needs [length, batch, units]");
+  Require(layer(k).shape == in && layer(v).shape == in,
+          "attention of unequal shapes");
+  Require(heads > 0 && in[2] % heads == 0,
+          "attention heads must divide the units");
   Layer l;
   l.op = Op::kAttention;
   l.inputs = {q, k, v};
@@ -276,10 +291,9 @@ int Graph::RmsNorm(int x) {
 
 int Graph::Rope(int x, int64_t heads, int64_t position) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 3,
-                "rotary embedding needs [length, batch, units]");
-  PARADNN_CHECK(heads > 0 && in[2] % heads == 0 && (in[2] / heads) % 2 == 0,
-                "rotary embedding needs heads of an even size");
+  Require(in.size() == 3, "rotary embedding needs [length, batch, units]");
+  Require(heads > 0 && in[2] % heads == 0 && (in[2] / heads) % 2 == 0,
+          "rotary embedding needs heads of an even size");
   const int i = SameShape(Op::kRope, x);
   layers_[i].units = in[2];
   layers_[i].heads = heads;
@@ -304,8 +318,7 @@ void RotaryTables(const Layer& l, std::vector<float>* cos,
 }
 
 int Graph::SwiGlu(int gate, int up) {
-  PARADNN_CHECK(layer(gate).shape == layer(up).shape,
-                "SwiGLU of unequal shapes");
+  Require(layer(gate).shape == layer(up).shape, "SwiGLU of unequal shapes");
   Layer l;
   l.op = Op::kSwiGlu;
   l.inputs = {gate, up};
@@ -316,14 +329,14 @@ int Graph::SwiGlu(int gate, int up) {
 int Graph::CachedAttention(int q, int k, int v, int64_t heads, int64_t kv_heads,
                            int64_t context) {
   const Shape& in = layer(q).shape;
-  PARADNN_CHECK(in.size() == 3, "attention needs [length, batch, units]");
-  PARADNN_CHECK(
+  Require(in.size() == 3, "attention needs [length, batch, units]");
+  Require(
       heads > 0 && kv_heads > 0 && heads % kv_heads == 0 && in[2] % heads == 0,
       "attention needs kv_heads dividing heads dividing the units");
   const Shape kv = {in[0], in[1], in[2] / heads * kv_heads};
-  PARADNN_CHECK(layer(k).shape == kv && layer(v).shape == kv,
-                "attention's keys and values of the wrong shape");
-  PARADNN_CHECK(context >= in[0], "a cache shorter than its new positions");
+  Require(layer(k).shape == kv && layer(v).shape == kv,
+          "attention's keys and values of the wrong shape");
+  Require(context >= in[0], "a cache shorter than its new positions");
   Layer l;
   l.op = Op::kCachedAttention;
   l.inputs = {q, k, v};
@@ -338,7 +351,7 @@ int Graph::CachedAttention(int q, int k, int v, int64_t heads, int64_t kv_heads,
 
 int Graph::LastPosition(int x) {
   const Shape& in = layer(x).shape;
-  PARADNN_CHECK(in.size() == 3, "last position of [length, batch, units]");
+  Require(in.size() == 3, "last position of [length, batch, units]");
   Layer l;
   l.op = Op::kLastPosition;
   l.inputs = {x};

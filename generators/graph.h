@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -107,10 +108,18 @@ struct ParamTensor {
   double fill = 0;
 };
 
+// Thrown by a builder for inputs that do not fit its layer (an add of
+// unequal shapes, a convolution of a matrix): what and why.
+class GraphError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 class Graph {
  public:
   // Builders append a layer, infer its shape and return its index.
-  int Input(Shape shape, bool requires_grad = false);
+  // Its dimension `batch_dim` counts examples (0: [batch, ...]).
+  int Input(Shape shape, bool requires_grad = false, int batch_dim = 0);
   int Tokens(int64_t length, int64_t batch, int64_t vocab);
   int Dense(int x, int64_t units, bool bias = true);
   int Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,

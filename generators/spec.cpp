@@ -5,13 +5,41 @@
 #include <sstream>
 
 #include "generators/check.h"
+#include "generators/declared.h"
 
 namespace paradnn {
 
-const std::vector<FamilyDef>& Families() {
-  static const std::vector<FamilyDef> families = {
-      FcFamily(), CnnFamily(), RnnFamily(), TransformerFamily(), LlmFamily()};
+namespace {
+
+// FC, CNN and RNN from their files (families/), then the families whose
+// layers no file expresses yet (docs/extending.md).
+std::deque<FamilyDef>& Registry() {
+  static std::deque<FamilyDef> families = [] {
+    std::deque<FamilyDef> built_in;
+    for (const auto& [name, text] : BuiltInFamilyFiles()) {
+      built_in.push_back(ParseFamily(text, name));
+    }
+    built_in.push_back(TransformerFamily());
+    built_in.push_back(LlmFamily());
+    return built_in;
+  }();
   return families;
+}
+
+}  // namespace
+
+const std::deque<FamilyDef>& Families() { return Registry(); }
+
+void RegisterFamily(FamilyDef family) {
+  if (const FamilyDef* known = FindFamily(family.name)) {
+    if (!family.source.empty() && known->source == family.source) return;
+    throw SpecError(
+        (family.source.empty() ? "" : family.source + ": ") + "family '" +
+        family.name + "' is declared already" +
+        (known->source.empty() ? " (built in)" : " in " + known->source) +
+        ": expected a name of its own");
+  }
+  Registry().push_back(std::move(family));
 }
 
 const FamilyDef* FindFamily(std::string_view name) {
@@ -117,7 +145,7 @@ ModelSpec ModelSpec::Make(std::string_view family,
   for (size_t i = 0; i < values.size(); ++i) {
     spec.values.push_back(CanonicalValue(def->params[i], values[i]));
   }
-  if (def->check != nullptr) {
+  if (def->check) {
     const std::string why = def->check(spec);
     if (!why.empty()) throw SpecError(spec.Name() + ": " + why);
   }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -21,23 +23,30 @@ struct ParamDef {
   std::string key;
   std::vector<std::string> choices;
   int groups = 0;
+  // What a sweep that leaves the parameter out takes; "" for none.
+  std::string default_value = "";
 };
 
 struct FamilyDef {
   std::string name;              // name prefix, e.g. "CNN"
   std::vector<ParamDef> params;  // in canonical order
-  Graph (*build)(const ModelSpec&);
+  std::function<Graph(const ModelSpec&)> build;
   // Why values that are each valid do not fit together, or "".
-  std::string (*check)(const ModelSpec&) = nullptr;
+  std::function<std::string(const ModelSpec&)> check = nullptr;
   // The modes its models run in, and why when not both.
   std::vector<Mode> modes = {Mode::kTrain, Mode::kInfer};
   std::string modes_why = "";
+  // Where it is declared: a family file's path, "" for C++.
+  std::string source = "";
 };
 
-// The built-in families, in one explicit table.
-const std::vector<FamilyDef>& Families();
+// The built-in families and those registered since, in order.
+const std::deque<FamilyDef>& Families();
 // nullptr when there is no such family.
 const FamilyDef* FindFamily(std::string_view name);
+// Adds a family beside the others; SpecError for a name taken by another
+// (the same family again, from the same file, is no change).
+void RegisterFamily(FamilyDef family);
 
 // Thrown for text that does not describe a valid spec; the message says what
 // was wrong and what was expected.
@@ -106,10 +115,8 @@ std::vector<std::string> Split(std::string_view s, char sep);
 // Parses a canonical case name; backend names are not checked here.
 Case ParseCaseName(std::string_view name);
 
-// Family generators (generators/<family>.cpp).
-FamilyDef FcFamily();
-FamilyDef CnnFamily();
-FamilyDef RnnFamily();
+// The families written in C++ (generators/<family>.cpp); the others are
+// declared in files (families/, generators/declared.h).
 FamilyDef TransformerFamily();
 FamilyDef LlmFamily();
 

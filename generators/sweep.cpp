@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
+
+#include "generators/declared.h"
 
 namespace paradnn {
 namespace {
@@ -49,11 +52,28 @@ class Parser {
         (key == "mlperf_org"      ? sweep.mlperf_org
          : key == "mlperf_system" ? sweep.mlperf_system
                                   : sweep.mlperf_status) = v.Scalar();
+      } else if (key == "families") {
+        // Family files, each relative to this config's folder.
+        const std::string folder =
+            std::filesystem::path(source_).parent_path().string();
+        for (const std::string& file : List<std::string>(
+                 v, key, [](const std::string& f) { return f; })) {
+          const std::filesystem::path path =
+              std::filesystem::path(file).is_absolute() || folder.empty()
+                  ? std::filesystem::path(file)
+                  : std::filesystem::path(folder) / file;
+          try {
+            LoadFamilyFile(path.string());
+          } catch (const SpecError& e) {
+            Fail(v.Mark(), e.what());
+          }
+        }
       } else if (!ReadDefault(key, v, defaults) && key != "sweeps") {
         Fail(kv.first.Mark(),
              "unknown key '" + key +
                  "': expected seed, threads, backends, dtypes, modes, "
-                 "mlperf_org, mlperf_system, mlperf_status or sweeps");
+                 "families, mlperf_org, mlperf_system, mlperf_status or "
+                 "sweeps");
       }
     }
     const YAML::Node sweeps = root["sweeps"];
@@ -253,10 +273,13 @@ class Parser {
       axes[it - def->params.begin()] = Values(*it, kv.second);
     }
     for (size_t i = 0; i < axes.size(); ++i) {
+      if (axes[i].empty() && !def->params[i].default_value.empty()) {
+        axes[i] = {def->params[i].default_value};
+      }
       if (axes[i].empty()) {
         Fail(grid.Mark(), def->name + " grid without '" + def->params[i].key +
-                              "': every parameter needs a value, a list or "
-                              "a range");
+                              "': every parameter without a default needs a "
+                              "value, a list or a range");
       }
     }
     double count = d.backends.size() * d.dtypes.size() * d.modes.size();

@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-20}
 CXX=clang++ cmake -S "$root/fuzz" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$root/build-fuzz" -j "${PARADNN_JOBS:-2}" >/dev/null
-for target in config name mllog results; do
+for target in config family name mllog results; do
   work=$(mktemp -d)
   mkdir "$work/corpus"
   cp "$root/fuzz/corpus/$target/"* "$work/corpus/"

@@ -20,6 +20,17 @@ void OnednnRunner::Flatten(int x) {
   }
 }
 
+void OnednnRunner::Reshape(int x, const Dims& dims) {
+  owners_.push_back(out_[x]);
+  if (Grad(x)) owners_.push_back(diff_[x]);
+  out_[x] = memory(out_[x].get_desc().reshape(dims), engine_,
+                   out_[x].get_data_handle());
+  if (Grad(x)) {
+    diff_[x] = memory(diff_[x].get_desc().reshape(dims), engine_,
+                      diff_[x].get_data_handle());
+  }
+}
+
 // Multi-head attention with matmuls on strided views: head j of [length,
 // batch, units] is the 4-D [batch, heads, length, dh] view with strides
 // (units, dh, batch * units, 1), so no reorder splits or merges heads.

@@ -284,6 +284,9 @@ memory OnednnRunner::InBackward(int i, const memory& m,
 // Layer x's output in the format `want`, reordered in the forward pass
 // when its producer wrote another.
 memory OnednnRunner::Input(int x, const memory::desc& want) {
+  if (DimsOf(out_[x].get_desc()).size() != DimsOf(want).size()) {
+    Reshape(x, DimsOf(want));
+  }
   if (out_[x].get_desc() == want) return out_[x];
   if (graph_.layer(x).op == Op::kInput && readers_[x] == 1) {
     // Data fed to the graph is the same every step: hand it to its only

@@ -268,6 +268,10 @@ class OnednnRunner : public Runner {
   // A [length, batch, features] output (and its gradient) becomes a matrix
   // of length x batch rows, through views on the same buffers.
   void Flatten(int x);
+  // The other way: layer x's output (and gradient) viewed with `dims`, of
+  // another rank and as many elements (a dense layer's [rows, units] read
+  // as [length, batch, units]); their layout must be plain.
+  void Reshape(int x, const Dims& dims);
 
   void BuildDense(int i, const Layer& l);
 

@@ -9,6 +9,7 @@
 #include "backends/onednn/onednn_backend.h"
 #include "backends/torch/torch_backend.h"
 #include "bricks/bricks.h"
+#include "generators/declared.h"
 #include "generators/init.h"
 #include "generators/sweep.h"
 #include "tests/backends/values.h"
@@ -105,6 +106,30 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
     a->Step();
     b->Step();
     CHECK(a->Loss() == Approx(b->Loss()).epsilon(5e-3));
+  }
+}
+
+TEST_CASE(
+    "a family declared only in YAML runs on both backends, and they agree",
+    "[onednn][declared]") {
+  LoadFamilyFile(std::string(PARADNN_SOURCE_DIR) +
+                 "/tests/data/families/patch_encoder.yaml");
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  for (const char* mode : {"train", "infer"}) {
+    const Case c = ParseCaseName(
+        std::string("PATCH_ENCODER/layers:2/d_model:32/heads:4/mlp_ratio:4/"
+                    "patch:4/patches:16/classes:10/batch:2/torch/fp32/") +
+        mode);
+    INFO(c.Name());
+    const Graph g = c.model.BuildGraph();
+    auto a = Prepare(*onednn, c, g);
+    auto b = Prepare(*torch, c, g);
+    a->Step();
+    b->Step();
+    CHECK(RelativeError(a->Output(), b->Output()) < kFp32Tolerance);
+    CHECK(a->Loss() == Approx(b->Loss()).epsilon(kFp32Tolerance));
+    if (c.mode == Mode::kTrain) CheckUpdates(*a, *b, g);
   }
 }
 

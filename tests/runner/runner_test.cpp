@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -153,6 +154,51 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
   CHECK_THAT(r.err,
              ContainsSubstring("paradnn: 16 passed, 0 skipped, 0 failed"));
   CHECK_THAT(r.err, ContainsSubstring("paradnn: [16/16] TRANSFORMER/"));
+}
+
+TEST_CASE(
+    "a family file's cases run on both backends by name, its sweeps by "
+    "config, with the counts by hand",
+    "[runner][declared]") {
+  const std::string file = std::string(PARADNN_SOURCE_DIR) +
+                           "/tests/data/families/patch_encoder.yaml";
+  const std::string model =
+      "PATCH_ENCODER/layers:2/d_model:32/heads:4/mlp_ratio:4/patch:4/"
+      "patches:16/classes:10/batch:2";
+  Result r =
+      RunRunner("--paradnn_families=" + file + " --paradnn_case=" + model +
+                "/torch/fp32/train --paradnn_case=" + model +
+                "/onednn/fp32/infer --benchmark_format=json" + kFast);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 2);
+  for (const json& b : j["benchmarks"]) {
+    INFO(b["name"]);
+    CHECK_FALSE(b.contains("error_occurred"));
+    CHECK(CaseName(b).rfind(model + "/", 0) == 0);
+    // tests/generators/declared_test.cpp counts them.
+    CHECK(b["params"] == 27882);
+    CHECK(b["flop_per_step"] == (CaseName(b).find("/train") != std::string::npos
+                                     ? 3 * 1822720 - 98304
+                                     : 1822720));
+  }
+  // A config names its family files relative to itself.
+  const std::string config = Scratch("declared/sweep.yaml");
+  std::filesystem::copy_file(file, Scratch("declared/patch_encoder.yaml"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(config) << "families: [patch_encoder.yaml]\n"
+                           "sweeps:\n  - {family: PATCH_ENCODER, layers: 1, "
+                           "d_model: [16, 32], patch: 2, patches: 4, classes: "
+                           "3, batch: 2}\n";
+  r = RunRunner("--paradnn_config=" + config + " --benchmark_list_tests");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out ==
+        "PATCH_ENCODER/layers:1/d_model:16/heads:4/mlp_ratio:4/patch:2/"
+        "patches:4/classes:3/batch:2/torch/fp32/train/real_time\n"
+        "PATCH_ENCODER/layers:1/d_model:32/heads:4/mlp_ratio:4/patch:2/"
+        "patches:4/classes:3/batch:2/torch/fp32/train/real_time\n");
 }
 
 TEST_CASE("Google Benchmark's filter CNN/ selects exactly the CNN cases",

@@ -1,0 +1,856 @@
+#include "generators/declared.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "generators/expr.h"
+
+namespace paradnn {
+namespace {
+
+// A model of more layers, or a block repeated more often, is a mistake in
+// its file, not a model to build (the largest built-in has a few thousand).
+constexpr int64_t kMaxLayers = 1 << 20;
+
+// What an attribute holds, and what its value must be.
+enum class Kind { kPositive, kNonNegative, kFlag, kCell, kShape };
+
+struct Attr {
+  const char* key;
+  Kind kind;
+  bool required;
+};
+
+// The operations a family file may use: the layer graph's, by the names
+// the graph prints (generators/graph.h), with their attributes.
+struct OpInfo {
+  Op op;
+  int inputs;  // -1: one, or three (attention reads q, k, v)
+  std::vector<Attr> attrs;
+};
+
+const std::map<std::string, OpInfo>& Ops() {
+  static const std::map<std::string, OpInfo> ops = {
+      {"input",
+       {Op::kInput,
+        0,
+        {{"shape", Kind::kShape, true},
+         {"batch_dim", Kind::kNonNegative, false}}}},
+      {"tokens",
+       {Op::kTokens,
+        0,
+        {{"length", Kind::kPositive, true},
+         {"batch", Kind::kPositive, true},
+         {"vocab", Kind::kPositive, true}}}},
+      {"dense",
+       {Op::kDense,
+        1,
+        {{"units", Kind::kPositive, true}, {"bias", Kind::kFlag, false}}}},
+      {"conv2d",
+       {Op::kConv2d,
+        1,
+        {{"channels", Kind::kPositive, true},
+         {"kernel", Kind::kPositive, true},
+         {"stride", Kind::kPositive, false},
+         {"pad", Kind::kNonNegative, false}}}},
+      {"batchnorm", {Op::kBatchNorm, 1, {}}},
+      {"relu", {Op::kReLU, 1, {}}},
+      {"maxpool",
+       {Op::kMaxPool,
+        1,
+        {{"kernel", Kind::kPositive, true},
+         {"stride", Kind::kPositive, false},
+         {"pad", Kind::kNonNegative, false}}}},
+      {"add", {Op::kAdd, 2, {}}},
+      {"avgpool", {Op::kGlobalAvgPool, 1, {}}},
+      {"embedding", {Op::kEmbedding, 1, {{"units", Kind::kPositive, true}}}},
+      {"recurrent",
+       {Op::kRecurrent,
+        1,
+        {{"cell", Kind::kCell, true}, {"hidden", Kind::kPositive, true}}}},
+      {"layernorm", {Op::kLayerNorm, 1, {}}},
+      {"gelu", {Op::kGelu, 1, {}}},
+      {"positional", {Op::kPositional, 1, {}}},
+      {"attention",
+       {Op::kAttention,
+        -1,
+        {{"heads", Kind::kPositive, true}, {"causal", Kind::kFlag, false}}}},
+      {"softmax_xent", {Op::kSoftmaxCrossEntropy, 1, {}}},
+      {"rmsnorm", {Op::kRmsNorm, 1, {}}},
+      {"rope",
+       {Op::kRope,
+        1,
+        {{"heads", Kind::kPositive, true},
+         {"position", Kind::kNonNegative, false}}}},
+      {"swiglu", {Op::kSwiGlu, 2, {}}},
+      {"cached_attention",
+       {Op::kCachedAttention,
+        3,
+        {{"heads", Kind::kPositive, true},
+         {"kv_heads", Kind::kPositive, true},
+         {"context", Kind::kPositive, true}}}},
+      {"last_position", {Op::kLastPosition, 1, {}}},
+  };
+  return ops;
+}
+
+// One entry of a `graph` list: a layer (op), a name for a layer already
+// made (as and input, no op), or a block (graph: repeated, conditional).
+struct Item {
+  int line = 0;
+  std::optional<Expr> when;  // if
+  // A layer, or a name.
+  const OpInfo* op = nullptr;
+  std::string op_name;
+  std::vector<std::string> inputs;  // names; "." the layer before
+  std::string as;
+  std::map<std::string, Expr> attrs;
+  std::vector<Expr> shape;
+  // A block.
+  bool block = false;
+  std::optional<Expr> repeat;
+  std::string index;
+  std::vector<std::pair<std::string, Expr>> let;
+  std::vector<Item> body, otherwise;
+};
+
+struct Program {
+  std::string source, family;
+  std::vector<ParamDef> params;
+  std::vector<std::pair<Expr, std::string>> requires_;  // that, why
+  std::vector<Item> graph;
+  bool trains = true;
+};
+
+std::string Where(const std::string& source, int line) {
+  return source + ":" + std::to_string(line);
+}
+
+class FileParser {
+ public:
+  explicit FileParser(std::string source) : source_(std::move(source)) {}
+
+  FamilyDef Parse(const std::string& text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+      Fail(e.mark, "invalid YAML: " + e.msg);
+    }
+    if (!root.IsMap()) Fail(root.Mark(), "expected a mapping with 'family'");
+    auto program = std::make_shared<Program>();
+    program->source = source_;
+    FamilyDef def;
+    def.source = source_;
+    for (const auto& kv : root) {
+      const std::string key = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (key == "family") {
+        def.name = FamilyName(v);
+      } else if (key == "about") {
+        Scalar(v, "about");
+      } else if (key == "params") {
+        def.params = Params(v);
+      } else if (key == "modes") {
+        def.modes = Modes(v);
+      } else if (key == "modes_why") {
+        def.modes_why = Scalar(v, "modes_why");
+      } else if (key != "requires" && key != "graph") {
+        Fail(kv.first.Mark(), "unknown key '" + key +
+                                  "': expected family, about, params, "
+                                  "modes, modes_why, requires or graph");
+      }
+    }
+    if (def.name.empty()) Fail(root.Mark(), "no 'family': expected its name");
+    if (def.params.empty()) {
+      Fail(root.Mark(), "no 'params': expected the list of its parameters");
+    }
+    if (!root["graph"]) Fail(root.Mark(), "no 'graph': expected its layers");
+    for (const ParamDef& p : def.params) {
+      Binding b;
+      if (!p.choices.empty()) b.value = p.choices[0];
+      if (p.groups > 0) b.groups.resize(p.groups);
+      known_[p.key] = b;
+    }
+    if (const YAML::Node req = root["requires"]) {
+      if (!req.IsSequence()) {
+        Fail(req.Mark(),
+             "'requires' should be a list of {that: EXPR, why: "
+             "TEXT}");
+      }
+      for (const YAML::Node& r : req) {
+        if (!r.IsMap() || !r["that"] || !r["why"] || r.size() != 2) {
+          Fail(r.Mark(), "expected {that: EXPR, why: TEXT}");
+        }
+        program->requires_.emplace_back(Expression(r["that"]),
+                                        Scalar(r["why"], "why"));
+      }
+    }
+    program->family = def.name;
+    program->params = def.params;
+    program->graph = List(root["graph"]);
+    program->trains = std::find(def.modes.begin(), def.modes.end(),
+                                Mode::kTrain) != def.modes.end();
+    if (def.modes.size() < 2 && def.modes_why.empty()) {
+      Fail(root.Mark(), "modes " + std::string(ToString(def.modes[0])) +
+                            " only: expected 'modes_why', the reason");
+    }
+    def.build = [program](const ModelSpec& s) { return Build(*program, s); };
+    def.check = [program](const ModelSpec& s) -> std::string {
+      try {
+        Build(*program, s);
+      } catch (const SpecError& e) {
+        return e.what();
+      }
+      return "";
+    };
+    return def;
+  }
+
+ private:
+  [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& what) {
+    throw SpecError(Where(source_, mark.is_null() ? 0 : mark.line + 1) + ": " +
+                    what);
+  }
+
+  static std::string Text(const YAML::Node& n) {
+    if (n.IsScalar()) return "'" + n.Scalar() + "'";
+    YAML::Emitter e;
+    e << YAML::Flow << n;
+    return e.c_str();
+  }
+
+  std::string Scalar(const YAML::Node& n, const std::string& what) {
+    if (!n.IsScalar() || n.Scalar().empty()) {
+      Fail(n.Mark(), Text(n) + " is not a valid " + what + ": expected text");
+    }
+    return n.Scalar();
+  }
+
+  std::string FamilyName(const YAML::Node& n) {
+    const std::string name = Scalar(n, "family");
+    bool ok = std::isupper(static_cast<unsigned char>(name[0]));
+    for (char c : name) {
+      ok = ok && (std::isupper(static_cast<unsigned char>(c)) ||
+                  std::isdigit(static_cast<unsigned char>(c)) || c == '_');
+    }
+    if (!ok) {
+      Fail(n.Mark(), Text(n) +
+                         " is not a valid family: expected capitals, "
+                         "digits and '_', starting with a capital");
+    }
+    return name;
+  }
+
+  std::vector<Mode> Modes(const YAML::Node& n) {
+    std::vector<Mode> modes;
+    if (n.IsSequence()) {
+      for (const YAML::Node& m : n) {
+        try {
+          modes.push_back(ParseMode(Scalar(m, "mode")));
+        } catch (const SpecError& e) {
+          Fail(m.Mark(), e.what());
+        }
+      }
+    }
+    if (modes.empty() || modes.size() > 2 ||
+        (modes.size() == 2 && modes[0] == modes[1])) {
+      Fail(n.Mark(), Text(n) +
+                         " is not a valid modes: expected [train, "
+                         "infer], [train] or [infer]");
+    }
+    return modes;
+  }
+
+  // A parameter's key: a name expressions can read.
+  std::string Key(const YAML::Node& n) {
+    const std::string key = Scalar(n, "parameter name");
+    bool ok = std::islower(static_cast<unsigned char>(key[0]));
+    for (char c : key) {
+      ok = ok && (std::islower(static_cast<unsigned char>(c)) ||
+                  std::isdigit(static_cast<unsigned char>(c)) || c == '_');
+    }
+    if (!ok || key == "true" || key == "false") {
+      Fail(n.Mark(), Text(n) +
+                         " is not a valid parameter name: expected "
+                         "lower case letters, digits and '_'");
+    }
+    return key;
+  }
+
+  std::vector<ParamDef> Params(const YAML::Node& n) {
+    if (!n.IsSequence() || n.size() == 0) {
+      Fail(n.Mark(),
+           "'params' should be a non-empty list of names or "
+           "{name: N, choices: [...], groups: G, default: V}");
+    }
+    std::vector<ParamDef> params;
+    std::set<std::string> seen;
+    for (const YAML::Node& p : n) {
+      ParamDef def;
+      std::optional<YAML::Node> default_node;
+      if (p.IsScalar()) {
+        def.key = Key(p);
+      } else if (p.IsMap() && p["name"]) {
+        def.key = Key(p["name"]);
+        for (const auto& kv : p) {
+          const std::string k = kv.first.Scalar();
+          if (k == "choices") {
+            if (!kv.second.IsSequence() || kv.second.size() == 0) {
+              Fail(kv.second.Mark(), "'choices' should be a non-empty list");
+            }
+            for (const YAML::Node& c : kv.second) {
+              def.choices.push_back(Scalar(c, "choice"));
+            }
+          } else if (k == "groups") {
+            int groups = 0;
+            if (!kv.second.IsScalar() ||
+                !YAML::convert<int>::decode(kv.second, groups) || groups < 2) {
+              Fail(kv.second.Mark(), Text(kv.second) +
+                                         " is not a valid groups: expected "
+                                         "an integer of at least 2");
+            }
+            def.groups = groups;
+          } else if (k == "default") {
+            default_node = kv.second;
+          } else if (k != "name") {
+            Fail(kv.first.Mark(), "unknown key '" + k +
+                                      "' of a parameter: expected name, "
+                                      "choices, groups or default");
+          }
+        }
+      } else {
+        Fail(p.Mark(), Text(p) +
+                           " is not a parameter: expected a name or "
+                           "{name: N, ...}");
+      }
+      if (!def.choices.empty() && def.groups > 0) {
+        Fail(p.Mark(), def.key + ": choices or groups, not both");
+      }
+      if (default_node) {
+        const std::string text = Scalar(*default_node, "default");
+        try {
+          def.default_value = CanonicalValue(def, text);
+        } catch (const SpecError& e) {
+          Fail(default_node->Mark(), e.what());
+        }
+      }
+      if (!seen.insert(def.key).second) {
+        Fail(p.Mark(), "parameter '" + def.key + "' twice");
+      }
+      params.push_back(std::move(def));
+    }
+    return params;
+  }
+
+  // An expression over what is known where it stands.
+  Expr Expression(const YAML::Node& n) {
+    if (!n.IsScalar()) {
+      Fail(n.Mark(), Text(n) +
+                         " is not an expression: expected an integer "
+                         "or an expression of the parameters");
+    }
+    Expr e;
+    try {
+      e = Expr::Parse(n.Scalar());
+    } catch (const ExprError& x) {
+      Fail(n.Mark(), x.what());
+    }
+    for (const std::string& name : e.Names()) {
+      if (name != "true" && name != "false" && known_.count(name) == 0) {
+        std::string names;
+        for (const auto& [k, b] : known_)
+          names += (names.empty() ? "" : ", ") + k;
+        Fail(n.Mark(), "'" + e.text() + "': '" + name +
+                           "' is no parameter or variable here: expected one "
+                           "of " +
+                           names);
+      }
+    }
+    return e;
+  }
+
+  std::vector<Item> List(const YAML::Node& n) {
+    if (!n.IsSequence() || n.size() == 0) {
+      Fail(n.Mark(), "expected a non-empty list of layers and blocks");
+    }
+    std::vector<Item> items;
+    for (const YAML::Node& i : n) items.push_back(Entry(i));
+    return items;
+  }
+
+  std::string LayerName(const YAML::Node& n) {
+    const std::string name = Scalar(n, "layer name");
+    if (name == ".") return name;
+    if (layers_.count(name) == 0) {
+      Fail(n.Mark(), "'" + name +
+                         "' names no layer before this one: a layer reads "
+                         "only layers above it (no cycles), named with 'as'");
+    }
+    return name;
+  }
+
+  Item Entry(const YAML::Node& n) {
+    if (!n.IsMap()) {
+      Fail(n.Mark(), Text(n) +
+                         " is not a layer: expected {op: NAME, ...}, "
+                         "{as: NAME, input: NAME} or a block {graph: "
+                         "[...], repeat: N, if: COND}");
+    }
+    Item item;
+    item.line = n.Mark().line + 1;
+    if (n["if"]) item.when = Expression(n["if"]);
+    if (n["graph"]) return Block(n, std::move(item));
+    if (n["op"]) return Layer(n, std::move(item));
+    if (n["as"] && n["input"] && n.size() == (n["if"] ? 3u : 2u)) {
+      item.inputs = {LayerName(n["input"])};
+      item.as = Scalar(n["as"], "layer name");
+      layers_.insert(item.as);
+      return item;
+    }
+    Fail(n.Mark(), Text(n) +
+                       " is not a layer: expected 'op', 'graph', or "
+                       "'as' with 'input' alone");
+  }
+
+  Item Block(const YAML::Node& n, Item item) {
+    item.block = true;
+    std::map<std::string, Binding> outer = known_;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.Scalar();
+      if (k == "repeat") {
+        item.repeat = Expression(kv.second);
+      } else if (k == "index") {
+        item.index = Key(kv.second);
+        known_[item.index] = Binding{int64_t{0}, {}};
+      } else if (k != "graph" && k != "let" && k != "if" && k != "else") {
+        Fail(kv.first.Mark(), "unknown key '" + k +
+                                  "' of a block: expected graph, repeat, "
+                                  "index, let, if or else");
+      }
+    }
+    if (!item.index.empty() && !item.repeat) {
+      Fail(n.Mark(), "'index' without 'repeat'");
+    }
+    if (n["else"] && (!item.when || item.repeat)) {
+      Fail(n["else"].Mark(),
+           "'else' belongs to a block with 'if' and no "
+           "'repeat'");
+    }
+    if (const YAML::Node let = n["let"]) {
+      if (!let.IsMap()) Fail(let.Mark(), "'let' should map names to values");
+      for (const auto& kv : let) {
+        const std::string name = Key(kv.first);
+        item.let.emplace_back(name, Expression(kv.second));
+        known_[name] = Binding{int64_t{0}, {}};
+      }
+    }
+    item.body = List(n["graph"]);
+    known_ = outer;  // the block's variables end with it, its names do not
+    if (n["else"]) item.otherwise = List(n["else"]);
+    return item;
+  }
+
+  Item Layer(const YAML::Node& n, Item item) {
+    item.op_name = Scalar(n["op"], "op");
+    const auto op = Ops().find(item.op_name);
+    if (op == Ops().end()) {
+      std::string names;
+      for (const auto& [name, info] : Ops()) {
+        names += (names.empty() ? "" : ", ") + name;
+      }
+      Fail(n["op"].Mark(),
+           Text(n["op"]) + " is not an operation: expected one of " + names);
+    }
+    item.op = &op->second;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.Scalar();
+      if (k == "op" || k == "if") continue;
+      if (k == "as") {
+        item.as = Scalar(kv.second, "layer name");
+      } else if (k == "input" && item.op->inputs != 0) {
+        item.inputs = {LayerName(kv.second)};
+      } else if (k == "inputs" && item.op->inputs != 0) {
+        if (!kv.second.IsSequence()) {
+          Fail(kv.second.Mark(), "'inputs' should be a list of layer names");
+        }
+        for (const YAML::Node& i : kv.second) {
+          item.inputs.push_back(LayerName(i));
+        }
+      } else {
+        const Attr* attr = nullptr;
+        for (const Attr& a : item.op->attrs) {
+          if (k == a.key) attr = &a;
+        }
+        if (attr == nullptr) {
+          std::string keys = item.op->inputs != 0 ? "input, inputs, " : "";
+          for (const Attr& a : item.op->attrs)
+            keys += std::string(a.key) + ", ";
+          Fail(kv.first.Mark(), "unknown key '" + k + "' of " + item.op_name +
+                                    ": expected " + keys + "as or if");
+        }
+        if (attr->kind == Kind::kShape) {
+          if (!kv.second.IsSequence() || kv.second.size() == 0) {
+            Fail(kv.second.Mark(),
+                 "'shape' should be a non-empty list of "
+                 "sizes");
+          }
+          for (const YAML::Node& d : kv.second) {
+            item.shape.push_back(Expression(d));
+          }
+        } else {
+          item.attrs.emplace(k, Expression(kv.second));
+        }
+      }
+    }
+    for (const Attr& a : item.op->attrs) {
+      if (a.required && item.attrs.count(a.key) == 0 &&
+          !(a.kind == Kind::kShape && !item.shape.empty())) {
+        Fail(n.Mark(), item.op_name + " without '" + a.key + "'");
+      }
+    }
+    const int given = static_cast<int>(item.inputs.size());
+    const int wanted = item.op->inputs;
+    if (given > 0 &&
+        !(given == wanted || (wanted == -1 && (given == 1 || given == 3)))) {
+      Fail(n.Mark(), item.op_name + " reads " +
+                         (wanted == -1 ? std::string("one input or three")
+                                       : std::to_string(wanted)) +
+                         ", not " + std::to_string(given));
+    }
+    if (given == 0 && wanted > 1) {
+      Fail(n.Mark(), item.op_name + " reads " + std::to_string(wanted) +
+                         " inputs: expected 'inputs: [...]'");
+    }
+    if (!item.as.empty()) layers_.insert(item.as);
+    return item;
+  }
+
+  // Builds the graph of one model of the family.
+  static Graph Build(const Program& p, const ModelSpec& s);
+
+  std::string source_;
+  std::map<std::string, Binding> known_;  // parameters and variables here
+  std::set<std::string> layers_;          // layer names defined so far
+};
+
+// The graph of one model: the program run with its values.
+class Builder {
+ public:
+  Builder(const Program& p, const ModelSpec& s) : p_(p) {
+    for (size_t i = 0; i < p.params.size(); ++i) {
+      const ParamDef& d = p.params[i];
+      Binding b;
+      // The values are canonical (ModelSpec::Make): words, integers, and
+      // per group one integer or as many as the groups.
+      const std::string& text = s.values.at(i);
+      if (!d.choices.empty()) {
+        b.value = text;
+      } else if (d.groups > 0) {
+        for (const std::string& v : Split(text, '-')) {
+          b.groups.push_back(std::stoll(v));
+        }
+        b.groups.resize(d.groups, b.groups.front());
+      } else {
+        b.value = static_cast<int64_t>(std::stoll(text));
+      }
+      vars_.emplace_back(d.key, b);
+    }
+    vars_.emplace_back("true", Binding{int64_t{1}, {}});
+    vars_.emplace_back("false", Binding{int64_t{0}, {}});
+    scope_ = [this](const std::string& name) -> const Binding* {
+      for (auto it = vars_.rbegin(); it != vars_.rend(); ++it) {
+        if (it->first == name) return &it->second;
+      }
+      return nullptr;
+    };
+  }
+
+  Graph Run() {
+    for (const auto& [that, why] : p_.requires_) {
+      if (Int(that, 0) == 0) throw SpecError(why);
+    }
+    Items(p_.graph);
+    if (g_.size() == 0) throw SpecError(Where(p_.source, 1) + ": no layers");
+    if (p_.trains && g_.layers().back().op != Op::kSoftmaxCrossEntropy) {
+      throw SpecError(p_.source + ": the last layer is " +
+                      ToString(g_.layers().back().op) +
+                      ": a family that trains ends with softmax_xent");
+    }
+    return std::move(g_);
+  }
+
+ private:
+  [[noreturn]] void Fail(int line, const std::string& what) const {
+    throw SpecError(Where(p_.source, line) + ": " + what);
+  }
+
+  int64_t Int(const Expr& e, int line) const {
+    try {
+      return e.Int(scope_);
+    } catch (const ExprError& x) {
+      Fail(line, x.what());
+    }
+  }
+
+  int64_t Size(const Expr& e, Kind kind, const std::string& what,
+               int line) const {
+    const int64_t v = Int(e, line);
+    if (v < (kind == Kind::kNonNegative ? 0 : 1)) {
+      Fail(line, what + " = " + e.text() + " is " + std::to_string(v) +
+                     " for this model: expected " +
+                     (kind == Kind::kNonNegative ? "an integer of at least 0"
+                                                 : "a positive integer"));
+    }
+    return v;
+  }
+
+  void Items(const std::vector<Item>& items) {
+    for (const Item& item : items) {
+      if (item.when && Int(*item.when, item.line) == 0) {
+        if (item.block && !item.otherwise.empty()) Items(item.otherwise);
+        continue;
+      }
+      if (item.block) {
+        Block(item);
+      } else if (item.op == nullptr) {
+        names_[item.as] = Input(item.inputs[0], item.line);
+      } else {
+        Layer(item);
+      }
+    }
+  }
+
+  void Block(const Item& item) {
+    const int64_t times = item.repeat ? Size(*item.repeat, Kind::kNonNegative,
+                                             "repeat", item.line)
+                                      : 1;
+    if (times > kMaxLayers) {
+      Fail(item.line, "repeat = " + item.repeat->text() + " is " +
+                          std::to_string(times) + ": expected at most " +
+                          std::to_string(kMaxLayers));
+    }
+    const size_t depth = vars_.size();
+    if (!item.index.empty()) vars_.emplace_back(item.index, Binding{});
+    for (int64_t i = 0; i < times; ++i) {
+      vars_.resize(depth + (item.index.empty() ? 0 : 1));
+      if (!item.index.empty()) vars_.back().second.value = i;
+      for (const auto& [name, e] : item.let) {
+        Value v;
+        try {
+          v = e.Evaluate(scope_);
+        } catch (const ExprError& x) {
+          Fail(item.line, x.what());
+        }
+        vars_.emplace_back(name, Binding{v, {}});
+      }
+      Items(item.body);
+    }
+    vars_.resize(depth);
+  }
+
+  int Input(const std::string& name, int line) const {
+    if (name == ".") {
+      if (last_ < 0) Fail(line, "no layer before this one to read");
+      return last_;
+    }
+    const auto it = names_.find(name);
+    if (it == names_.end()) {
+      Fail(line, "'" + name +
+                     "' names no layer made before this one in "
+                     "this model (its block did not run)");
+    }
+    return it->second;
+  }
+
+  void Layer(const Item& item) {
+    if (g_.size() >= kMaxLayers) {
+      Fail(item.line, "more than " + std::to_string(kMaxLayers) +
+                          " layers: expected a model, not a repeat gone wrong");
+    }
+    auto size = [&](const char* key, int64_t otherwise) {
+      const auto it = item.attrs.find(key);
+      if (it == item.attrs.end()) return otherwise;
+      Kind kind = Kind::kPositive;
+      for (const Attr& a : item.op->attrs) {
+        if (a.key == std::string(key)) kind = a.kind;
+      }
+      return Size(it->second, kind, key, item.line);
+    };
+    auto flag = [&](const char* key, bool otherwise) {
+      const auto it = item.attrs.find(key);
+      return it == item.attrs.end() ? otherwise
+                                    : Int(it->second, item.line) != 0;
+    };
+    std::vector<int> in;
+    for (const std::string& name : item.inputs) {
+      in.push_back(Input(name, item.line));
+    }
+    if (in.empty() && item.op->inputs != 0) in = {Input(".", item.line)};
+    int made = -1;
+    try {
+      switch (item.op->op) {
+        case Op::kInput: {
+          Shape shape;
+          for (const Expr& d : item.shape) {
+            shape.push_back(Size(d, Kind::kPositive, "shape", item.line));
+          }
+          made = g_.Input(shape, false, static_cast<int>(size("batch_dim", 0)));
+          break;
+        }
+        case Op::kTokens:
+          made =
+              g_.Tokens(size("length", 0), size("batch", 0), size("vocab", 0));
+          break;
+        case Op::kDense:
+          made = g_.Dense(in[0], size("units", 0), flag("bias", true));
+          break;
+        case Op::kConv2d: {
+          const int64_t kernel = size("kernel", 0);
+          made = g_.Conv2d(in[0], size("channels", 0), kernel,
+                           size("stride", 1), size("pad", kernel / 2));
+          break;
+        }
+        case Op::kBatchNorm:
+          if (g_.layer(in[0]).shape.size() < 2) {
+            throw GraphError("batch norm needs [batch, channels, ...]");
+          }
+          made = g_.BatchNorm(in[0]);
+          break;
+        case Op::kReLU:
+          made = g_.ReLU(in[0]);
+          break;
+        case Op::kMaxPool:
+          made = g_.MaxPool(in[0], size("kernel", 0), size("stride", 1),
+                            size("pad", 0));
+          break;
+        case Op::kAdd:
+          made = g_.Add(in[0], in[1]);
+          break;
+        case Op::kGlobalAvgPool:
+          made = g_.GlobalAvgPool(in[0]);
+          break;
+        case Op::kEmbedding:
+          made = g_.Embedding(in[0], size("units", 0));
+          break;
+        case Op::kRecurrent:
+          made = g_.Recurrent(in[0], CellOf(item), size("hidden", 0));
+          break;
+        case Op::kLayerNorm:
+          made = g_.LayerNorm(in[0]);
+          break;
+        case Op::kGelu:
+          made = g_.Gelu(in[0]);
+          break;
+        case Op::kPositional:
+          made = g_.Positional(in[0]);
+          break;
+        case Op::kAttention: {
+          const int k = in.size() == 3 ? in[1] : in[0];
+          const int v = in.size() == 3 ? in[2] : in[0];
+          made = g_.Attention(in[0], k, v, size("heads", 0),
+                              flag("causal", false));
+          break;
+        }
+        case Op::kSoftmaxCrossEntropy:
+          made = g_.SoftmaxCrossEntropy(in[0]);
+          break;
+        case Op::kRmsNorm:
+          made = g_.RmsNorm(in[0]);
+          break;
+        case Op::kRope:
+          made = g_.Rope(in[0], size("heads", 0), size("position", 0));
+          break;
+        case Op::kSwiGlu:
+          made = g_.SwiGlu(in[0], in[1]);
+          break;
+        case Op::kCachedAttention:
+          made = g_.CachedAttention(in[0], in[1], in[2], size("heads", 0),
+                                    size("kv_heads", 0), size("context", 0));
+          break;
+        case Op::kLastPosition:
+          made = g_.LastPosition(in[0]);
+          break;
+        case Op::kMeanLoss:
+          break;
+      }
+    } catch (const GraphError& e) {
+      std::string shapes;
+      for (int i : in) shapes += " " + ShapeText(g_.layer(i).shape);
+      Fail(item.line, item.op_name + ": " + e.what() +
+                          (shapes.empty() ? "" : " (inputs" + shapes + ")"));
+    }
+    last_ = made;
+    if (!item.as.empty()) names_[item.as] = made;
+  }
+
+  Cell CellOf(const Item& item) const {
+    Value v;
+    try {
+      v = item.attrs.at("cell").Evaluate(scope_);
+    } catch (const ExprError& x) {
+      Fail(item.line, x.what());
+    }
+    const std::string* name = std::get_if<std::string>(&v);
+    for (Cell c : {Cell::kRnn, Cell::kLstm, Cell::kGru}) {
+      if (name != nullptr && *name == ToString(c)) return c;
+    }
+    Fail(item.line, "cell = " + item.attrs.at("cell").text() + " is " +
+                        ToText(v) + ": expected 'rnn', 'lstm' or 'gru'");
+  }
+
+  static std::string ShapeText(const Shape& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) {
+      out += (i ? ", " : "") + std::to_string(s[i]);
+    }
+    return out + "]";
+  }
+
+  const Program& p_;
+  std::vector<std::pair<std::string, Binding>> vars_;
+  Scope scope_;
+  Graph g_;
+  std::map<std::string, int> names_;
+  int last_ = -1;
+};
+
+Graph FileParser::Build(const Program& p, const ModelSpec& s) {
+  return Builder(p, s).Run();
+}
+
+}  // namespace
+
+FamilyDef ParseFamily(const std::string& text, const std::string& source) {
+  return FileParser(source).Parse(text);
+}
+
+FamilyDef ReadFamilyFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw SpecError(path +
+                    ": cannot open the family file: " + std::strerror(errno));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseFamily(text.str(), path);
+}
+
+std::string LoadFamilyFile(const std::string& path) {
+  FamilyDef def = ReadFamilyFile(path);
+  const std::string name = def.name;
+  RegisterFamily(std::move(def));
+  return name;
+}
+
+}  // namespace paradnn

@@ -1,0 +1,224 @@
+#include "generators/declared.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "generators/cost.h"
+#include "generators/sweep.h"
+#include "tests/catch.h"
+#include "tests/generators/reference_families.h"
+
+namespace paradnn {
+namespace {
+
+using Catch::Matchers::ContainsSubstring;
+
+std::string Source(const std::string& path) {
+  return std::string(PARADNN_SOURCE_DIR) + "/" + path;
+}
+
+// Every field of every layer, the graph's batch and logits, its tensors.
+void CheckSameGraph(const Graph& a, const Graph& b) {
+  REQUIRE(a.size() == b.size());
+  CHECK(a.batch() == b.batch());
+  CHECK(a.logits() == b.logits());
+  for (int i = 0; i < a.size(); ++i) {
+    INFO("layer " << i << " " << ToString(a.layer(i).op));
+    const Layer &x = a.layer(i), &y = b.layer(i);
+    CHECK(x.op == y.op);
+    CHECK(x.inputs == y.inputs);
+    CHECK(x.shape == y.shape);
+    CHECK(x.units == y.units);
+    CHECK(x.kernel == y.kernel);
+    CHECK(x.stride == y.stride);
+    CHECK(x.pad == y.pad);
+    CHECK(x.vocab == y.vocab);
+    CHECK(x.bias == y.bias);
+    CHECK(x.cell == y.cell);
+    CHECK(x.heads == y.heads);
+    CHECK(x.causal == y.causal);
+    CHECK(x.requires_grad == y.requires_grad);
+  }
+  const std::vector<ParamTensor> p = a.Params(), q = b.Params();
+  REQUIRE(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    CHECK(p[i].layer == q[i].layer);
+    CHECK(p[i].role == q[i].role);
+    CHECK(p[i].shape == q[i].shape);
+    CHECK(p[i].bound == q[i].bound);
+  }
+}
+
+TEST_CASE(
+    "FC, CNN and RNN declared in their files are the models they were in "
+    "C++, over the paper's grids",
+    "[declared]") {
+  const std::map<std::string, Graph (*)(const ModelSpec&)> reference = {
+      {"FC", test::ReferenceFc},
+      {"CNN", test::ReferenceCnn},
+      {"RNN", test::ReferenceRnn}};
+  for (const std::string family : {"FC", "CNN", "RNN"}) {
+    std::string lower = family;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(ch));
+    const std::string config = "configs/paper_" + lower + ".yaml";
+    INFO(config);
+    REQUIRE(FindFamily(family) != nullptr);
+    CHECK(FindFamily(family)->source == "families/" + lower + ".yaml");
+    const Sweep sweep = LoadSweep(Source(config), {"torch"});
+    std::set<std::string> models;
+    for (const Case& c : sweep.cases) {
+      if (!models.insert(c.model.Name()).second) continue;
+      INFO(c.Name());
+      CHECK(ParseCaseName(c.Name()) == c);
+      const Graph declared = c.model.BuildGraph();
+      const Graph built = reference.at(family)(c.model);
+      CheckSameGraph(declared, built);
+      for (Mode m : {Mode::kTrain, Mode::kInfer}) {
+        const Cost a = ComputeCost(declared, m, DType::kFp32);
+        const Cost b = ComputeCost(built, m, DType::kFp32);
+        CHECK(a.params == b.params);
+        CHECK(a.flops == b.flops);
+        CHECK(a.bytes == b.bytes);
+      }
+    }
+    // The paper's grids: 9,720 FC, 2,160 CNN and 2,160 RNN models.
+    CHECK(models.size() == (family == "FC" ? 9720u : 2160u));
+  }
+}
+
+TEST_CASE("a family declared only in YAML: params and FLOPs by hand",
+          "[declared]") {
+  const std::string file = Source("tests/data/families/patch_encoder.yaml");
+  CHECK(LoadFamilyFile(file) == "PATCH_ENCODER");
+  CHECK(LoadFamilyFile(file) == "PATCH_ENCODER");  // the same file: no change
+  // heads and mlp_ratio from their defaults, in the sweep and the name.
+  const Sweep sweep = ParseSweep(
+      "families: [" + file +
+          "]\nmodes: [train, infer]\nsweeps:\n  - {family: PATCH_ENCODER, "
+          "layers: 2, d_model: 32, patch: 4, patches: 16, classes: 10, "
+          "batch: 2}\n",
+      "sweep.yaml", {"torch"});
+  REQUIRE(sweep.cases.size() == 2);
+  const Case& c = sweep.cases[0];
+  CHECK(c.Name() ==
+        "PATCH_ENCODER/layers:2/d_model:32/heads:4/mlp_ratio:4/patch:4/"
+        "patches:16/classes:10/batch:2/torch/fp32/train");
+  CHECK(ParseCaseName(c.Name()) == c);
+  const Graph g = c.model.BuildGraph();
+  CHECK(g.batch() == 2);
+  // 3 x 4^2 = 48 values a patch, embedded in 32; 16 positions of 32; per
+  // layer two layer norms (2 x 64), q, k, v and the output projection
+  // (4 x (32 x 32 + 32)), the feed-forward (32 x 128 + 128, 128 x 32 + 32);
+  // the last layer norm (64) and the classifier (32 x 10 + 10).
+  const int64_t per_layer =
+      2 * 64 + 4 * (32 * 32 + 32) + (32 * 128 + 128) + (128 * 32 + 32);
+  const int64_t params =
+      (48 * 32 + 32) + 16 * 32 + 2 * per_layer + 64 + (32 * 10 + 10);
+  CHECK(params == 27882);
+  const Cost infer = ComputeCost(g, Mode::kInfer, DType::kFp32);
+  CHECK(infer.params == params);
+  // Matrix products over 16 x 2 = 32 rows, 2 per multiply-add: the patch
+  // embedding, per layer the four projections, the scores and their
+  // weighted sum (2 images x 16 x 16 x 32 each), the feed-forward; the
+  // classifier.
+  const int64_t rows = 32;
+  const int64_t layer_flops = 4 * 2 * rows * 32 * 32 +
+                              2 * (2 * 2 * 16 * 16 * 32) +
+                              2 * (2 * rows * 32 * 128);
+  const int64_t forward =
+      2 * rows * 48 * 32 + 2 * layer_flops + 2 * rows * 32 * 10;
+  CHECK(forward == 1822720);
+  CHECK(infer.flops == forward);
+  // Training: each product's two gradients too, but none for the input,
+  // which takes no gradient.
+  CHECK(ComputeCost(g, Mode::kTrain, DType::kFp32).flops ==
+        3 * forward - 2 * rows * 48 * 32);
+  // A model whose values do not fit together is no model, and says why.
+  CHECK_THROWS_WITH(
+      ParseCaseName("PATCH_ENCODER/layers:1/d_model:30/heads:4/mlp_ratio:4/"
+                    "patch:4/patches:16/classes:10/batch:2/torch/fp32/train"),
+      ContainsSubstring("heads must divide d_model"));
+}
+
+// The message of a family file's error, for `text` as lines.
+std::string ErrorOf(const std::string& text) {
+  try {
+    const FamilyDef def = ParseFamily(text, "f.yaml");
+    ModelSpec s;
+    s.family = def.name;
+    for (const ParamDef& p : def.params) {
+      s.values.push_back(p.choices.empty() ? "8" : p.choices[0]);
+    }
+    return def.check(s);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+}
+
+TEST_CASE("bad family files: the file, the line, the value, what was expected",
+          "[declared]") {
+  const std::string head =
+      "family: FC\nparams: [layers, nodes, input, output, batch]\n";
+  CHECK(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                       "  - {op: dens, units: nodes}\n") ==
+        "f.yaml:5: 'dens' is not an operation: expected one of add, "
+        "attention, avgpool, batchnorm, cached_attention, conv2d, dense, "
+        "embedding, gelu, input, last_position, layernorm, maxpool, "
+        "positional, recurrent, relu, rmsnorm, rope, softmax_xent, swiglu, "
+        "tokens");
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: dense, units: width}\n"),
+             ContainsSubstring("f.yaml:5: 'width': 'width' is no parameter or "
+                               "variable here: expected one of batch, input, "
+                               "layers, nodes, output"));
+  CHECK_THAT(
+      ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                     "  - {op: dense, units: nodes, size: 3}\n"),
+      ContainsSubstring("f.yaml:5: unknown key 'size' of dense: "
+                        "expected input, inputs, units, bias, as or if"));
+  // A layer reads only layers above it: no cycles.
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: add, inputs: [., later]}\n"
+                            "  - {op: relu, as: later}\n"),
+             ContainsSubstring("f.yaml:5: 'later' names no layer before this "
+                               "one: a layer reads only layers above it (no "
+                               "cycles)"));
+  // Found when a model is built, with the layer's line and the shapes.
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: dense, units: nodes, as: a}\n"
+                            "  - {op: dense, units: output * 2}\n"
+                            "  - {op: add, inputs: [., a]}\n"
+                            "  - {op: softmax_xent}\n"),
+             ContainsSubstring("f.yaml:7: add: add of unequal shapes (inputs "
+                               "[8, 16] [8, 8])"));
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: dense, units: nodes - output}\n"
+                            "  - {op: softmax_xent}\n"),
+             ContainsSubstring("f.yaml:5: units = nodes - output is 0 for this "
+                               "model: expected a positive integer"));
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: conv2d, channels: 4, kernel: 3}\n"),
+             ContainsSubstring("f.yaml:5: conv2d: windowed layer needs NCHW "
+                               "input (inputs [8, 8])"));
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: dense, units: output}\n"),
+             ContainsSubstring("a family that trains ends with softmax_xent"));
+  CHECK_THAT(ErrorOf("family: fc\nparams: [a]\ngraph: []\n"),
+             ContainsSubstring("f.yaml:1: 'fc' is not a valid family: expected "
+                               "capitals"));
+  CHECK_THAT(ErrorOf("family: X\nparams: [a]\ngraph:\n  - [1, 2]\n"),
+             ContainsSubstring("f.yaml:4: [1, 2] is not a layer"));
+  CHECK_THAT(ErrorOf("family: X\nparams: [a\n"),
+             ContainsSubstring("f.yaml:3: invalid YAML"));
+  // A built-in's name is taken.
+  CHECK_THROWS_WITH(
+      RegisterFamily(ParseFamily(head + "graph:\n  - {op: "
+                                        "input, shape: [batch, input]}\n",
+                                 "mine.yaml")),
+      "mine.yaml: family 'FC' is declared already in "
+      "families/fc.yaml: expected a name of its own");
+}
+
+}  // namespace
+}  // namespace paradnn
