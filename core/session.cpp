@@ -511,6 +511,10 @@ std::vector<std::pair<std::string, std::string>> Context() {
        "steps are paradnn's release code; Google Benchmark's build type "
        "(library_build_type) is that of the loop around them"}};
   if (!run.shard.empty()) context.emplace_back("paradnn_shard", run.shard);
+  // Where the families of its cases are declared, so that a report reads
+  // them as this run did (results/results.cpp).
+  const std::string files = FamilyFiles();
+  if (!files.empty()) context.emplace_back("paradnn_families", files);
   context.emplace_back(
       "paradnn_rounds",
       run.rounds > 1

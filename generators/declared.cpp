@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -846,11 +847,30 @@ FamilyDef ReadFamilyFile(const std::string& path) {
   return ParseFamily(text.str(), path);
 }
 
+namespace {
+
+std::vector<std::string>& Loaded() {
+  static std::vector<std::string> files;
+  return files;
+}
+
+}  // namespace
+
 std::string LoadFamilyFile(const std::string& path) {
   FamilyDef def = ReadFamilyFile(path);
   const std::string name = def.name;
   RegisterFamily(std::move(def));
+  const std::string absolute = std::filesystem::absolute(path).string();
+  if (std::find(Loaded().begin(), Loaded().end(), absolute) == Loaded().end()) {
+    Loaded().push_back(absolute);
+  }
   return name;
+}
+
+std::string FamilyFiles() {
+  std::string out;
+  for (const std::string& f : Loaded()) out += (out.empty() ? "" : ",") + f;
+  return out;
 }
 
 }  // namespace paradnn

@@ -28,6 +28,9 @@ FamilyDef ReadFamilyFile(const std::string& path);
 // Reads and registers the family of `path` (RegisterFamily); returns its
 // name.
 std::string LoadFamilyFile(const std::string& path);
+// The family files loaded so far, as absolute paths joined by ',': what a
+// results file's context keeps, for a report to load them again.
+std::string FamilyFiles();
 
 // The family files built into the library (families/*.yaml: FC, CNN,
 // RNN), as (name, text), in that order.

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
+
+#include "generators/declared.h"
 
 namespace paradnn {
 using nlohmann::json;
@@ -104,6 +107,20 @@ Results ReadResults(const std::string& path) {
   Results results;
   results.path = path;
   if (j.contains("context")) results.stack = StackOf(j["context"]);
+  // The family files its cases were declared in, where they still are; a
+  // case of a family none declares is skipped below, as another
+  // benchmark's.
+  if (j.contains("context") && j["context"].contains("paradnn_families") &&
+      j["context"]["paradnn_families"].is_string()) {
+    for (const std::string& file :
+         Split(j["context"]["paradnn_families"].get<std::string>(), ',')) {
+      if (!std::filesystem::exists(file)) continue;
+      try {
+        LoadFamilyFile(file);
+      } catch (const SpecError&) {
+      }
+    }
+  }
   if (j.contains("context") && j["context"].contains("paradnn_world_size")) {
     const json& v = j["context"]["paradnn_world_size"];
     try {

@@ -165,10 +165,13 @@ TEST_CASE(
   const std::string model =
       "PATCH_ENCODER/layers:2/d_model:32/heads:4/mlp_ratio:4/patch:4/"
       "patches:16/classes:10/batch:2";
+  const std::string out = Scratch("declared/results.json");
   Result r =
       RunRunner("--paradnn_families=" + file + " --paradnn_case=" + model +
                 "/torch/fp32/train --paradnn_case=" + model +
-                "/onednn/fp32/infer --benchmark_format=json" + kFast);
+                "/onednn/fp32/infer --benchmark_format=json "
+                "--benchmark_out_format=json --benchmark_out=" +
+                out + kFast);
   INFO(r.err);
   REQUIRE(r.status == 0);
   json j = json::parse(r.out);
@@ -183,6 +186,15 @@ TEST_CASE(
                                      ? 3 * 1822720 - 98304
                                      : 1822720));
   }
+  // The results name the family file: a report in another process reads
+  // the cases.
+  CHECK(j["context"]["paradnn_families"] == file);
+  r = RunRunner("report " + out + " --no-plots -o " +
+                Scratch("declared/report"));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(Slurp(Scratch("declared/report/roofline.csv")),
+             ContainsSubstring("," + model + "/onednn/fp32/infer,"));
   // A config names its family files relative to itself.
   const std::string config = Scratch("declared/sweep.yaml");
   std::filesystem::copy_file(file, Scratch("declared/patch_encoder.yaml"),
