@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -229,23 +230,27 @@ Platform LoadPlatform(const std::string& path) {
         ": field 'peak_flops' is missing: expected an object of peak "
         "FLOP/s per data type, e.g. {\"fp32\": 2.2e11}");
   }
-  // {"fp32": 2.2e11, ...} at `field`.
-  auto peaks = [&](const json& v, const std::string& field) {
+  // {"key": positive number, ...} at `field`: FLOP/s per data type, or
+  // bytes/s per device; `object` and `each` say which when one is not.
+  auto positives = [&](const json& v, const std::string& field,
+                       const std::string& object, const std::string& each) {
     if (!v.is_object()) {
       throw std::runtime_error(path + ": field '" + field + "' is " + v.dump() +
-                               ": expected an object of FLOP/s "
-                               "per data type");
+                               ": expected an object of " + object);
     }
-    PeakFlops out;
-    for (const auto& [dtype, f] : v.items()) {
+    std::map<std::string, double> out;
+    for (const auto& [key, f] : v.items()) {
       if (!f.is_number() || f.get<double>() <= 0) {
-        throw std::runtime_error(path + ": field '" + field + "." + dtype +
-                                 "' is " + f.dump() +
-                                 ": expected a positive FLOP/s");
+        throw std::runtime_error(path + ": field '" + field + "." + key +
+                                 "' is " + f.dump() + ": expected a positive " +
+                                 each);
       }
-      out[dtype] = f;
+      out[key] = f;
     }
     return out;
+  };
+  auto peaks = [&](const json& v, const std::string& field) {
+    return positives(v, field, "FLOP/s per data type", "FLOP/s");
   };
   p.devices["cpu"] = peaks(j["peak_flops"], "peak_flops");
   for (const char* group : {"devices", "gemm_flops"}) {
@@ -268,22 +273,10 @@ Platform LoadPlatform(const std::string& path) {
   }
   p.memory_bandwidth = j["memory_bandwidth"];
   if (j.contains("device_bandwidth")) {
-    const json& v = j["device_bandwidth"];
-    if (!v.is_object()) {
-      throw std::runtime_error(path + ": field 'device_bandwidth' is " +
-                               v.dump() +
-                               ": expected an object of bytes per second "
-                               "per device, e.g. {\"gpu\": 4.3e12}");
-    }
-    for (const auto& [device, b] : v.items()) {
-      if (!b.is_number() || b.get<double>() <= 0) {
-        throw std::runtime_error(path + ": field 'device_bandwidth." + device +
-                                 "' is " + b.dump() +
-                                 ": expected a positive number of bytes "
-                                 "per second");
-      }
-      p.device_bandwidth[device] = b;
-    }
+    p.device_bandwidth =
+        positives(j["device_bandwidth"], "device_bandwidth",
+                  "bytes per second per device, e.g. {\"gpu\": 4.3e12}",
+                  "number of bytes per second");
   }
   for (const char* group : {"device_names", "backend_devices"}) {
     if (!j.contains(group) || !j[group].is_object()) continue;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "generators/expr.h"
+#include "generators/yaml_text.h"
 
 namespace paradnn {
 namespace {
@@ -224,16 +225,10 @@ class FileParser {
                     what);
   }
 
-  static std::string Text(const YAML::Node& n) {
-    if (n.IsScalar()) return "'" + n.Scalar() + "'";
-    YAML::Emitter e;
-    e << YAML::Flow << n;
-    return e.c_str();
-  }
-
   std::string Scalar(const YAML::Node& n, const std::string& what) {
     if (!n.IsScalar() || n.Scalar().empty()) {
-      Fail(n.Mark(), Text(n) + " is not a valid " + what + ": expected text");
+      Fail(n.Mark(),
+           YamlText(n) + " is not a valid " + what + ": expected text");
     }
     return n.Scalar();
   }
@@ -246,7 +241,7 @@ class FileParser {
                   std::isdigit(static_cast<unsigned char>(c)) || c == '_');
     }
     if (!ok) {
-      Fail(n.Mark(), Text(n) +
+      Fail(n.Mark(), YamlText(n) +
                          " is not a valid family: expected capitals, "
                          "digits and '_', starting with a capital");
     }
@@ -266,7 +261,7 @@ class FileParser {
     }
     if (modes.empty() || modes.size() > 2 ||
         (modes.size() == 2 && modes[0] == modes[1])) {
-      Fail(n.Mark(), Text(n) +
+      Fail(n.Mark(), YamlText(n) +
                          " is not a valid modes: expected [train, "
                          "infer], [train] or [infer]");
     }
@@ -282,7 +277,7 @@ class FileParser {
                   std::isdigit(static_cast<unsigned char>(c)) || c == '_');
     }
     if (!ok || key == "true" || key == "false") {
-      Fail(n.Mark(), Text(n) +
+      Fail(n.Mark(), YamlText(n) +
                          " is not a valid parameter name: expected "
                          "lower case letters, digits and '_'");
     }
@@ -317,7 +312,7 @@ class FileParser {
             int groups = 0;
             if (!kv.second.IsScalar() ||
                 !YAML::convert<int>::decode(kv.second, groups) || groups < 2) {
-              Fail(kv.second.Mark(), Text(kv.second) +
+              Fail(kv.second.Mark(), YamlText(kv.second) +
                                          " is not a valid groups: expected "
                                          "an integer of at least 2");
             }
@@ -331,7 +326,7 @@ class FileParser {
           }
         }
       } else {
-        Fail(p.Mark(), Text(p) +
+        Fail(p.Mark(), YamlText(p) +
                            " is not a parameter: expected a name or "
                            "{name: N, ...}");
       }
@@ -357,7 +352,7 @@ class FileParser {
   // An expression over what is known where it stands.
   Expr Expression(const YAML::Node& n) {
     if (!n.IsScalar()) {
-      Fail(n.Mark(), Text(n) +
+      Fail(n.Mark(), YamlText(n) +
                          " is not an expression: expected an integer "
                          "or an expression of the parameters");
     }
@@ -403,7 +398,7 @@ class FileParser {
 
   Item Entry(const YAML::Node& n) {
     if (!n.IsMap()) {
-      Fail(n.Mark(), Text(n) +
+      Fail(n.Mark(), YamlText(n) +
                          " is not a layer: expected {op: NAME, ...}, "
                          "{as: NAME, input: NAME} or a block {graph: "
                          "[...], repeat: N, if: COND}");
@@ -419,7 +414,7 @@ class FileParser {
       layers_.insert(item.as);
       return item;
     }
-    Fail(n.Mark(), Text(n) +
+    Fail(n.Mark(), YamlText(n) +
                        " is not a layer: expected 'op', 'graph', or "
                        "'as' with 'input' alone");
   }
@@ -470,8 +465,9 @@ class FileParser {
       for (const auto& [name, info] : Ops()) {
         names += (names.empty() ? "" : ", ") + name;
       }
-      Fail(n["op"].Mark(),
-           Text(n["op"]) + " is not an operation: expected one of " + names);
+      Fail(
+          n["op"].Mark(),
+          YamlText(n["op"]) + " is not an operation: expected one of " + names);
     }
     item.op = &op->second;
     for (const auto& kv : n) {

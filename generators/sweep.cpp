@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "generators/declared.h"
+#include "generators/yaml_text.h"
 
 namespace paradnn {
 namespace {
@@ -46,7 +47,7 @@ class Parser {
       } else if (key == "mlperf_org" || key == "mlperf_system" ||
                  key == "mlperf_status") {
         if (!v.IsScalar() || v.Scalar().empty()) {
-          Fail(v.Mark(), Text(v) + " is not a valid " + key +
+          Fail(v.Mark(), YamlText(v) + " is not a valid " + key +
                              ": expected a non-empty name");
         }
         (key == "mlperf_org"      ? sweep.mlperf_org
@@ -109,18 +110,10 @@ class Parser {
     throw ConfigError(Where(mark) + ": error: " + what);
   }
 
-  // The node's text as written, for messages.
-  static std::string Text(const YAML::Node& n) {
-    if (n.IsScalar()) return "'" + n.Scalar() + "'";
-    YAML::Emitter e;
-    e << YAML::Flow << n;
-    return e.c_str();
-  }
-
   int64_t Integer(const YAML::Node& n, const std::string& key, int64_t min) {
     int64_t v = 0;
     if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v) || v < min) {
-      Fail(n.Mark(), Text(n) + " is not a valid " + key +
+      Fail(n.Mark(), YamlText(n) + " is not a valid " + key +
                          ": expected an integer of at least " +
                          std::to_string(min));
     }
@@ -137,13 +130,13 @@ class Parser {
     } else if (n.IsSequence() && n.size() > 0) {
       for (const YAML::Node& item : n) items.push_back(item);
     } else {
-      Fail(n.Mark(), Text(n) + " is not a valid " + key +
+      Fail(n.Mark(), YamlText(n) + " is not a valid " + key +
                          ": expected a value or a non-empty list");
     }
     std::vector<T> out;
     for (const YAML::Node& item : items) {
       if (!item.IsScalar()) {
-        Fail(item.Mark(), Text(item) + " is not a valid " + key +
+        Fail(item.Mark(), YamlText(item) + " is not a valid " + key +
                               ": expected a single value");
       }
       try {
@@ -187,7 +180,7 @@ class Parser {
       });
     }
     if (!def.choices.empty()) {
-      Fail(n.Mark(), Text(n) + " is not a valid " + def.key +
+      Fail(n.Mark(), YamlText(n) + " is not a valid " + def.key +
                          ": a range needs integers; expected one of the "
                          "choices or a list of them");
     }
@@ -210,18 +203,18 @@ class Parser {
       }
     }
     if (!n["from"] || !n["to"] || (times > 0) == (step > 0)) {
-      Fail(n.Mark(), Text(n) + " is not a valid range of " + def.key +
+      Fail(n.Mark(), YamlText(n) + " is not a valid range of " + def.key +
                          ": expected {from: A, to: B, times: K} or "
                          "{from: A, to: B, step: K}");
     }
     if (from > to) {
-      Fail(n.Mark(), Text(n) + " is an empty range of " + def.key +
+      Fail(n.Mark(), YamlText(n) + " is an empty range of " + def.key +
                          ": expected 'from' at most 'to'");
     }
     std::vector<std::string> out;
     for (int64_t v = from; v <= to;) {
       if (out.size() == kMaxCases) {
-        Fail(n.Mark(), Text(n) + " expands to more than " +
+        Fail(n.Mark(), YamlText(n) + " expands to more than " +
                            std::to_string(kMaxCases) + " values of " + def.key);
       }
       out.push_back(std::to_string(v));
@@ -241,7 +234,7 @@ class Parser {
   std::vector<Case> Expand(const YAML::Node& grid, Defaults d,
                            std::vector<std::string>* invalid) {
     if (!grid.IsMap()) {
-      Fail(grid.Mark(), Text(grid) +
+      Fail(grid.Mark(), YamlText(grid) +
                             " is not a grid: expected a mapping "
                             "with 'family' and its parameters");
     }
@@ -253,7 +246,7 @@ class Parser {
       for (const FamilyDef& f : Families()) {
         names += (names.empty() ? "" : ", ") + f.name;
       }
-      Fail(family_node.Mark(), Text(family_node) +
+      Fail(family_node.Mark(), YamlText(family_node) +
                                    " is not a model family: expected one of " +
                                    names);
     }

@@ -90,6 +90,15 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
   cases.push_back(ParseCaseName(
       "RNN/cell:gru/layers:3/embed:24/vocab:50/length:6/batch:5/torch/fp32/"
       "train"));
+  // A family declared only in YAML, as a user declares one.
+  LoadFamilyFile(std::string(PARADNN_SOURCE_DIR) +
+                 "/tests/data/families/patch_encoder.yaml");
+  for (const char* mode : {"train", "infer"}) {
+    cases.push_back(ParseCaseName(
+        std::string("PATCH_ENCODER/layers:2/d_model:32/heads:4/mlp_ratio:4/"
+                    "patch:4/patches:16/classes:10/batch:2/torch/fp32/") +
+        mode));
+  }
   for (const Case& c : cases) {
     INFO(c.Name());
     Graph g = c.model.BuildGraph();
@@ -106,30 +115,6 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
     a->Step();
     b->Step();
     CHECK(a->Loss() == Approx(b->Loss()).epsilon(5e-3));
-  }
-}
-
-TEST_CASE(
-    "a family declared only in YAML runs on both backends, and they agree",
-    "[onednn][declared]") {
-  LoadFamilyFile(std::string(PARADNN_SOURCE_DIR) +
-                 "/tests/data/families/patch_encoder.yaml");
-  auto torch = MakeTorchBackend(false);
-  auto onednn = MakeOnednnBackend();
-  for (const char* mode : {"train", "infer"}) {
-    const Case c = ParseCaseName(
-        std::string("PATCH_ENCODER/layers:2/d_model:32/heads:4/mlp_ratio:4/"
-                    "patch:4/patches:16/classes:10/batch:2/torch/fp32/") +
-        mode);
-    INFO(c.Name());
-    const Graph g = c.model.BuildGraph();
-    auto a = Prepare(*onednn, c, g);
-    auto b = Prepare(*torch, c, g);
-    a->Step();
-    b->Step();
-    CHECK(RelativeError(a->Output(), b->Output()) < kFp32Tolerance);
-    CHECK(a->Loss() == Approx(b->Loss()).epsilon(kFp32Tolerance));
-    if (c.mode == Mode::kTrain) CheckUpdates(*a, *b, g);
   }
 }
 
