@@ -670,17 +670,28 @@ class Report {
       for (const TwinComparison& c : twins) {
         if (c.real == &b) t = &c;
       }
+      if (t != nullptr) continue;
+      const ReferenceModel* m = FindReference(b.benchmark);
       html_ << "<tr><td>" << Html(b.benchmark) << "</td><td>"
-            << Html(b.system_name) << "</td>";
-      if (t == nullptr) {
-        const ReferenceModel* m = FindReference(b.benchmark);
-        html_ << "<td></td><td colspan='4' style='text-align:left'>"
-              << Html(m ? m->differences : "not in paradnn's table of models")
-              << "</td></tr>\n";
-        continue;
-      }
+            << Html(b.system_name)
+            << "</td><td></td><td colspan='4' style='text-align:left'>"
+            << Html(m ? m->differences : "not in paradnn's table of models")
+            << "</td></tr>\n";
+    }
+    // The twins, beside their results first, then those of models with
+    // no result given (at the reference implementation's batch).
+    for (const TwinComparison& twin : twins) {
+      const TwinComparison* t = &twin;
       const ReferenceModel& m = *t->model;
-      html_ << "<td>" << (t->batch_known() ? t->twin.Str("batch") : "?") << ", "
+      const std::string label =
+          m.benchmark + (t->real ? " " + t->real->accelerator : "");
+      html_ << "<tr><td>" << Html(m.benchmark) << "</td><td>"
+            << Html(t->real ? t->real->system_name : "no result given")
+            << "</td>";
+      const bool reference = !t->real && m.reference_batch > 0;
+      html_ << "<td>"
+            << (t->batch_known() || reference ? t->twin.Str("batch") : "?")
+            << (reference ? " (reference)" : "") << ", "
             << (t->accelerator_rate > 0 ? Num(t->accelerator_rate, 4) : "?")
             << "</td><td style='text-align:left'><code>" << Html(t->twin.Name())
             << "</code></td><td>" << Num(t->cost.params / m.params, 3) << ", "
@@ -691,7 +702,7 @@ class Report {
       const CaseResult* best = nullptr;
       for (const CaseResult* r : t->here) {
         if (!best || r->samples_per_second > best->samples_per_second) best = r;
-        points << b.benchmark << " here,twin," << r->params << ","
+        points << m.benchmark << " here,twin," << r->params << ","
                << r->flop_per_sample << "," << r->samples_per_second << ","
                << r->intensity << "," << r->flops << "\n";
       }
@@ -708,8 +719,7 @@ class Report {
               << Num(t->cost.memory / 1073741824.0, 3) << " GiB)</td></tr>\n";
       }
       if (t->accelerator_rate > 0) {
-        points << b.benchmark << " " << b.accelerator << ",submission,"
-               << m.params << ","
+        points << label << ",submission," << m.params << ","
                << m.train_flop_per_sample.value_or(t->flop_per_sample) << ","
                << t->accelerator_rate << ",,\n";
       }

@@ -1,9 +1,9 @@
 # The family files built into the library (families/*.yaml), as one
 # generated source: paradnn_embed_families(OUT) writes OUT from
-# generators/families.cpp.in, in the order FC, CNN, RNN.
+# generators/families.cpp.in, in the order FC, CNN, RNN, DLRM.
 function(paradnn_embed_families root out)
   set(entries "")
-  foreach(name fc cnn rnn)
+  foreach(name fc cnn rnn dlrm)
     set(file ${root}/families/${name}.yaml)
     file(READ ${file} text)
     string(APPEND entries

@@ -347,7 +347,18 @@ core::Status Check(const Run& run, const Entry& e) {
   const Backend* backend = FindBackend(e.backend, &unsupported);
   if (backend == nullptr) return core::Status::Skipped(unsupported);
   try {
-    unsupported = backend->Unsupported({e.BuildGraph(), e.dtype, e.mode});
+    const Graph g = e.BuildGraph();
+    unsupported = backend->Unsupported({g, e.dtype, e.mode});
+    // A table's gradient holds the rows its rank looked up: averaging
+    // needs a sparse all-reduce (DLRMs train their tables model-parallel).
+    const auto& layers = g.layers();
+    if (unsupported.empty() && run.world.size > 1 && e.mode == Mode::kTrain &&
+        std::any_of(layers.begin(), layers.end(),
+                    [](const Layer& l) { return l.op == Op::kEmbeddingBag; })) {
+      unsupported =
+          "data-parallel training does not average embedding bags' sparse "
+          "gradients";
+    }
   } catch (const std::exception& ex) {
     return core::Status::Failed(ex.what());
   }

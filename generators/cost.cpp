@@ -1,6 +1,7 @@
 #include "generators/cost.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace paradnn {
@@ -9,6 +10,15 @@ int64_t AllowedPairs(const Layer& l) {
   // The query at position context - length + t sees that many plus one.
   const int64_t length = l.shape[0];
   return length * (l.context - length) + length * (length + 1) / 2;
+}
+
+int64_t RowsLookedUp(const Graph& g, int layer) {
+  const Layer& l = g.layer(layer);
+  if (l.op != Op::kEmbeddingBag) return 0;
+  const double rows = static_cast<double>(l.vocab);
+  const double ids = static_cast<double>(Elements(g.layer(l.inputs[0]).shape));
+  // log1p keeps (1 - 1/V)^n exact for tables of billions of rows.
+  return std::llround(-rows * std::expm1(ids * std::log1p(-1 / rows)));
 }
 
 int64_t KvCacheBytes(const Layer& l, int64_t element_size) {
@@ -35,6 +45,9 @@ int64_t ForwardFlops(const Graph& g, int i) {
     case Op::kCachedAttention:
       // 2 x 2 d per (query, key) pair the mask allows.
       return 2 * 2 * l.units * l.shape[1] * AllowedPairs(l);
+    case Op::kCross:
+      // V x and U (V x), or W x.
+      return 2 * Elements(l.shape) * (l.rank > 0 ? 2 * l.rank : l.units);
     default:
       return 0;
   }
@@ -63,6 +76,12 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
     case Op::kRope:
     case Op::kSwiGlu:
       return Elements(l.shape);
+    case Op::kEmbeddingBag:
+      // Every row looked up is added into its example's sum.
+      return Elements(g.layer(l.inputs[0]).shape) * l.units;
+    case Op::kCross:
+      // + b, x0 *, + x.
+      return 3 * Elements(l.shape);
     case Op::kMaxPool:
       return Elements(l.shape) * l.kernel * l.kernel;
     case Op::kGlobalAvgPool:
@@ -95,6 +114,9 @@ int64_t Workspace(const Layer& l, int64_t e) {
       // Every step's input products: both backends compute them as one
       // product before the steps.
       return Gates(l.cell) * Elements(l.shape) * e;
+    case Op::kCross:
+      // V x and W x + b, which backward reads too.
+      return (Elements(l.shape) / l.units * l.rank + Elements(l.shape)) * e;
     default:
       return 0;
   }
@@ -159,9 +181,14 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
       const int64_t per_step = 2 * batch * Gates(l.cell) * l.units;
       c.flops += fwd + per_step * (length - 1) * l.units;
       if (needs_grad[l.inputs[0]]) c.flops += per_step * length * in;
+    } else if (l.op == Op::kCross && l.rank > 0) {
+      // The gradients of U and of V x, then of V (three of forward's two
+      // products' size); of x (the fourth) where it needs one.
+      c.flops += fwd / 2 * 3;
+      if (needs_grad[l.inputs[1]]) c.flops += fwd / 2;
     } else if (fwd > 0) {
       c.flops += fwd;
-      if (needs_grad[l.inputs[0]]) c.flops += fwd;
+      if (needs_grad[l.inputs.back()]) c.flops += fwd;
     }
     c.elementwise += ForwardElementwise(g, l);
     if (needs_grad[i]) gradient_bytes += out * e;
@@ -170,9 +197,26 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     // attention its scores and their softmax.
     saved += (l.op == Op::kRecurrent ? 3 : 1) * Workspace(l, e);
   }
-  if (train) c.elementwise += 2 * c.params;  // SGD: w -= lr * grad
+  // A step reads every parameter but the rows of embedding bags it does
+  // not look up, and updates those it reads (SGD: w -= lr * grad). A
+  // bag's gradient holds a row per id looked up, and the ids (LibTorch's
+  // sparse gradient).
+  int64_t step_params = 0, bag_params = 0, sparse_grad_bytes = 0;
+  for (const ParamTensor& p : g.Params()) {
+    const Layer& l = g.layer(p.layer);
+    if (l.op == Op::kEmbeddingBag) {
+      bag_params += Elements(p.shape);
+      step_params += RowsLookedUp(g, p.layer) * l.units;
+      sparse_grad_bytes +=
+          Elements(g.layer(l.inputs[0]).shape) * (l.units * e + 8);
+    } else {
+      step_params += Elements(p.shape);
+    }
+  }
+  if (train) c.elementwise += 2 * step_params;
 
   const int64_t weight_bytes = c.params * e;
+  const int64_t step_weight_bytes = step_params * e;
   // Initialization makes each parameter's values in fp32 for the backend to
   // convert: the largest parameter in fp32 sits beside the weights made
   // before it.
@@ -182,16 +226,19 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
   }
   const int64_t staging = largest * 4;
   if (train) {
-    c.bytes = 2 * weight_bytes + activation_bytes + gradient_bytes;
+    c.bytes = 2 * step_weight_bytes + activation_bytes + gradient_bytes;
     c.gradient_bytes = gradient_bytes;
-    // Everything above is alive at once in the backward pass.
-    c.memory = c.bytes + saved + staging;
+    // The weights, their gradients and everything the step writes are
+    // alive at once in the backward pass.
+    const int64_t grad_bytes = (c.params - bag_params) * e + sparse_grad_bytes;
+    c.memory = weight_bytes + grad_bytes + activation_bytes + gradient_bytes +
+               saved + staging;
     c.streaming_memory = c.memory;
   } else {
-    c.bytes = weight_bytes + activation_bytes;
+    c.bytes = step_weight_bytes + activation_bytes;
     // Backends that plan their buffers once (oneDNN) keep every
     // activation; LibTorch frees them as it goes and holds less.
-    c.memory = c.bytes + workspace + staging;
+    c.memory = weight_bytes + activation_bytes + workspace + staging;
     c.streaming_memory = weight_bytes + peak_live + staging;
   }
   c.intensity = c.bytes > 0 ? static_cast<double>(c.flops) / c.bytes : 0;

@@ -37,6 +37,11 @@ int64_t ForwardFlops(const Graph& g, int layer);
 // A cached attention's (query, key) pairs per sequence that its mask
 // allows, and its key/value cache's bytes (0 for other layers).
 int64_t AllowedPairs(const Layer& l);
+// The rows of an embedding bag's table that one step looks up, expected:
+// of n = hotness x batch ids drawn uniformly from V rows (InitTokens),
+// V (1 - (1 - 1/V)^n) are distinct. A step reads, and in training
+// updates, those rows only.
+int64_t RowsLookedUp(const Graph& g, int layer);
 int64_t KvCacheBytes(const Layer& l, int64_t element_size);
 
 }  // namespace paradnn

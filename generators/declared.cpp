@@ -37,7 +37,9 @@ struct Attr {
 // the graph prints (generators/graph.h), with their attributes.
 struct OpInfo {
   Op op;
-  int inputs;  // -1: one, or three (attention reads q, k, v)
+  // -1: one, or three (attention reads q, k, v); -2: any number of layers
+  // and lists of layers (concat).
+  int inputs;
   std::vector<Attr> attrs;
 };
 
@@ -102,6 +104,10 @@ const std::map<std::string, OpInfo>& Ops() {
          {"kv_heads", Kind::kPositive, true},
          {"context", Kind::kPositive, true}}}},
       {"last_position", {Op::kLastPosition, 1, {}}},
+      {"embedding_bag",
+       {Op::kEmbeddingBag, 1, {{"units", Kind::kPositive, true}}}},
+      {"concat", {Op::kConcat, -2, {}}},
+      {"cross", {Op::kCross, 2, {{"rank", Kind::kNonNegative, false}}}},
   };
   return ops;
 }
@@ -116,6 +122,7 @@ struct Item {
   std::string op_name;
   std::vector<std::string> inputs;  // names; "." the layer before
   std::string as;
+  std::string into;  // a list of layers this one joins (concat reads lists)
   std::map<std::string, Expr> attrs;
   std::vector<Expr> shape;
   // A block.
@@ -388,10 +395,11 @@ class FileParser {
   std::string LayerName(const YAML::Node& n) {
     const std::string name = Scalar(n, "layer name");
     if (name == ".") return name;
-    if (layers_.count(name) == 0) {
+    if (layers_.count(name) == 0 && lists_.count(name) == 0) {
       Fail(n.Mark(), "'" + name +
                          "' names no layer before this one: a layer reads "
-                         "only layers above it (no cycles), named with 'as'");
+                         "only layers above it (no cycles), named with 'as' "
+                         "(or lists of them with 'into')");
     }
     return name;
   }
@@ -410,6 +418,11 @@ class FileParser {
     if (n["op"]) return Layer(n, std::move(item));
     if (n["as"] && n["input"] && n.size() == (n["if"] ? 3u : 2u)) {
       item.inputs = {LayerName(n["input"])};
+      if (lists_.count(item.inputs[0]) != 0) {
+        Fail(n["input"].Mark(), "'" + item.inputs[0] +
+                                    "' is a list of layers (into): 'as' "
+                                    "names one layer");
+      }
       item.as = Scalar(n["as"], "layer name");
       layers_.insert(item.as);
       return item;
@@ -475,6 +488,8 @@ class FileParser {
       if (k == "op" || k == "if") continue;
       if (k == "as") {
         item.as = Scalar(kv.second, "layer name");
+      } else if (k == "into") {
+        item.into = Scalar(kv.second, "list name");
       } else if (k == "input" && item.op->inputs != 0) {
         item.inputs = {LayerName(kv.second)};
       } else if (k == "inputs" && item.op->inputs != 0) {
@@ -494,7 +509,7 @@ class FileParser {
           for (const Attr& a : item.op->attrs)
             keys += std::string(a.key) + ", ";
           Fail(kv.first.Mark(), "unknown key '" + k + "' of " + item.op_name +
-                                    ": expected " + keys + "as or if");
+                                    ": expected " + keys + "as, into or if");
         }
         if (attr->kind == Kind::kShape) {
           if (!kv.second.IsSequence() || kv.second.size() == 0) {
@@ -518,7 +533,18 @@ class FileParser {
     }
     const int given = static_cast<int>(item.inputs.size());
     const int wanted = item.op->inputs;
-    if (given > 0 &&
+    for (const std::string& name : item.inputs) {
+      if (lists_.count(name) != 0 && wanted != -2) {
+        Fail(n.Mark(), "'" + name + "' is a list of layers (into): " +
+                           item.op_name + " reads layers, only concat lists");
+      }
+    }
+    if (wanted == -2 && given == 0) {
+      Fail(n.Mark(), item.op_name +
+                         " reads layers and lists of them: expected "
+                         "'inputs: [...]'");
+    }
+    if (given > 0 && wanted != -2 &&
         !(given == wanted || (wanted == -1 && (given == 1 || given == 3)))) {
       Fail(n.Mark(), item.op_name + " reads " +
                          (wanted == -1 ? std::string("one input or three")
@@ -530,6 +556,14 @@ class FileParser {
                          " inputs: expected 'inputs: [...]'");
     }
     if (!item.as.empty()) layers_.insert(item.as);
+    if (!item.into.empty()) {
+      if (layers_.count(item.into) != 0) {
+        Fail(n.Mark(), "'" + item.into +
+                           "' names a layer (as): a list (into) needs a "
+                           "name of its own");
+      }
+      lists_.insert(item.into);
+    }
     return item;
   }
 
@@ -539,6 +573,7 @@ class FileParser {
   std::string source_;
   std::map<std::string, Binding> known_;  // parameters and variables here
   std::set<std::string> layers_;          // layer names defined so far
+  std::set<std::string> lists_;           // and names of lists of layers
 };
 
 // The graph of one model: the program run with its values.
@@ -691,7 +726,12 @@ class Builder {
     };
     std::vector<int> in;
     for (const std::string& name : item.inputs) {
-      in.push_back(Input(name, item.line));
+      const auto list = lists_.find(name);
+      if (list != lists_.end()) {
+        in.insert(in.end(), list->second.begin(), list->second.end());
+      } else {
+        in.push_back(Input(name, item.line));
+      }
     }
     if (in.empty() && item.op->inputs != 0) in = {Input(".", item.line)};
     int made = -1;
@@ -778,6 +818,15 @@ class Builder {
         case Op::kLastPosition:
           made = g_.LastPosition(in[0]);
           break;
+        case Op::kEmbeddingBag:
+          made = g_.EmbeddingBag(in[0], size("units", 0));
+          break;
+        case Op::kConcat:
+          made = g_.Concat(in);
+          break;
+        case Op::kCross:
+          made = g_.Cross(in[0], in[1], size("rank", 0));
+          break;
         case Op::kMeanLoss:
           break;
       }
@@ -789,6 +838,7 @@ class Builder {
     }
     last_ = made;
     if (!item.as.empty()) names_[item.as] = made;
+    if (!item.into.empty()) lists_[item.into].push_back(made);
   }
 
   Cell CellOf(const Item& item) const {
@@ -819,6 +869,7 @@ class Builder {
   Scope scope_;
   Graph g_;
   std::map<std::string, int> names_;
+  std::map<std::string, std::vector<int>> lists_;
   int last_ = -1;
 };
 

@@ -1,5 +1,6 @@
 #include "generators/graph.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "generators/check.h"
@@ -76,6 +77,12 @@ const char* ToString(Op op) {
       return "cached_attention";
     case Op::kLastPosition:
       return "last_position";
+    case Op::kEmbeddingBag:
+      return "embedding_bag";
+    case Op::kConcat:
+      return "concat";
+    case Op::kCross:
+      return "cross";
   }
   return "?";
 }
@@ -360,6 +367,52 @@ int Graph::LastPosition(int x) {
   return Append(std::move(l));
 }
 
+int Graph::EmbeddingBag(int tokens, int64_t units) {
+  const Layer& t = layer(tokens);
+  Require(t.op == Op::kTokens, "an embedding bag reads token ids");
+  Layer l;
+  l.op = Op::kEmbeddingBag;
+  l.inputs = {tokens};
+  l.shape = {t.shape[1], units};
+  l.units = units;
+  l.vocab = t.vocab;
+  return Append(std::move(l));
+}
+
+int Graph::Concat(const std::vector<int>& xs) {
+  Require(xs.size() >= 2, "concat of fewer than two inputs");
+  Shape shape = layer(xs[0]).shape;
+  shape.back() = 0;
+  for (int x : xs) {
+    const Shape& s = layer(x).shape;
+    Require(s.size() == shape.size() &&
+                std::equal(s.begin(), s.end() - 1, shape.begin()),
+            "concat of shapes that differ before the last dimension");
+    shape.back() += s.back();
+  }
+  Layer l;
+  l.op = Op::kConcat;
+  l.inputs = xs;
+  l.shape = std::move(shape);
+  l.units = l.shape.back();
+  return Append(std::move(l));
+}
+
+int Graph::Cross(int x0, int x, int64_t rank) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 2, "a cross layer needs [batch, units]");
+  Require(layer(x0).shape == in, "a cross layer of unequal shapes");
+  Require(rank >= 0, "a cross layer of negative rank");
+  Layer l;
+  l.op = Op::kCross;
+  l.inputs = {x0, x};
+  l.shape = in;
+  l.units = in[1];
+  l.rank = rank;
+  l.bias = true;
+  return Append(std::move(l));
+}
+
 int Graph::SoftmaxCrossEntropy(int logits) {
   Layer l;
   l.op = Op::kSoftmaxCrossEntropy;
@@ -423,9 +476,21 @@ std::vector<ParamTensor> Graph::Params() const {
         params.back().fill = 1;
         break;
       case Op::kEmbedding:
+      case Op::kEmbeddingBag:
         // fan-in 1: one row is selected per token, so rows are uniform in
         // [-1, 1].
         add(i, "weight", {l.vocab, l.units}, 1);
+        break;
+      case Op::kCross:
+        // As two dense layers without and with a bias: V, then U and b.
+        if (l.rank > 0) {
+          add(i, "weight_v", {l.rank, l.units}, l.units);
+          add(i, "weight_u", {l.units, l.rank}, l.rank);
+          add(i, "bias", {l.units}, l.rank);
+        } else {
+          add(i, "weight", {l.units, l.units}, l.units);
+          add(i, "bias", {l.units}, l.units);
+        }
         break;
       case Op::kRecurrent: {
         int64_t in = layer(l.inputs[0]).shape.back();
@@ -450,7 +515,8 @@ std::vector<bool> Graph::NeedsGrad() const {
     bool trainable = l.op == Op::kDense || l.op == Op::kConv2d ||
                      l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
                      l.op == Op::kRecurrent || l.op == Op::kLayerNorm ||
-                     l.op == Op::kPositional || l.op == Op::kRmsNorm;
+                     l.op == Op::kPositional || l.op == Op::kRmsNorm ||
+                     l.op == Op::kEmbeddingBag || l.op == Op::kCross;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

@@ -51,6 +51,16 @@ enum class Op {
   // h / (heads / kv_heads).
   kCachedAttention,
   kLastPosition,  // [length, batch, units] -> [1, batch, units], the last
+  // Recommendation layers (DLRM):
+  // [hotness, batch] ids -> [batch, units]: each example's rows of a
+  // [vocab, units] table summed. Training updates only the rows looked up
+  // (a sparse gradient).
+  kEmbeddingBag,
+  kConcat,  // the inputs joined along the last dimension
+  // DCNv2's cross layer over [batch, units]: x0 * (W x + b) + x, with
+  // inputs (x0, x); W is U V (U [units, rank], V [rank, units]) when rank
+  // > 0, else a full [units, units] matrix.
+  kCross,
 };
 
 const char* ToString(Op op);
@@ -85,6 +95,7 @@ struct Layer {
   int64_t kv_heads = 0;  // cached attention: key/value heads
   int64_t context = 0;   // cached attention: positions in the cache
   int64_t position = 0;  // rotary embedding: the first position
+  int64_t rank = 0;      // cross layer: W's rank (0: full)
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
   bool requires_grad = false;
@@ -145,6 +156,9 @@ class Graph {
   int CachedAttention(int q, int k, int v, int64_t heads, int64_t kv_heads,
                       int64_t context);
   int LastPosition(int x);
+  int EmbeddingBag(int tokens, int64_t units);
+  int Concat(const std::vector<int>& xs);
+  int Cross(int x0, int x, int64_t rank);
 
   // Room for n layers, so that a generator that knows its model's size
   // appends without moving the layers (listing builds thousands of graphs).

@@ -91,13 +91,13 @@ std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer,
   return out;
 }
 
-std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed,
+std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed, int layer,
                                 int64_t first_example) {
-  int i = FindLayer(g, Op::kTokens);
-  PARADNN_CHECK(i >= 0, "graph has no token input");
+  const int i = layer >= 0 ? layer : FindLayer(g, Op::kTokens);
+  PARADNN_CHECK(i >= 0 && g.layer(i).op == Op::kTokens, "not a token input");
   const Layer& l = g.layer(i);
-  return ExampleInts(seed, kInputStream, l.shape[0], l.shape[1], first_example,
-                     l.vocab);
+  return ExampleInts(seed, kInputStream + i, l.shape[0], l.shape[1],
+                     first_example, l.vocab);
 }
 
 std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,

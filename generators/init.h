@@ -23,8 +23,9 @@ void InitParam(const ParamTensor& p, uint64_t seed, int index, float* out);
 // the batch is its first dimension.
 std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer = -1,
                              int64_t first_example = 0);
-// Token ids for the kTokens layer, uniform in [0, vocab), [length, batch].
-std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed,
+// Token ids for a kTokens layer (the first by default), uniform in
+// [0, vocab), [length, batch].
+std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed, int layer = -1,
                                 int64_t first_example = 0);
 // Labels in [0, classes), one per row of the logits ([length, batch] rows
 // where the input is tokens, else [batch]).

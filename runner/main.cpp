@@ -88,24 +88,24 @@ std::string RunTwins(const std::vector<paradnn::TwinComparison>& twins,
     if (!t.here.empty()) continue;
     int64_t batch = t.twin.Int("batch");
     auto memory = [&](int64_t b) {
-      return paradnn::ComputeCost(paradnn::TwinModel(*t.model, b).BuildGraph(),
+      return paradnn::ComputeCost(paradnn::RunModel(*t.model, b).BuildGraph(),
                                   paradnn::Mode::kTrain, paradnn::DType::kFp32)
           .memory;
     };
     const double limit = 0.8 * paradnn::AvailableMemory();
     while (batch > 1 && memory(batch) > limit) batch /= 2;
     if (memory(batch) > limit) {
-      std::cerr << "mlperf-report: the " << t.real->benchmark
+      std::cerr << "mlperf-report: the " << t.model->benchmark
                 << " twin needs about " << memory(batch) / 1073741824.0
                 << " GiB at batch 1: not run\n";
       continue;
     }
     if (batch < t.twin.Int("batch")) {
-      std::cerr << "mlperf-report: the " << t.real->benchmark
+      std::cerr << "mlperf-report: the " << t.model->benchmark
                 << " twin runs at batch " << batch << ", not "
                 << t.twin.Str("batch") << ": memory\n";
     }
-    cases += " --paradnn_case=" + paradnn::TwinModel(*t.model, batch).Name() +
+    cases += " --paradnn_case=" + paradnn::RunModel(*t.model, batch).Name() +
              "/" + backend + "/fp32/train";
   }
   if (cases.empty()) return "";

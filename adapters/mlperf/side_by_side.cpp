@@ -25,7 +25,7 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        "batch:1",
        "none in the layers (ResNet-50 v1.5: stride in the 3x3 convolution); "
        "the first convolution computes no input gradient",
-       0.01},
+       0.01, 0, "", ""},
       {"bert", "BERT-large, sequence 512", 335.1e6, 6 * 335.1e6 * 512,
        "BERT-large encoder and embeddings (Devlin et al. 2019: 340M with "
        "its heads); FLOPs 6 x params x tokens, attention products not "
@@ -36,14 +36,14 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        "params); no token-type embeddings, pooler or MLM transform; the "
        "loss covers every position, where MLPerf's covers the masked ones; "
        "the twin's FLOPs count the attention products",
-       0.10},
+       0.10, 0, "", ""},
       {"gpt3", "GPT-3 175B, sequence 2048", 175e9, 6 * 175e9 * 2048,
        "Brown et al. 2020; FLOPs 6 x params x tokens",
        "TRANSFORMER/layers:96/d_model:12288/heads:96/ffn:49152/length:2048/"
        "vocab:50257/causal:true/batch:1",
        "dense attention in every layer (GPT-3 alternates dense and banded "
        "sparse layers); learned positions; the output layer untied",
-       0.10},
+       0.10, 0, "", ""},
       {"llama2_70b_lora", "Llama 2 70B with LoRA, sequence 8192", 68.98e9,
        std::nullopt,
        "Touvron et al. 2023 (70B; 68.98e9 counted); LoRA's training FLOPs "
@@ -55,7 +55,7 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        "match the three of SwiGLU in params; layer norm for RMSNorm; the "
        "twin trains every weight, where LoRA trains small adapters only "
        "(weight gradients of the frozen weights are not computed there)",
-       0.10},
+       0.10, 0, "", ""},
       {"llama3.1-8b", "Llama 3.1 8B, context 2048 (MLPerf Inference)", 8.03e9,
        std::nullopt,
        "Meta's Llama 3.1 8B model card (8.03B parameters); an MLPerf "
@@ -66,23 +66,41 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        "3.1's frequency scaling; a decode step over a full cache of 2048 "
        "positions, where a served request's context grows token by token; "
        "MLPerf's training results have no such benchmark to set beside it",
-       0.005},
+       0.005, 0, "", ""},
       {"ssd", "RetinaNet, ResNeXt50-32x4d, 800x800", 37.74e6, std::nullopt,
        "MLPerf Training v3.x reference model; FLOPs not stated there", "",
        "no family has grouped convolutions, a feature pyramid or detection "
        "heads: no twin",
-       0},
-      {"dlrm_dcnv2", "DLRM-DCNv2 on Criteo 1TB", 0, std::nullopt,
-       "MLPerf Training v3.x reference", "",
-       "almost all of its parameters are embedding tables, and its MLPs "
-       "narrow layer by layer (1024-1024-512-256): the FC family has "
-       "neither tables nor varying widths: no twin",
-       0},
+       0, 0, "", ""},
+      {"dlrm_dcnv2", "DLRM-DCNv2 on Criteo 1TB multi-hot", 26151671809,
+       std::nullopt,
+       "MLPerf Training's reference (mlcommons/training, "
+       "recommendation_v2/torchrec_dlrm, README): 26 tables of 204,184,588 "
+       "rows in all (40,000,000, 39,060, 17,295, ... 36), 128 wide, 214 ids "
+       "per example over them (multi-hot sizes 3, 2, 1, ... 1), a bottom "
+       "MLP 512-256-128 over 13 dense features, 3 DCNv2 cross layers of "
+       "rank 512, a top MLP 1024-1024-512-256-1, global batch 65,536 on 8 "
+       "GPUs; 26,151,671,809 parameters counted from that configuration "
+       "(none is published); FLOPs not published",
+       "DLRM/tables:26/rows:7853253/dim:128/hotness:8/dense:13/"
+       "bottom:512-256-128/top:1024-1024-512-256/cross:3/rank:512/batch:1",
+       "its 26 tables alike: 7,853,253 rows each (the reference's "
+       "204,184,588 over 26, where its tables run from 3 to 40,000,000 "
+       "rows) and 8 ids each (208 per example, not 214); ids uniform over "
+       "each table; two logits and softmax cross-entropy for its logit and "
+       "sigmoid (+257 params); SGD for its Adagrad",
+       0.001, 8192,
+       "DLRM/tables:26/rows:262144/dim:128/hotness:8/dense:13/"
+       "bottom:512-256-128/top:1024-1024-512-256/cross:3/rank:512/batch:1",
+       "tables capped at 262,144 rows (3.5 GB of fp32 tables, not 105 GB): "
+       "still far beyond any CPU's last-level cache, so every id looked up "
+       "reads memory as in the full tables, and a step's work does not "
+       "depend on the rows"},
       {"stable_diffusion", "Stable Diffusion v2, 512x512", 865e6, std::nullopt,
        "its U-Net (Rombach et al. 2022)", "",
        "no family has a U-Net's down- and up-sampling paths with "
        "cross-attention: no twin",
-       0},
+       0, 0, "", ""},
   };
   return models;
 }
@@ -94,11 +112,14 @@ const ReferenceModel* FindReference(const std::string& benchmark) {
   return nullptr;
 }
 
-ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
-  const FamilyDef* def = FindFamily(Split(m.twin, '/')[0]);
-  if (def == nullptr) throw SpecError("'" + m.twin + "': no such family");
+namespace {
+
+// A model's canonical name at batch 1, at another batch.
+ModelSpec AtBatch(const std::string& name, int64_t batch) {
+  const FamilyDef* def = FindFamily(Split(name, '/')[0]);
+  if (def == nullptr) throw SpecError("'" + name + "': no such family");
   const Case c =
-      ParseCaseName(m.twin + "/any/fp32/" + ToString(def->modes.front()));
+      ParseCaseName(name + "/any/fp32/" + ToString(def->modes.front()));
   std::vector<std::string> values = c.model.values;
   for (size_t i = 0; i < def->params.size(); ++i) {
     if (def->params[i].key == "batch") values[i] = std::to_string(batch);
@@ -106,32 +127,47 @@ ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
   return ModelSpec::Make(c.model.family, std::move(values));
 }
 
+}  // namespace
+
+ModelSpec TwinModel(const ReferenceModel& m, int64_t batch) {
+  return AtBatch(m.twin, batch);
+}
+
+ModelSpec RunModel(const ReferenceModel& m, int64_t batch) {
+  return AtBatch(m.runs_as.empty() ? m.twin : m.runs_as, batch);
+}
+
 namespace {
 
-TwinComparison Compare(const MlperfBenchmark& b, const ReferenceModel& m,
+// `b`: the MLPerf result, or nullptr for a model with none given.
+TwinComparison Compare(const MlperfBenchmark* b, const ReferenceModel& m,
                        const std::vector<CaseResult>& synthetic) {
   TwinComparison t;
-  t.real = &b;
+  t.real = b;
   t.model = &m;
   std::vector<double> rates;
   std::optional<int64_t> global_batch;
-  for (const MlperfRun& r : b.runs) {
+  for (const MlperfRun& r : b ? b->runs : std::vector<MlperfRun>()) {
     if (!r.passed()) continue;
     if (r.samples_per_second) rates.push_back(*r.samples_per_second);
     if (!global_batch) global_batch = r.global_batch_size;
   }
-  const int devices = b.accelerators;
+  const int devices = b ? b->accelerators : 0;
   t.global_batch = global_batch.value_or(0);
-  t.twin = TwinModel(
-      m, t.batch_known() ? std::max<int64_t>(1, t.global_batch / devices) : 1);
+  const int64_t batch =
+      t.batch_known() ? std::max<int64_t>(1, t.global_batch / devices)
+      : b == nullptr && m.reference_batch > 0 ? m.reference_batch
+                                              : 1;
+  t.twin = TwinModel(m, batch);
+  t.run = RunModel(m, batch);
   t.cost = ComputeCost(t.twin.BuildGraph(), Mode::kTrain, DType::kFp32);
   t.flop_per_sample = static_cast<double>(t.cost.flops) / t.twin.Int("batch");
   if (!rates.empty() && devices > 0)
     t.accelerator_rate = Median(rates) / devices;
-  // The twin's training cases: its model at any batch.
+  // The training cases of what runs here: its model at any batch.
   for (const CaseResult& s : synthetic) {
-    if (s.c.mode == Mode::kTrain && s.c.model.family == t.twin.family &&
-        TwinModel(m, s.c.model.Int("batch")) == s.c.model) {
+    if (s.c.mode == Mode::kTrain && s.c.model.family == t.run.family &&
+        RunModel(m, s.c.model.Int("batch")) == s.c.model) {
       t.here.push_back(&s);
     }
   }
@@ -142,15 +178,17 @@ TwinComparison Compare(const MlperfBenchmark& b, const ReferenceModel& m,
 // and this machine's samples/s against one accelerator's.
 void Twin(const TwinComparison& t, std::ostringstream& md,
           std::ostringstream& csv) {
-  const MlperfBenchmark& b = *t.real;
+  const MlperfBenchmark* b = t.real;
   const ReferenceModel& m = *t.model;
   const std::string accelerator =
-      b.accelerator.empty() ? "accelerator" : b.accelerator;
+      b == nullptr || b->accelerator.empty() ? "accelerator" : b->accelerator;
   md << "Twin: `" << t.twin.Name() << "`";
   if (t.batch_known()) {
-    md << " (global batch " << t.global_batch << " over " << b.accelerators
-       << " " << (b.accelerator.empty() ? "accelerators" : b.accelerator)
+    md << " (global batch " << t.global_batch << " over " << b->accelerators
+       << " " << (b->accelerator.empty() ? "accelerators" : b->accelerator)
        << ")";
+  } else if (b == nullptr && m.reference_batch > 0) {
+    md << " (the reference implementation's batch per accelerator)";
   } else {
     md << " (batch 1: the submission's batch per accelerator is not known)";
   }
@@ -165,12 +203,17 @@ void Twin(const TwinComparison& t, std::ostringstream& md,
   }
   md << "\nSizes within " << Num(100 * m.tolerance, 2)
      << "% of the published ones. Differences: " << m.differences << ".\n\n";
+  const Cost run = ComputeCost(t.run.BuildGraph(), Mode::kTrain, DType::kFp32);
+  if (!m.runs_as.empty()) {
+    md << "Runs here as `" << t.run.Name() << "` (" << Num(run.params)
+       << " params): " << m.runs_as_why << ".\n\n";
+  }
   if (t.here.empty()) {
     md << "The twin is not in the results. To measure it here:\n"
-       << "`build/paradnn --paradnn_case=" << t.twin.Name()
+       << "`build/paradnn --paradnn_case=" << t.run.Name()
        << "/onednn/fp32/train --benchmark_format=json` (the cost model "
           "estimates "
-       << Num(t.cost.memory / 1073741824.0, 3) << " GiB for it).\n";
+       << Num(run.memory / 1073741824.0, 3) << " GiB for it).\n";
     return;
   }
   md << "| here | batch | samples/s | ms per sample | one " << accelerator
@@ -182,9 +225,9 @@ void Twin(const TwinComparison& t, std::ostringstream& md,
        << Num(1e3 / s->samples_per_second, 4) << " | "
        << (rate > 0 ? Num(rate, 4) : "") << " | "
        << (rate > 0 ? Num(s->samples_per_second / rate, 3) : "") << " |\n";
-    csv << "twin," << b.system_name << "," << s->name << "," << s->params << ","
-        << s->flop_per_sample << "," << s->samples_per_second << ",,"
-        << s->step_ms << "\n";
+    csv << "twin," << (b ? b->system_name : "") << "," << s->name << ","
+        << s->params << "," << s->flop_per_sample << ","
+        << s->samples_per_second << ",," << s->step_ms << "\n";
   }
 }
 
@@ -208,8 +251,15 @@ std::vector<TwinComparison> CompareTwins(
   for (const MlperfBenchmark& b : real) {
     const ReferenceModel* m = FindReference(b.benchmark);
     if (m != nullptr && !m->twin.empty()) {
-      out.push_back(Compare(b, *m, synthetic));
+      out.push_back(Compare(&b, *m, synthetic));
     }
+  }
+  for (const ReferenceModel& m : ReferenceModels()) {
+    const bool given = std::any_of(
+        real.begin(), real.end(),
+        [&](const MlperfBenchmark& b) { return b.benchmark == m.benchmark; });
+    if (!m.twin.empty() && !given)
+      out.push_back(Compare(nullptr, m, synthetic));
   }
   return out;
 }
@@ -262,7 +312,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
       continue;
     }
     if (!m->twin.empty()) {
-      Twin(Compare(b, *m, synthetic), md, csv);
+      Twin(Compare(&b, *m, synthetic), md, csv);
       continue;
     }
     md << m->model << ": " << m->differences << ".\n\n";
@@ -296,6 +346,13 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
       md << "\n";
     }
     md << "\nModel size: " << m->model << ", " << m->source << ".\n";
+  }
+  for (const TwinComparison& t : CompareTwins(real, synthetic)) {
+    if (t.real != nullptr) continue;
+    md << "\n### " << t.model->benchmark << ": no MLPerf result given\n\n";
+    Twin(t, md, csv);
+    md << "\nModel size: " << t.model->model << ", " << t.model->source
+       << ".\n";
   }
   return {md.str(), csv.str()};
 }

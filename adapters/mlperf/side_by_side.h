@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "adapters/mlperf/reader.h"
-#include "results/results.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
+#include "results/results.h"
 
 namespace paradnn {
 
@@ -31,6 +31,13 @@ struct ReferenceModel {
   // The twin's params and training FLOPs per sample, by the cost model,
   // are within this fraction of the published ones.
   double tolerance = 0;
+  // The batch per accelerator the reference implementation runs at, for a
+  // twin beside no submission (0: none published).
+  int64_t reference_batch = 0;
+  // Where the twin is too large for one machine, the model run here
+  // instead (canonical, at batch 1) and what it changes; "": the twin.
+  std::string runs_as;
+  std::string runs_as_why;
 };
 const std::vector<ReferenceModel>& ReferenceModels();
 // The model of a benchmark (submission_benchmark), or nullptr.
@@ -38,15 +45,20 @@ const ReferenceModel* FindReference(const std::string& benchmark);
 
 // The twin at a batch, e.g. the submission's per accelerator.
 ModelSpec TwinModel(const ReferenceModel& m, int64_t batch);
+// The model run here for it at a batch: `runs_as`, else the twin.
+ModelSpec RunModel(const ReferenceModel& m, int64_t batch);
 
 // An MLPerf result beside its model's twin at the submission's batch per
-// accelerator, and the twin's training cases in paradnn's results.
+// accelerator, and the twin's training cases in paradnn's results. A twin
+// of a model with no result given (real: nullptr) is at the reference
+// implementation's batch per accelerator, where it is published.
 struct TwinComparison {
   const MlperfBenchmark* real = nullptr;
   const ReferenceModel* model = nullptr;
   int64_t global_batch = 0;  // of the first passing run; 0: not logged
   ModelSpec twin;            // at the batch per accelerator, else 1
   Cost cost;                 // the twin's, by the cost model
+  ModelSpec run;             // what runs here (RunModel), at twin's batch
   double flop_per_sample = 0;
   double accelerator_rate = 0;  // median samples/s over accelerators; 0
   std::vector<const CaseResult*> here;
@@ -54,10 +66,11 @@ struct TwinComparison {
   // Whether the twin's batch is the submission's per accelerator (global
   // batch and accelerators known), not 1.
   bool batch_known() const {
-    return global_batch > 0 && real->accelerators > 0;
+    return real != nullptr && global_batch > 0 && real->accelerators > 0;
   }
 };
-// One per result whose benchmark has a twin, in the order of `real`.
+// One per result whose benchmark has a twin, in the order of `real`; then
+// one per twin of a model with no result in `real`.
 std::vector<TwinComparison> CompareTwins(
     const std::vector<MlperfBenchmark>& real,
     const std::vector<CaseResult>& synthetic);

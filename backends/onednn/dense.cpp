@@ -67,35 +67,39 @@ void OnednnRunner::BuildEmbedding(int i, const Layer& l) {
   SetOut(i, memory::desc(l.shape, dt_, Tag::tnc));
   Weight& table = ParamOf(i, "weight");
   const int64_t width = l.units * (dt_ == Dt::f32 ? 4 : 2);
-  Push(forward_, OpClass::kMovement, "embedding", [this, i, &table, width] {
-    const char* t = static_cast<const char*>(table.value.get_data_handle());
-    char* o = static_cast<char*>(out_[i].get_data_handle());
-    const int64_t n = static_cast<int64_t>(tokens_.size());
+  const std::vector<int64_t>& ids = tokens_[l.inputs[0]];
+  Push(forward_, OpClass::kMovement, "embedding",
+       [this, i, &table, &ids, width] {
+         const char* t =
+             static_cast<const char*>(table.value.get_data_handle());
+         char* o = static_cast<char*>(out_[i].get_data_handle());
+         const int64_t n = static_cast<int64_t>(ids.size());
 #pragma omp parallel for
-    for (int64_t k = 0; k < n; ++k) {
-      std::memcpy(o + k * width, t + tokens_[k] * width, width);
-    }
-  });
+         for (int64_t k = 0; k < n; ++k) {
+           std::memcpy(o + k * width, t + ids[k] * width, width);
+         }
+       });
   if (!train_) return;
   const int64_t units = l.units;
-  Push(backward_[i], OpClass::kMovement, "embedding", [this, i, &table, units] {
-    float* g = static_cast<float*>(table.grad.get_data_handle());
-    std::memset(g, 0, table.grad.get_desc().get_size());
-    const void* d = diff_[i].get_data_handle();
-    const int64_t n = static_cast<int64_t>(tokens_.size());
-    // Rows of one token add up: threads split the columns, each adding
-    // every token's slice of its columns, so no two write one element.
-    constexpr int64_t kBlock = 16;
+  Push(backward_[i], OpClass::kMovement, "embedding",
+       [this, i, &table, &ids, units] {
+         float* g = static_cast<float*>(table.grad.get_data_handle());
+         std::memset(g, 0, table.grad.get_desc().get_size());
+         const void* d = diff_[i].get_data_handle();
+         const int64_t n = static_cast<int64_t>(ids.size());
+         // Rows of one token add up: threads split the columns, each adding
+         // every token's slice of its columns, so no two write one element.
+         constexpr int64_t kBlock = 16;
 #pragma omp parallel for num_threads(threads_)
-    for (int64_t from = 0; from < units; from += kBlock) {
-      const int64_t to = std::min(units, from + kBlock);
-      for (int64_t k = 0; k < n; ++k) {
-        float* row = g + tokens_[k] * units;
-        for (int64_t e = from; e < to; ++e)
-          row[e] += Load(d, dt_, k * units + e);
-      }
-    }
-  });
+         for (int64_t from = 0; from < units; from += kBlock) {
+           const int64_t to = std::min(units, from + kBlock);
+           for (int64_t k = 0; k < n; ++k) {
+             float* row = g + ids[k] * units;
+             for (int64_t e = from; e < to; ++e)
+               row[e] += Load(d, dt_, k * units + e);
+           }
+         }
+       });
 }
 
 }  // namespace paradnn::onednn

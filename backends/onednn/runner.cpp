@@ -34,12 +34,14 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
   for (size_t p = 0; p < specs.size(); ++p) {
     param_index_[{specs[p].layer, specs[p].role}] = static_cast<int>(p);
   }
+  tokens_.resize(g.size());
   for (int i = 0; i < g.size(); ++i) Build(i);
   for (size_t p = 0; p < specs.size(); ++p) {
     Weight& param = params_[p];
     if (!param.value) continue;  // recurrent biases live in bias_masters_
     WriteParam(param, specs[p], static_cast<int>(p));
-    if (train_) AddUpdate(param);
+    // An embedding bag's table is updated by its own loop (no gradient).
+    if (train_ && param.grad) AddUpdate(param);
   }
   for (RecurrentBias& b : biases_) {
     b.ih = InitParam(graph_, opt.seed, b.ih_index);
@@ -158,7 +160,7 @@ void OnednnRunner::Cool() {
     const Layer& l = graph_.layer(i);
     if (l.op == Op::kInput && written[i]) ReadIn(out_[i]);
     if (l.op == Op::kTokens) {
-      ReadIntoCaches(tokens_.data(), tokens_.size() * sizeof(tokens_[0]),
+      ReadIntoCaches(tokens_[i].data(), tokens_[i].size() * sizeof(int64_t),
                      threads_);
     }
   }
@@ -340,7 +342,7 @@ void OnednnRunner::AddParam(int layer, const std::string& role,
   Weight& p = ParamOf(layer, role);
   p.value = Make(md);
   p.user = user;
-  if (train_) p.grad = MakeGrad(grad_md);
+  if (train_ && !grad_md.is_zero()) p.grad = MakeGrad(grad_md);
 }
 
 memory OnednnRunner::MakeGrad(const memory::desc& md) {
@@ -356,7 +358,7 @@ memory OnednnRunner::MakeGrad(const memory::desc& md) {
 void OnednnRunner::PlaceGradients() {
   std::vector<memory*> grads;
   for (Weight& p : params_) {
-    if (p.value) grads.push_back(&p.grad);
+    if (p.grad) grads.push_back(&p.grad);
   }
   for (RecurrentBias& b : biases_) grads.push_back(&b.grad);
   constexpr size_t kAlign = 64;
@@ -452,7 +454,7 @@ void OnednnRunner::Build(int i) {
       break;
     }
     case Op::kTokens:
-      tokens_ = InitTokens(graph_, seed_, first_example_);
+      tokens_[i] = InitTokens(graph_, seed_, i, first_example_);
       break;
     case Op::kDense:
       BuildDense(i, l);
@@ -528,6 +530,15 @@ void OnednnRunner::Build(int i) {
       break;
     case Op::kLastPosition:
       BuildLastPosition(i, l);
+      break;
+    case Op::kEmbeddingBag:
+      BuildEmbeddingBag(i, l);
+      break;
+    case Op::kConcat:
+      BuildConcat(i, l);
+      break;
+    case Op::kCross:
+      BuildCross(i, l);
       break;
   }
 }

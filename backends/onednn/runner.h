@@ -305,6 +305,18 @@ class OnednnRunner : public Runner {
 
   void BuildEmbedding(int i, const Layer& l);
 
+  // Each example's rows summed; training updates the rows looked up only,
+  // in the update (a sparse gradient: the table has no gradient buffer).
+  void BuildEmbeddingBag(int i, const Layer& l);
+
+  // Plain rows of each input copied side by side; backward hands each
+  // input its columns of the gradient.
+  void BuildConcat(int i, const Layer& l);
+
+  // x0 * (W x + b) + x as inner products (V, then U with the bias, or W)
+  // and binary primitives, on plain [batch, units].
+  void BuildCross(int i, const Layer& l);
+
   // The decoder's layers (decoder.cpp), inference only.
   memory PlainRows(int x);
   void BuildRmsNorm(int i, const Layer& l);
@@ -351,7 +363,8 @@ class OnednnRunner : public Runner {
   std::deque<std::pair<std::vector<float>, std::vector<float>>> tables_;
   memory attention_scratch_;   // every cached attention's, shared
   std::vector<memory> masks_;  // causal masks, one per shape
-  std::vector<int64_t> tokens_, labels_;
+  std::vector<std::vector<int64_t>> tokens_;  // of each kTokens layer
+  std::vector<int64_t> labels_;
   Actions forward_, update_;
   std::vector<Actions> backward_;  // per layer
   double loss_ = std::nan("");

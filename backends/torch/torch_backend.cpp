@@ -48,6 +48,7 @@ struct LayerModules {
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};
   torch::nn::Embedding embedding{nullptr};
+  torch::nn::EmbeddingBag bag{nullptr};
   torch::nn::RNN rnn{nullptr};
   torch::nn::LSTM lstm{nullptr};
   torch::nn::GRU gru{nullptr};
@@ -55,6 +56,8 @@ struct LayerModules {
   // A positional table's or an RMSNorm scale's holder, and the tensor.
   std::shared_ptr<torch::nn::Module> table;
   torch::Tensor positional;
+  // A cross layer's tensors in `table`: V and U, or W (in weight_u), and b.
+  torch::Tensor weight_v, weight_u, bias;
   torch::nn::Module* base = nullptr;  // whichever of the above is set
   torch::Tensor causal_mask;          // attention: true above the diagonal
   // Cached attention: keys and values [batch, kv_heads, context, dh] each
@@ -117,6 +120,31 @@ class TorchModel : public torch::nn::Module {
           // Module::to changes a parameter's data in place: the handle stays.
           m.positional = m.table->register_parameter(
               "weight", torch::empty({l.shape[0], l.units}));
+          m.base = m.table.get();
+          break;
+        case Op::kEmbeddingBag:
+          // Summed rows; backward makes a sparse gradient, the rows looked
+          // up only, which SGD adds to those rows.
+          m.bag = register_module(
+              name, torch::nn::EmbeddingBag(
+                        torch::nn::EmbeddingBagOptions(l.vocab, l.units)
+                            .mode(torch::kSum)
+                            .sparse(true)));
+          m.base = m.bag.get();
+          break;
+        case Op::kCross:
+          m.table =
+              register_module(name, std::make_shared<torch::nn::Module>());
+          if (l.rank > 0) {
+            m.weight_v = m.table->register_parameter(
+                "weight_v", torch::empty({l.rank, l.units}));
+            m.weight_u = m.table->register_parameter(
+                "weight_u", torch::empty({l.units, l.rank}));
+          } else {
+            m.weight_u = m.table->register_parameter(
+                "weight", torch::empty({l.units, l.units}));
+          }
+          m.bias = m.table->register_parameter("bias", torch::empty({l.units}));
           m.base = m.table.get();
           break;
         case Op::kAttention:
@@ -292,6 +320,25 @@ class TorchModel : public torch::nn::Module {
         case Op::kLastPosition:
           y = x.narrow(0, x.size(0) - 1, 1);
           break;
+        case Op::kEmbeddingBag:
+          // [hotness, batch] ids: a bag per column.
+          y = m.bag(x.t().contiguous());
+          break;
+        case Op::kConcat: {
+          std::vector<torch::Tensor> parts;
+          for (int in : l.inputs) parts.push_back(values_[in]);
+          y = torch::cat(parts, -1);
+          break;
+        }
+        case Op::kCross: {
+          const torch::Tensor& xl = values_[l.inputs[1]];
+          const torch::Tensor wx =
+              l.rank > 0 ? torch::linear(torch::linear(xl, m.weight_v),
+                                         m.weight_u, m.bias)
+                         : torch::linear(xl, m.weight_u, m.bias);
+          y = x * wx + xl;
+          break;
+        }
       }
       // Drop each activation after its last reader, as eager Python frees
       // them; autograd keeps what backward needs.
@@ -553,7 +600,8 @@ class TorchRunner : public Runner {
       const Layer& l = graph_.layer(i);
       if (l.op == Op::kTokens) {
         inputs_[i] =
-            FromVector(InitTokens(graph_, opt.seed, opt.first_example), l.shape)
+            FromVector(InitTokens(graph_, opt.seed, i, opt.first_example),
+                       l.shape)
                 .to(device_);
       } else if (l.op == Op::kInput) {
         inputs_[i] =
@@ -827,6 +875,15 @@ class TorchBackend : public Backend {
     if (!cuda_ && job.dtype == DType::kFp16) {
       return "torch: fp16 runs on GPUs (torch_cuda); on the CPU, bf16";
     }
+#if TORCH_VERSION_MAJOR < 2
+    const auto& layers = job.graph.layers();
+    if (!cuda_ && job.dtype == DType::kBf16 &&
+        std::any_of(layers.begin(), layers.end(),
+                    [](const Layer& l) { return l.op == Op::kEmbeddingBag; })) {
+      return std::string("torch: LibTorch ") + TORCH_VERSION +
+             "'s embedding_bag has no bf16 on the CPU";
+    }
+#endif
     return "";
   }
 

@@ -425,7 +425,7 @@ TEST_CASE("MLPerf twins: the published sizes within the stated tolerance",
       CHECK(std::abs(cost.flops / *m.train_flop_per_sample - 1) <= m.tolerance);
     }
   }
-  CHECK(twins == 5);
+  CHECK(twins == 6);
   // BERT-large's twin counted by hand: token and position tables, 24
   // blocks (Q, K, V and output projections with biases, two layer norms,
   // the feed-forward pair), the untied output layer.
@@ -439,6 +439,48 @@ TEST_CASE("MLPerf twins: the published sizes within the stated tolerance",
   REQUIRE(ref.benchmark == "bert");
   CHECK(ComputeCost(TwinModel(ref, 1).BuildGraph(), Mode::kTrain, DType::kFp32)
             .params == bert);
+}
+
+TEST_CASE("dlrm_dcnv2: its twin against the reference configuration",
+          "[mlperf]") {
+  const ReferenceModel* m = FindReference("dlrm_dcnv2");
+  REQUIRE(m != nullptr);
+  // The reference's tables (--num_embeddings_per_feature) and widths, as
+  // its README runs it.
+  const std::vector<int64_t> rows = {
+      40000000, 39060,    17295,    7424,     20265,  3,     7122, 1543, 63,
+      40000000, 3067956,  405282,   10,       2209,   11938, 155,  4,    976,
+      14,       40000000, 40000000, 40000000, 590152, 12973, 108,  36};
+  REQUIRE(rows.size() == 26);
+  int64_t all_rows = 0;
+  for (int64_t r : rows) all_rows += r;
+  CHECK(all_rows == 204184588);
+  const int64_t d = 128, join = 27 * d;
+  const int64_t bottom = (13 * 512 + 512) + (512 * 256 + 256) + (256 * d + d);
+  const int64_t cross = 3 * (join * 512 + 512 * join + join);
+  const int64_t top = (join * 1024 + 1024) + (1024 * 1024 + 1024) +
+                      (1024 * 512 + 512) + (512 * 256 + 256);
+  const int64_t reference = all_rows * d + bottom + cross + top + 256 + 1;
+  CHECK(m->params == reference);
+  // The twin: 26 tables of 204,184,588 / 26 rows (rounded down), two
+  // logits where the reference has one.
+  const ModelSpec twin = TwinModel(*m, 8192);
+  CHECK(ComputeCost(twin.BuildGraph(), Mode::kTrain, DType::kFp32).params ==
+        26 * (all_rows / 26) * d + bottom + cross + top + 2 * 256 + 2);
+  // What runs here: the same but for the rows, at the same batch.
+  const ModelSpec run = RunModel(*m, 8192);
+  CHECK(run.Int("rows") == 262144);
+  CHECK(run.Int("batch") == 8192);
+  ModelSpec same = twin;
+  same.values[1] = "262144";
+  CHECK(run == same);
+  // Beside no result, it is listed on its own at the reference's batch
+  // per accelerator (65,536 over 8 GPUs).
+  const SideBySide page = MakeSideBySide({}, {});
+  CHECK_THAT(page.markdown,
+             ContainsSubstring("### dlrm_dcnv2: no MLPerf result given"));
+  CHECK_THAT(page.markdown, ContainsSubstring("Runs here as `" + run.Name()));
+  CHECK(m->reference_batch == 65536 / 8);
 }
 
 }  // namespace

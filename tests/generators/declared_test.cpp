@@ -5,6 +5,7 @@
 #include <set>
 
 #include "generators/cost.h"
+#include "generators/init.h"
 #include "generators/sweep.h"
 #include "tests/catch.h"
 #include "tests/generators/reference_families.h"
@@ -141,6 +142,85 @@ TEST_CASE("a family declared only in YAML: params and FLOPs by hand",
       ContainsSubstring("heads must divide d_model"));
 }
 
+TEST_CASE("DLRM, a built-in family file: params, FLOPs and bytes by hand",
+          "[declared]") {
+  REQUIRE(FindFamily("DLRM") != nullptr);
+  CHECK(FindFamily("DLRM")->source == "families/dlrm.yaml");
+  // dense, cross and rank from their defaults (13, 3, 512) where left out.
+  const Sweep defaults = ParseSweep(
+      "modes: [train]\nsweeps:\n  - {family: DLRM, tables: 2, rows: 100, "
+      "dim: 8, hotness: 3, bottom: 16-16-8, top: 16, batch: 5}\n",
+      "sweep.yaml", {"torch"});
+  REQUIRE(defaults.cases.size() == 1);
+  CHECK(defaults.cases[0].model.Name() ==
+        "DLRM/tables:2/rows:100/dim:8/hotness:3/dense:13/bottom:16-16-8/"
+        "top:16/cross:3/rank:512/batch:5");
+  const ModelSpec m = ParseCaseName(
+                          "DLRM/tables:2/rows:100/dim:8/hotness:3/dense:4/"
+                          "bottom:16-16-8/top:16/cross:2/rank:4/batch:5/"
+                          "torch/fp32/train")
+                          .model;
+  const Graph g = m.BuildGraph();
+  CHECK(g.batch() == 5);
+  // The bottom MLP 4 -> 16 -> 16 -> 8; two tables of 100 x 8; the join of
+  // 8 + 2 x 8 = 24; two cross layers of V (4 x 24), U (24 x 4) and b
+  // (24); the top MLP 24 -> 16 -> 16 -> 16 -> 16 and two logits.
+  const int64_t bottom = (4 * 16 + 16) + (16 * 16 + 16) + (16 * 8 + 8);
+  const int64_t cross = 4 * 24 + 24 * 4 + 24;
+  const int64_t top = (24 * 16 + 16) + 3 * (16 * 16 + 16) + (16 * 2 + 2);
+  const int64_t params = bottom + 2 * 100 * 8 + 2 * cross + top;
+  CHECK(params == 3770);
+  const Cost infer = ComputeCost(g, Mode::kInfer, DType::kFp32);
+  CHECK(infer.params == params);
+  // Products over the 5 examples: the MLPs' layers, a cross layer's V x
+  // and U (V x); bags and the join do none.
+  const int64_t bottom_flops = 2 * 5 * (4 * 16 + 16 * 16 + 16 * 8);
+  const int64_t cross_flops = 2 * 5 * (24 * 4 + 4 * 24);
+  const int64_t top_flops = 2 * 5 * (24 * 16 + 3 * 16 * 16 + 16 * 2);
+  CHECK(infer.flops == bottom_flops + 2 * cross_flops + top_flops);
+  // Training: every dense layer's two gradients but the first's input
+  // gradient (its input is data); a cross layer's backward is four
+  // products of its forward two's size (the gradients of U, V x, V and
+  // x), so three times its forward in all.
+  const int64_t first = 2 * 5 * 4 * 16;
+  CHECK(ComputeCost(g, Mode::kTrain, DType::kFp32).flops ==
+        3 * (bottom_flops + top_flops) - first + 2 * 3 * cross_flops);
+  // A table's 15 ids a step, uniform over 100 rows: the rows a step reads
+  // are the distinct ones, counted over the generator's own ids.
+  int bag = -1;
+  for (int i = 0; i < g.size(); ++i) {
+    if (g.layer(i).op == Op::kEmbeddingBag) bag = i;
+  }
+  REQUIRE(bag > 0);
+  CHECK(RowsLookedUp(g, bag) == 14);  // 100 (1 - 0.99^15) = 13.99
+  const Graph wide =
+      ParseCaseName(
+          "DLRM/tables:1/rows:5000/dim:8/hotness:5/dense:4/bottom:8/top:8/"
+          "cross:1/rank:4/batch:1000/torch/fp32/infer")
+          .model.BuildGraph();
+  std::set<int64_t> ids;
+  for (int i = 0; i < wide.size(); ++i) {
+    if (wide.layer(i).op == Op::kEmbeddingBag) {
+      CHECK(RowsLookedUp(wide, i) == 3161);  // 5000 (1 - (1 - 1/5000)^5000)
+      for (int64_t id : InitTokens(wide, 11, wide.layer(i).inputs[0])) {
+        ids.insert(id);
+      }
+    }
+  }
+  // The expectation's standard deviation is about 20 rows here.
+  CHECK(std::abs(static_cast<double>(ids.size()) - 3161) < 100);
+  // Bytes of an inference step: the weights it reads (the rows looked up
+  // of the tables, every other weight) and every layer's output but the
+  // loss (inference has none), ids at 8.
+  const Cost cost = ComputeCost(g, Mode::kInfer, DType::kFp32);
+  int64_t outputs = 0;
+  for (const Layer& l : g.layers()) {
+    if (l.op == Op::kSoftmaxCrossEntropy) continue;
+    outputs += Elements(l.shape) * (l.op == Op::kTokens ? 8 : 4);
+  }
+  CHECK(cost.bytes == (params - 2 * 100 * 8 + 2 * 14 * 8) * 4 + outputs);
+}
+
 // The message of a family file's error, for `text` as lines.
 std::string ErrorOf(const std::string& text) {
   try {
@@ -163,10 +243,10 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
   CHECK(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                        "  - {op: dens, units: nodes}\n") ==
         "f.yaml:5: 'dens' is not an operation: expected one of add, "
-        "attention, avgpool, batchnorm, cached_attention, conv2d, dense, "
-        "embedding, gelu, input, last_position, layernorm, maxpool, "
-        "positional, recurrent, relu, rmsnorm, rope, softmax_xent, swiglu, "
-        "tokens");
+        "attention, avgpool, batchnorm, cached_attention, concat, conv2d, "
+        "cross, dense, embedding, embedding_bag, gelu, input, last_position, "
+        "layernorm, maxpool, positional, recurrent, relu, rmsnorm, rope, "
+        "softmax_xent, swiglu, tokens");
   CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                             "  - {op: dense, units: width}\n"),
              ContainsSubstring("f.yaml:5: 'width': 'width' is no parameter or "
@@ -176,7 +256,7 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
       ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                      "  - {op: dense, units: nodes, size: 3}\n"),
       ContainsSubstring("f.yaml:5: unknown key 'size' of dense: "
-                        "expected input, inputs, units, bias, as or if"));
+                        "expected input, inputs, units, bias, as, into or if"));
   // A layer reads only layers above it: no cycles.
   CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                             "  - {op: add, inputs: [., later]}\n"
@@ -211,6 +291,22 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
              ContainsSubstring("f.yaml:4: [1, 2] is not a layer"));
   CHECK_THAT(ErrorOf("family: X\nparams: [a\n"),
              ContainsSubstring("f.yaml:3: invalid YAML"));
+  // Lists of layers (into) are read by concat only.
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: dense, units: nodes, into: parts}\n"
+                            "  - {op: relu, inputs: [parts]}\n"),
+             ContainsSubstring("f.yaml:6: 'parts' is a list of layers (into): "
+                               "relu reads layers, only concat lists"));
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: concat}\n"),
+             ContainsSubstring("f.yaml:5: concat reads layers and lists of "
+                               "them: expected 'inputs: [...]'"));
+  CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
+                            "  - {op: dense, units: nodes, as: a}\n"
+                            "  - {op: dense, units: output * 2}\n"
+                            "  - {op: cross, inputs: [a, .]}\n"),
+             ContainsSubstring("f.yaml:7: cross: a cross layer of unequal "
+                               "shapes (inputs [8, 8] [8, 16])"));
   // A built-in's name is taken.
   CHECK_THROWS_WITH(
       RegisterFamily(ParseFamily(head + "graph:\n  - {op: "

@@ -118,7 +118,7 @@ TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
       ContainsSubstring("'maybe'") && ContainsSubstring("false, true"));
   CHECK_THROWS_WITH(ParseCaseName("MLP/layers:4"),
                     ContainsSubstring("'MLP' is not a model family") &&
-                        ContainsSubstring("FC, CNN, RNN, TRANSFORMER"));
+                        ContainsSubstring("FC, CNN, RNN, DLRM, TRANSFORMER, LLM"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/torch/fp32/train"),
       ContainsSubstring(
