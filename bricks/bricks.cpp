@@ -324,6 +324,18 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
 
 }  // namespace
 
+std::vector<Op> UncoveredLayers(const Graph& g) {
+  std::vector<Op> out;
+  for (const Layer& l : g.layers()) {
+    const bool data = l.op == Op::kInput || l.op == Op::kTokens;
+    if (!data && Attributes().count(l.op) == 0 &&
+        std::find(out.begin(), out.end(), l.op) == out.end()) {
+      out.push_back(l.op);
+    }
+  }
+  return out;
+}
+
 std::vector<Brick> BricksOf(const Graph& g, Mode mode, int granularity,
                             bool activations_join) {
   return Walk(g, mode, granularity, activations_join).bricks;

@@ -48,6 +48,10 @@ struct BrickCase {
 // Parses a brick case name (SpecError on bad input).
 BrickCase ParseBrickName(std::string_view name);
 
+// The kinds of g's layers that bricks do not cover (a decoder's, a
+// recommendation model's), in graph order, each once; empty: none.
+std::vector<Op> UncoveredLayers(const Graph& g);
+
 // The bricks of a model's graph in order, covering each layer once (the
 // data inputs are not layers; the loss is one in training only). With a
 // granularity G above one, a brick is a chain of up to G consecutive

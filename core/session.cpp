@@ -389,16 +389,29 @@ void LoadRun(Run& run, int* argc, char** argv) {
   }
   for (const std::string& why : sweep.invalid) loaded.notes.push_back(why);
   if (o.bricks) {
-    // Layer bricks cover the four training families' layers, not a
-    // decoder's cache: those models are left out of a bricks run.
-    const auto decoders =
-        std::remove_if(sweep.cases.begin(), sweep.cases.end(),
-                       [](const Case& c) { return c.model.family == "LLM"; });
-    if (decoders != sweep.cases.end()) {
-      loaded.notes.push_back(
-          "skipped " + std::to_string(sweep.cases.end() - decoders) +
-          " LLM cases: layer bricks do not cover a decoder's key/value cache");
-      sweep.cases.erase(decoders, sweep.cases.end());
+    // Layer bricks cover the layers of FC, CNN, RNN and Transformer, not a
+    // decoder's or a recommendation model's: models with those are left
+    // out of a bricks run, said per family.
+    std::map<std::string, std::pair<int, std::string>> left_out;
+    const auto uncovered = std::remove_if(
+        sweep.cases.begin(), sweep.cases.end(), [&](const Case& c) {
+          const std::vector<Op> ops = UncoveredLayers(c.model.BuildGraph());
+          if (ops.empty()) return false;
+          auto& [count, names] = left_out[c.model.family];
+          ++count;
+          for (Op op : ops) {
+            const std::string name = ToString(op);
+            if (names.find(name) == std::string::npos) {
+              names += (names.empty() ? "" : ", ") + name;
+            }
+          }
+          return true;
+        });
+    sweep.cases.erase(uncovered, sweep.cases.end());
+    for (const auto& [family, why] : left_out) {
+      loaded.notes.push_back("skipped " + std::to_string(why.first) + " " +
+                             family + " cases: layer bricks do not cover " +
+                             why.second);
     }
   }
   run.options.threads = o.threads > 0       ? o.threads

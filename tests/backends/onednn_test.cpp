@@ -99,15 +99,6 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
                     "patch:4/patches:16/classes:10/batch:2/torch/fp32/") +
         mode));
   }
-  // The recommendation layers: embedding bags (ids repeat within and
-  // across examples: 40 ids over 30 rows), the join, low-rank cross layers.
-  for (const char* mode : {"train", "infer"}) {
-    cases.push_back(ParseCaseName(
-        std::string("DLRM/tables:3/rows:30/dim:8/hotness:4/dense:5/"
-                    "bottom:16-12-8/top:24-16-16-8/cross:2/rank:6/batch:10/"
-                    "torch/fp32/") +
-        mode));
-  }
   for (const Case& c : cases) {
     INFO(c.Name());
     Graph g = c.model.BuildGraph();
@@ -273,13 +264,6 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
                                     "batch:8/torch/bf16/" +
                                     mode));
     }
-  }
-  for (const char* mode : {"train", "infer"}) {
-    cases.push_back(ParseCaseName(
-        std::string("DLRM/tables:3/rows:30/dim:8/hotness:4/dense:5/"
-                    "bottom:16-12-8/top:24-16-16-8/cross:2/rank:6/batch:10/"
-                    "torch/bf16/") +
-        mode));
   }
   // Every case but the RNNs' training, for whose cells oneDNN has no
   // correct bf16 backward (2.6 and 3.7 alike): FC 2, RNN inference 3,

@@ -155,6 +155,15 @@ TEST_CASE("bf16 follows fp32 within bf16's precision", "[torch]") {
     Graph g = c.model.BuildGraph();
     Case bf16 = c;
     bf16.dtype = DType::kBf16;
+    // LibTorch 1.13 has no bf16 embedding bag on the CPU, and says so.
+    const std::string why =
+        MakeTorchBackend(false)->Unsupported({g, bf16.dtype, bf16.mode});
+    if (!why.empty()) {
+      CHECK(c.model.family == "DLRM");
+      CHECK_THAT(why, Catch::Matchers::ContainsSubstring(
+                          "embedding_bag has no bf16"));
+      continue;
+    }
     auto full = Prepare(c, g);
     auto half = Prepare(bf16, g);
     full->Step();

@@ -43,6 +43,28 @@ TEST_CASE("an FC model repeats its hidden layers", "[bricks]") {
   CHECK(Keys(infer).size() == 4);
 }
 
+TEST_CASE("the layers bricks do not cover, by model", "[bricks]") {
+  auto uncovered = [](const std::string& model) {
+    std::vector<std::string> names;
+    for (Op op : UncoveredLayers(
+             ParseCaseName(model + "/torch/fp32/infer").model.BuildGraph())) {
+      names.push_back(ToString(op));
+    }
+    return names;
+  };
+  CHECK(uncovered("FC/layers:2/nodes:8/input:4/output:2/batch:2").empty());
+  CHECK(uncovered("TRANSFORMER/layers:1/d_model:8/heads:2/ffn:16/length:4/"
+                  "vocab:10/causal:true/batch:2")
+            .empty());
+  CHECK(uncovered("LLM/layers:2/d_model:16/heads:4/kv_heads:2/ffn:32/"
+                  "vocab:10/context:8/batch:1/phase:decode") ==
+        std::vector<std::string>{"rmsnorm", "rope", "cached_attention",
+                                 "swiglu", "last_position"});
+  CHECK(uncovered("DLRM/tables:2/rows:10/dim:4/hotness:2/dense:3/bottom:4/"
+                  "top:4/cross:1/rank:2/batch:2") ==
+        std::vector<std::string>{"embedding_bag", "concat", "cross"});
+}
+
 TEST_CASE("unique layers across a hand-built sweep", "[bricks]") {
   // Two FC models differing only in depth share every layer type; a third
   // with another width adds its own.

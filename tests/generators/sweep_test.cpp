@@ -45,6 +45,9 @@ TEST_CASE("the paper's grids have the paper's sizes", "[sweep]") {
   CHECK(rnn["RNN/cell:gru"] == 720);
   CHECK(LoadSweep(Config("paper_transformer.yaml"), kBackends).cases.size() ==
         6 * 4 * 3 * 4 * 4 * 2 * 3);
+  // 48 DLRMs on two backends, trained and inferred.
+  CHECK(LoadSweep(Config("dlrm.yaml"), kBackends).cases.size() ==
+        2 * 2 * 3 * 2 * 2 * 2 * 2);
   for (const Case& c : fc.cases) {
     CHECK(c.backend == "torch");
     CHECK(c.dtype == DType::kFp32);
@@ -59,8 +62,8 @@ TEST_CASE("quickstart covers every family, smoke every one that trains",
   // (inference only), so the smoke sweep of training and inference has it
   // not.
   const std::map<std::string, std::set<std::string>> expected = {
-      {"smoke.yaml", {"FC", "CNN", "RNN", "TRANSFORMER"}},
-      {"quickstart.yaml", {"FC", "CNN", "RNN", "TRANSFORMER", "LLM"}}};
+      {"smoke.yaml", {"FC", "CNN", "RNN", "TRANSFORMER", "DLRM"}},
+      {"quickstart.yaml", {"FC", "CNN", "RNN", "TRANSFORMER", "LLM", "DLRM"}}};
   for (const auto& [file, families] : expected) {
     INFO(file);
     std::set<std::string> covered;

@@ -113,10 +113,19 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
       {"CNN/block:bottleneck/blocks:1/filters:4/image:32/output:10/batch:2/"
        "torch/fp32/infer",
        {34286, -1}},
+      // bottom MLP 5-16-12-8, three tables of 30 x 8, a join of 32, two
+      // cross layers of rank 6 (V, U, b), top MLP 32-24-16-16-8, 2 logits
+      {"DLRM/tables:3/rows:30/dim:8/hotness:4/dense:5/bottom:16-12-8/"
+       "top:24-16-16-8/cross:2/rank:6/batch:10/torch/fp32/infer",
+       {(5 * 16 + 16) + (16 * 12 + 12) + (12 * 8 + 8) + 3 * 30 * 8 +
+            2 * (6 * 32 + 32 * 6 + 32) + (32 * 24 + 24) + (24 * 16 + 16) +
+            (16 * 16 + 16) + (16 * 8 + 8) + (8 * 2 + 2),
+        2 * 10 * (5 * 16 + 16 * 12 + 12 * 8) + 2 * (2 * 10 * 2 * 32 * 6) +
+            2 * 10 * (32 * 24 + 24 * 16 + 16 * 16 + 16 * 8 + 8 * 2)}},
   };
   int counted = 0;
   std::set<std::string> families;
-  REQUIRE(j["benchmarks"].size() == 16);
+  REQUIRE(j["benchmarks"].size() == 18);
   for (const json& b : j["benchmarks"]) {
     const auto hand = by_hand.find(CaseName(b));
     if (hand != by_hand.end()) {
@@ -149,11 +158,12 @@ TEST_CASE("the smoke sweep runs every family with the cost model's counters",
     CHECK(b["examples_per_second"].get<double>() ==
           Approx(g.batch() / seconds).epsilon(1e-9));
   }
-  CHECK(counted == 5);
-  CHECK(families == std::set<std::string>{"FC", "CNN", "RNN", "TRANSFORMER"});
+  CHECK(counted == 6);
+  CHECK(families ==
+        std::set<std::string>{"FC", "CNN", "RNN", "TRANSFORMER", "DLRM"});
   CHECK_THAT(r.err,
-             ContainsSubstring("paradnn: 16 passed, 0 skipped, 0 failed"));
-  CHECK_THAT(r.err, ContainsSubstring("paradnn: [16/16] TRANSFORMER/"));
+             ContainsSubstring("paradnn: 18 passed, 0 skipped, 0 failed"));
+  CHECK_THAT(r.err, ContainsSubstring("paradnn: [18/18] DLRM/"));
 }
 
 TEST_CASE(
@@ -490,7 +500,10 @@ TEST_CASE(
          "length: 6, vocab: 32, causal: [false, true], batch: 3}\n"
          "  - {family: LLM, layers: 2, d_model: 64, heads: 8, kv_heads: "
          "[8, 2], ffn: 176, vocab: 97, context: 19, batch: 3, phase: "
-         "[prefill, decode]}\n";
+         "[prefill, decode]}\n"
+         "  - {family: DLRM, tables: 3, rows: 30, dim: 16, hotness: 4, "
+         "dense: 5, bottom: 32-32-16, top: 32-32-32-16, cross: 2, rank: 16, "
+         "batch: 10}\n";
   setenv("ONEDNN_VERBOSE", "1", 1);
   Result r = RunRunner("--paradnn_config=" + config +
                        " --paradnn_steps=2 --paradnn_threads=2");
@@ -1624,7 +1637,7 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
   REQUIRE(WIFSIGNALED(status));
   const int before = lines();
   REQUIRE(before >= 3);
-  REQUIRE(before < 16);  // killed midway
+  REQUIRE(before < 18);  // killed midway
   Result r = RunRunner(args);
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -1634,7 +1647,7 @@ TEST_CASE("a sweep killed midway and resumed runs every case exactly once",
   std::ifstream in(journal);
   std::string line;
   while (std::getline(in, line)) count[json::parse(line)["name"]]++;
-  CHECK(count.size() == 16);
+  CHECK(count.size() == 18);
   for (const auto& [name, n] : count) CHECK(n == 1);
 }
 
@@ -1691,7 +1704,10 @@ TEST_CASE("memory estimates against the measured peak RSS",
         "LLM/layers:4/d_model:512/heads:8/kv_heads:2/ffn:1408/vocab:32000/"
         "context:2048/batch:4/phase:prefill",
         "LLM/layers:4/d_model:512/heads:8/kv_heads:2/ffn:1408/vocab:32000/"
-        "context:8192/batch:16/phase:decode"}) {
+        "context:8192/batch:16/phase:decode",
+        // Tables of 410 MB in all, of which a step reads 8,000 rows of each.
+        "DLRM/tables:8/rows:200000/dim:64/hotness:16/dense:13/"
+        "bottom:256-128-64/top:512-256-128-64/cross:2/rank:128/batch:512"}) {
     for (const std::string suffix :
          {"/torch/fp32/train", "/torch/fp32/infer", "/onednn/fp32/train",
           "/onednn/fp32/infer"}) {
