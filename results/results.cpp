@@ -94,8 +94,9 @@ json ReadJsonFile(const std::string& path, const std::string& what) {
   }
 }
 
-Results ReadResults(const std::string& path) {
-  const json j = ReadJsonFile(path, "results file");
+namespace {
+
+Results ResultsOf(const json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("benchmarks") ||
       !j["benchmarks"].is_array()) {
     throw std::runtime_error(path +
@@ -211,6 +212,19 @@ Results ReadResults(const std::string& path) {
         (results.failed.empty() ? "" : ", or every case failed") + ")");
   }
   return results;
+}
+
+}  // namespace
+
+Results ReadResults(const std::string& path) {
+  const json j = ReadJsonFile(path, "results file");
+  // A value of the wrong type anywhere ("time_unit": 119.6) is the file's
+  // fault, said with its name like every other.
+  try {
+    return ResultsOf(j, path);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
 }
 
 }  // namespace paradnn

@@ -325,6 +325,19 @@ TEST_CASE("results JSON that is not paradnn's says so", "[mlperf]") {
                               "\"run_name\": \"BM_X\", \"real_time\": 1}]}")
                       .string()),
       ContainsSubstring("no paradnn cases"));
+  // A value of the wrong type (the fuzzer's find): the file's name and
+  // what was wrong, not an exception of the JSON library's escaping.
+  const std::string unit =
+      ResultsFile("unit.json",
+                  "{\"benchmarks\": [{\"name\": \"FC/layers:1/nodes:8/"
+                  "input:8/output:2/batch:2/torch/fp32/train/real_time\", "
+                  "\"run_name\": \"FC/layers:1/nodes:8/input:8/output:2/"
+                  "batch:2/torch/fp32/train/real_time\", \"real_time\": 1, "
+                  "\"time_unit\": 119.65, \"params\": 1, "
+                  "\"flop_per_step\": 1}]}")
+          .string();
+  CHECK_THROWS_WITH(ReadResults(unit),
+                    ContainsSubstring(unit + ": [json.exception.type_error"));
 }
 
 TEST_CASE("side by side: real rows, twins, nearest sizes without a twin",

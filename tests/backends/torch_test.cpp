@@ -160,8 +160,8 @@ TEST_CASE("bf16 follows fp32 within bf16's precision", "[torch]") {
         MakeTorchBackend(false)->Unsupported({g, bf16.dtype, bf16.mode});
     if (!why.empty()) {
       CHECK(c.model.family == "DLRM");
-      CHECK_THAT(why, Catch::Matchers::ContainsSubstring(
-                          "embedding_bag has no bf16"));
+      CHECK_THAT(
+          why, Catch::Matchers::ContainsSubstring("embedding_bag has no bf16"));
       continue;
     }
     auto full = Prepare(c, g);
