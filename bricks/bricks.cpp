@@ -345,10 +345,7 @@ std::vector<BrickStack> StacksOf(const Graph& g, Mode mode,
                                  bool activations_join) {
   std::vector<BrickStack> stacks;
   // No second walk of a graph without a recurrent layer (most of a sweep's).
-  const std::vector<Layer>& all = g.layers();
-  if (mode != Mode::kTrain ||
-      std::none_of(all.begin(), all.end(),
-                   [](const Layer& l) { return l.op == Op::kRecurrent; })) {
+  if (mode != Mode::kTrain || !g.Has(Op::kRecurrent)) {
     return stacks;
   }
   const Walked w = Walk(g, mode, 1, activations_join);

@@ -351,10 +351,8 @@ core::Status Check(const Run& run, const Entry& e) {
     unsupported = backend->Unsupported({g, e.dtype, e.mode});
     // A table's gradient holds the rows its rank looked up: averaging
     // needs a sparse all-reduce (DLRMs train their tables model-parallel).
-    const auto& layers = g.layers();
     if (unsupported.empty() && run.world.size > 1 && e.mode == Mode::kTrain &&
-        std::any_of(layers.begin(), layers.end(),
-                    [](const Layer& l) { return l.op == Op::kEmbeddingBag; })) {
+        g.Has(Op::kEmbeddingBag)) {
       unsupported =
           "data-parallel training does not average embedding bags' sparse "
           "gradients";

@@ -432,6 +432,11 @@ int Graph::MeanLoss(int x) {
   return Append(std::move(l));
 }
 
+bool Graph::Has(Op op) const {
+  return std::any_of(layers_.begin(), layers_.end(),
+                     [op](const Layer& l) { return l.op == op; });
+}
+
 std::vector<ParamTensor> Graph::Params() const {
   std::vector<ParamTensor> params;
   params.reserve(size());

@@ -167,6 +167,8 @@ class Graph {
   const std::vector<Layer>& layers() const { return layers_; }
   const Layer& layer(int i) const { return layers_.at(i); }
   int size() const { return static_cast<int>(layers_.size()); }
+  // Whether a layer of this kind is in the graph.
+  bool Has(Op op) const;
   // The examples per step (batch size of the data input).
   int64_t batch() const { return batch_; }
   // The layer whose output is the model's prediction (input to the loss;

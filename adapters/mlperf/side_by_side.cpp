@@ -203,7 +203,9 @@ void Twin(const TwinComparison& t, std::ostringstream& md,
   }
   md << "\nSizes within " << Num(100 * m.tolerance, 2)
      << "% of the published ones. Differences: " << m.differences << ".\n\n";
-  const Cost run = ComputeCost(t.run.BuildGraph(), Mode::kTrain, DType::kFp32);
+  const Cost run = m.runs_as.empty() ? t.cost
+                                     : ComputeCost(t.run.BuildGraph(),
+                                                   Mode::kTrain, DType::kFp32);
   if (!m.runs_as.empty()) {
     md << "Runs here as `" << t.run.Name() << "` (" << Num(run.params)
        << " params): " << m.runs_as_why << ".\n\n";
@@ -244,6 +246,25 @@ double Distance(const ReferenceModel& m, const CaseResult& s) {
 
 }  // namespace
 
+namespace {
+
+// The twins of models with no result in `real`, compared with none.
+std::vector<TwinComparison> TwinsWithoutResults(
+    const std::vector<MlperfBenchmark>& real,
+    const std::vector<CaseResult>& synthetic) {
+  std::vector<TwinComparison> out;
+  for (const ReferenceModel& m : ReferenceModels()) {
+    const bool given = std::any_of(
+        real.begin(), real.end(),
+        [&](const MlperfBenchmark& b) { return b.benchmark == m.benchmark; });
+    if (!m.twin.empty() && !given)
+      out.push_back(Compare(nullptr, m, synthetic));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<TwinComparison> CompareTwins(
     const std::vector<MlperfBenchmark>& real,
     const std::vector<CaseResult>& synthetic) {
@@ -254,12 +275,8 @@ std::vector<TwinComparison> CompareTwins(
       out.push_back(Compare(&b, *m, synthetic));
     }
   }
-  for (const ReferenceModel& m : ReferenceModels()) {
-    const bool given = std::any_of(
-        real.begin(), real.end(),
-        [&](const MlperfBenchmark& b) { return b.benchmark == m.benchmark; });
-    if (!m.twin.empty() && !given)
-      out.push_back(Compare(nullptr, m, synthetic));
+  for (TwinComparison& t : TwinsWithoutResults(real, synthetic)) {
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -347,8 +364,7 @@ SideBySide MakeSideBySide(const std::vector<MlperfBenchmark>& real,
     }
     md << "\nModel size: " << m->model << ", " << m->source << ".\n";
   }
-  for (const TwinComparison& t : CompareTwins(real, synthetic)) {
-    if (t.real != nullptr) continue;
+  for (const TwinComparison& t : TwinsWithoutResults(real, synthetic)) {
     md << "\n### " << t.model->benchmark << ": no MLPerf result given\n\n";
     Twin(t, md, csv);
     md << "\nModel size: " << t.model->model << ", " << t.model->source

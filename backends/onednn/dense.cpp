@@ -86,19 +86,13 @@ void OnednnRunner::BuildEmbedding(int i, const Layer& l) {
          float* g = static_cast<float*>(table.grad.get_data_handle());
          std::memset(g, 0, table.grad.get_desc().get_size());
          const void* d = diff_[i].get_data_handle();
-         const int64_t n = static_cast<int64_t>(ids.size());
-         // Rows of one token add up: threads split the columns, each adding
-         // every token's slice of its columns, so no two write one element.
-         constexpr int64_t kBlock = 16;
-#pragma omp parallel for num_threads(threads_)
-         for (int64_t from = 0; from < units; from += kBlock) {
-           const int64_t to = std::min(units, from + kBlock);
-           for (int64_t k = 0; k < n; ++k) {
-             float* row = g + ids[k] * units;
-             for (int64_t e = from; e < to; ++e)
-               row[e] += Load(d, dt_, k * units + e);
-           }
-         }
+         // Rows of one token add up.
+         ForEachIdColumns(ids, units, threads_,
+                          [&](int64_t k, int64_t from, int64_t to) {
+                            float* row = g + ids[k] * units;
+                            for (int64_t e = from; e < to; ++e)
+                              row[e] += Load(d, dt_, k * units + e);
+                          });
        });
 }
 

@@ -45,24 +45,19 @@ void SumRows(const T* table, const std::vector<int64_t>& ids, int64_t batch,
 }
 
 // SGD on the rows looked up: row ids[k] -= lr x grad[k % batch], for every
-// id. Threads split the columns, so no two write one element where ids
-// repeat.
+// id.
 template <typename T>
 void UpdateRows(T* table, const std::vector<int64_t>& ids, int64_t batch,
                 int64_t units, const T* grad, int threads) {
-  const int64_t n = static_cast<int64_t>(ids.size());
-  constexpr int64_t kBlock = 16;
-#pragma omp parallel for num_threads(threads)
-  for (int64_t from = 0; from < units; from += kBlock) {
-    const int64_t to = std::min(units, from + kBlock);
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t row = ids[k] * units, b = (k % batch) * units;
-      for (int64_t e = from; e < to; ++e) {
-        Put(table, row + e,
-            Get(table, row + e) - kLearningRate * Get(grad, b + e));
-      }
-    }
-  }
+  ForEachIdColumns(
+      ids, units, threads, [&](int64_t k, int64_t from, int64_t to) {
+        const int64_t row = ids[k] * units;
+        const int64_t b = (k % batch) * units;
+        for (int64_t e = from; e < to; ++e) {
+          Put(table, row + e,
+              Get(table, row + e) - kLearningRate * Get(grad, b + e));
+        }
+      });
 }
 
 }  // namespace

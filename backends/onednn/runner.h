@@ -73,6 +73,22 @@ inline void Store(void* data, Dt dt, int64_t i, float v) {
   }
 }
 
+// For every id k in order, body(k, from, to) on columns [from, to) of row
+// ids[k] of a table `units` wide: threads split the columns, so no two
+// touch one element where ids repeat, and each row's updates keep the ids'
+// order.
+template <typename Body>
+void ForEachIdColumns(const std::vector<int64_t>& ids, int64_t units,
+                      int threads, Body body) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  constexpr int64_t kBlock = 16;
+#pragma omp parallel for num_threads(threads)
+  for (int64_t from = 0; from < units; from += kBlock) {
+    const int64_t to = std::min(units, from + kBlock);
+    for (int64_t k = 0; k < n; ++k) body(k, from, to);
+  }
+}
+
 // LibTorch orders GRU gates (r, z, n); oneDNN orders them (u = z, r, o = n).
 // The same permutation maps both ways.
 constexpr int kGruGate[3] = {1, 0, 2};

@@ -876,10 +876,8 @@ class TorchBackend : public Backend {
       return "torch: fp16 runs on GPUs (torch_cuda); on the CPU, bf16";
     }
 #if TORCH_VERSION_MAJOR < 2
-    const auto& layers = job.graph.layers();
     if (!cuda_ && job.dtype == DType::kBf16 &&
-        std::any_of(layers.begin(), layers.end(),
-                    [](const Layer& l) { return l.op == Op::kEmbeddingBag; })) {
+        job.graph.Has(Op::kEmbeddingBag)) {
       return std::string("torch: LibTorch ") + TORCH_VERSION +
              "'s embedding_bag has no bf16 on the CPU";
     }

@@ -71,6 +71,23 @@ void CheckUpdates(Runner& a, Runner& b, const Graph& g) {
   }
 }
 
+struct Stepped {
+  std::unique_ptr<Runner> onednn, torch;
+};
+
+// One step of the case's graph on both backends: the same outputs and loss,
+// and in training the same update of every parameter.
+Stepped StepBoth(const Backend& onednn, const Backend& torch, const Case& c,
+                 const Graph& g) {
+  Stepped s{Prepare(onednn, c, g), Prepare(torch, c, g)};
+  s.onednn->Step();
+  s.torch->Step();
+  CHECK(RelativeError(s.onednn->Output(), s.torch->Output()) < kFp32Tolerance);
+  CHECK(s.onednn->Loss() == Approx(s.torch->Loss()).epsilon(kFp32Tolerance));
+  if (c.mode == Mode::kTrain) CheckUpdates(*s.onednn, *s.torch, g);
+  return s;
+}
+
 TEST_CASE("the table of built-in backends says what oneDNN's says",
           "[onednn][bricks]") {
   // Bricks are made before any module loads, from the table.
@@ -102,19 +119,13 @@ TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
   for (const Case& c : cases) {
     INFO(c.Name());
     Graph g = c.model.BuildGraph();
-    auto a = Prepare(*onednn, c, g);
-    auto b = Prepare(*torch, c, g);
-    a->Step();
-    b->Step();
-    CHECK(RelativeError(a->Output(), b->Output()) < kFp32Tolerance);
-    CHECK(a->Loss() == Approx(b->Loss()).epsilon(kFp32Tolerance));
+    Stepped s = StepBoth(*onednn, *torch, c, g);
     if (c.mode != Mode::kTrain) continue;
-    CheckUpdates(*a, *b, g);
     // A second step starts from the updated weights: their rounding
     // differences pass through batch norm over as few as 2 values here.
-    a->Step();
-    b->Step();
-    CHECK(a->Loss() == Approx(b->Loss()).epsilon(5e-3));
+    s.onednn->Step();
+    s.torch->Step();
+    CHECK(s.onednn->Loss() == Approx(s.torch->Loss()).epsilon(5e-3));
   }
 }
 
@@ -138,13 +149,7 @@ TEST_CASE(
         "torch/fp32/train");
     c.mode = mode;
     INFO(ToString(mode));
-    auto a = Prepare(*onednn, c, g);
-    auto b = Prepare(*torch, c, g);
-    a->Step();
-    b->Step();
-    CHECK(RelativeError(a->Output(), b->Output()) < kFp32Tolerance);
-    CHECK(a->Loss() == Approx(b->Loss()).epsilon(kFp32Tolerance));
-    if (mode == Mode::kTrain) CheckUpdates(*a, *b, g);
+    StepBoth(*onednn, *torch, c, g);
   }
 }
 

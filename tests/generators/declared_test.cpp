@@ -39,6 +39,7 @@ void CheckSameGraph(const Graph& a, const Graph& b) {
     CHECK(x.cell == y.cell);
     CHECK(x.heads == y.heads);
     CHECK(x.causal == y.causal);
+    CHECK(x.rank == y.rank);
     CHECK(x.requires_grad == y.requires_grad);
   }
   const std::vector<ParamTensor> p = a.Params(), q = b.Params();
