@@ -1,7 +1,13 @@
 #include "analysis/compare.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -74,9 +80,27 @@ std::string Fixed(double v, int decimals) {
   return buf;
 }
 
-std::string Range(const std::vector<double>& v) {
-  const auto [least, most] = std::minmax_element(v.begin(), v.end());
-  return v.size() < 2 ? "1 round" : Fixed(*least, 3) + "-" + Fixed(*most, 3);
+// "1.234 (1.100-1.380)": a figure and its interval, or the figure alone.
+std::string WithInterval(double value, double low, double high, bool bounded,
+                         int decimals) {
+  return Fixed(value, decimals) + (bounded ? " (" + Fixed(low, decimals) + "-" +
+                                                 Fixed(high, decimals) + ")"
+                                           : std::string());
+}
+
+// An extended regular expression that matches `name` literally.
+std::string Literal(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::string(".*+?(){}|$").find(c) != std::string::npos) {
+      out += std::string("[") + c + "]";
+    } else if (std::string("[]\\^").find(c) != std::string::npos) {
+      out += std::string("\\") + c;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -106,18 +130,10 @@ json MergeRounds(const std::vector<std::string>& files,
     }
   }
   std::map<std::string, std::vector<double>> times;
-  std::map<std::string, std::vector<std::string>> groups;
   for (const auto& [name, list] : rows) {
     for (const json& row : list) times[name].push_back(StepMs(row));
-    try {
-      const Case c = ParseCaseName(name);
-      groups[name] = {c.backend + "/" + c.model.family, c.backend};
-    } catch (const SpecError&) {
-      groups[name] = {""};  // another benchmark's cases, pooled together
-    }
   }
-  const std::map<std::string, RoundSummary> summaries =
-      SummarizeAll(times, groups);
+  const std::map<std::string, RoundSummary> summaries = SummarizeByName(times);
   json benchmarks = json::array();
   for (auto& [name, list] : rows) {
     const RoundSummary& s = summaries.at(name);
@@ -146,16 +162,20 @@ std::vector<ComparedCase> Pair(
     const std::string& a_sel,
     const std::map<std::string, std::vector<double>>& b,
     const std::string& b_sel) {
-  std::map<std::string, const std::vector<double>*> in_b;
+  const auto a_summaries = SummarizeByName(a);
+  const auto b_summaries = SummarizeByName(b);
+  std::map<std::string, std::string> in_b;  // key -> B's name
   for (const auto& [name, rounds] : b) {
     const std::string key = SelectorKey(name, b_sel);
-    if (!key.empty()) in_b[key] = &rounds;
+    if (!key.empty()) in_b[key] = name;
   }
   std::vector<ComparedCase> out;
   for (const auto& [name, rounds] : a) {
     const std::string key = SelectorKey(name, a_sel);
     const auto it = key.empty() ? in_b.end() : in_b.find(key);
-    if (it != in_b.end()) out.push_back({key, rounds, *it->second});
+    if (it == in_b.end()) continue;
+    out.push_back({key, name, it->second, a_summaries.at(name),
+                   b_summaries.at(it->second)});
   }
   return out;
 }
@@ -174,56 +194,184 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
 }
 
 std::string CompareText(const std::vector<ComparedCase>& cases,
-                        const std::string& a_label,
-                        const std::string& b_label) {
+                        const std::string& a_label, const std::string& b_label,
+                        double margin) {
   std::ostringstream out;
-  out << "B over A: B's step time / A's (above 1: A is faster); A = " << a_label
+  out << "B/A: B's step time over A's (below 1: B is faster); A = " << a_label
       << ", B = " << b_label << "\n"
-      << "ratio: the median of every round-by-round ratio; interval: the "
-         "Mann-Whitney test's at 90% (none below 3 rounds a side); "
-         "ms: medians of rounds (their range)\n\n";
-  std::map<std::string,
-           std::vector<std::pair<std::vector<double>, std::vector<double>>>>
+      << "ms: a side's median of rounds (its 90% interval); B/A: the medians' "
+         "ratio (its 90% interval, from both sides' rounds and the spread of "
+         "their groups' rounds); B is faster or slower where that interval "
+         "leaves out 1, equivalent where it lies inside 1 +- "
+      << Fixed(100 * margin, 1) << "%, else undecided\n\n";
+  std::map<std::string, std::vector<std::pair<RoundSummary, RoundSummary>>>
       groups;
   size_t width = 4;
   for (const ComparedCase& c : cases) width = std::max(width, c.key.size());
   out << "case" << std::string(width - 4, ' ')
-      << "  A ms (rounds)          B ms (rounds)          B/A    interval\n";
+      << "  A ms (interval)        B ms (interval)        rounds  B/A "
+         "(interval)"
+         "       verdict\n";
+  auto padded = [](std::string s, size_t n) {
+    s.resize(std::max(s.size(), n), ' ');
+    return s;
+  };
   for (const ComparedCase& c : cases) {
     groups[GroupOf(c.key)].emplace_back(c.a, c.b);
     const Ratio r = CompareRounds(c.a, c.b);
-    std::string a = Fixed(Median(c.a), 3) + " (" + Range(c.a) + ")";
-    std::string b = Fixed(Median(c.b), 3) + " (" + Range(c.b) + ")";
-    a.resize(std::max<size_t>(a.size(), 22), ' ');
-    b.resize(std::max<size_t>(b.size(), 22), ' ');
-    out << c.key << std::string(width - c.key.size(), ' ') << "  " << a << " "
-        << b << " " << Fixed(r.value, 3) << "  "
-        << (r.bounded ? Fixed(r.low, 3) + "-" + Fixed(r.high, 3)
-                      : std::string("none"))
-        << (r.Real() ? "" : "  within noise") << "\n";
+    const std::string rounds =
+        std::to_string(c.a.rounds) + "+" + std::to_string(c.b.rounds);
+    out << padded(c.key, width) << "  "
+        << padded(WithInterval(c.a.median, c.a.low, c.a.high,
+                               c.a.high > c.a.low, 3),
+                  22)
+        << " "
+        << padded(WithInterval(c.b.median, c.b.low, c.b.high,
+                               c.b.high > c.b.low, 3),
+                  22)
+        << " " << padded(rounds, 7) << " "
+        << padded(WithInterval(r.value, r.low, r.high, r.bounded, 3), 20) << " "
+        << ToString(Decide(r, margin)) << "\n";
   }
   size_t group_width = 5;
   for (const auto& [name, list] : groups) {
     group_width = std::max(group_width, name.size());
   }
   out << "\ngroup" << std::string(group_width - 5, ' ')
-      << "  cases  ratio  90% interval   A faster  A slower  within noise\n";
-  std::vector<std::pair<std::vector<double>, std::vector<double>>> all;
+      << "  cases  B/A (90% interval)    faster  slower  equivalent  "
+         "undecided\n";
+  std::vector<std::pair<RoundSummary, RoundSummary>> all;
   auto line = [&](const std::string& name, const GroupRatio& g) {
-    const std::string interval =
-        g.bounded ? Fixed(g.low, 3) + "-" + Fixed(g.high, 3) : "none";
-    char buf[200];
-    std::snprintf(buf, sizeof(buf), "%-*s  %5d  %5.3f  %-13s  %8d  %8d  %12d\n",
-                  static_cast<int>(group_width), name.c_str(), g.cases, g.value,
-                  interval.c_str(), g.faster, g.slower, g.within_noise);
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "%-*s  %5d  %-20s  %6d  %6d  %10d  %9d\n",
+                  static_cast<int>(group_width), name.c_str(), g.cases,
+                  WithInterval(g.value, g.low, g.high, g.bounded, 3).c_str(),
+                  g.faster, g.slower, g.equivalent, g.undecided);
     out << buf;
   };
   for (const auto& [name, list] : groups) {
-    line(name, CompareGroup(list));
+    line(name, CompareGroup(list, margin));
     all.insert(all.end(), list.begin(), list.end());
   }
-  line("all", CompareGroup(all));
+  line("all", CompareGroup(all, margin));
   return out.str();
+}
+
+namespace {
+
+// Runs a side's command for one round, its Google Benchmark JSON into
+// `json` and its console into `log`, the cases `filter` selects (Google
+// Benchmark's BENCHMARK_FILTER; empty: all); false (said on stderr) when
+// it wrote no results.
+bool RunRound(const std::string& command, int round, const std::string& filter,
+              const std::string& json, const std::string& log) {
+  setenv("PARADNN_ROUNDS", "1", 1);
+  setenv("COMPARE_ROUND", std::to_string(round).c_str(), 1);
+  setenv("BENCHMARK_OUT", json.c_str(), 1);
+  setenv("BENCHMARK_OUT_FORMAT", "json", 1);
+  if (!filter.empty()) setenv("BENCHMARK_FILTER", filter.c_str(), 1);
+  std::filesystem::remove(json);
+  const std::string shell = "(" + command + ") >'" + log + "' 2>&1";
+  const int status = std::system(shell.c_str());
+  for (const char* name :
+       {"BENCHMARK_OUT", "BENCHMARK_OUT_FORMAT", "PARADNN_ROUNDS",
+        "COMPARE_ROUND", "BENCHMARK_FILTER"}) {
+    unsetenv(name);
+  }
+  if (!std::filesystem::exists(json)) {
+    std::cerr << "compare: '" << command << "' wrote no results (exit status "
+              << status << ", see " << log << ")\n";
+    return false;
+  }
+  return true;
+}
+
+// A filter that selects exactly these cases (and their suffixes).
+std::string FilterOf(const std::set<std::string>& names) {
+  std::string alternatives;
+  for (const std::string& n : names) {
+    alternatives += (alternatives.empty() ? "" : "|") + Literal(n);
+  }
+  return "^(" + alternatives + ")(/|$)";
+}
+
+}  // namespace
+
+TurnsResult MeasureInTurns(const Turns& t) {
+  std::filesystem::create_directories(t.out);
+  TurnsResult result;
+  std::vector<std::string> files[2];
+  double seconds[2] = {0, 0};
+  std::set<std::string> undecided[2];  // each side's names still in play
+  const std::string how =
+      "one process a round, the sides taking turns "
+      "until each case is decided (paradnn compare)";
+  auto merge = [&](int side) {
+    const std::string path = t.out + (side == 0 ? "/a.json" : "/b.json");
+    std::ofstream(path) << MergeRounds(files[side], how).dump(2) << "\n";
+    return path;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         started)
+        .count();
+  };
+  double budget = t.budget_s;
+  for (int r = 1; r <= t.max_rounds; ++r) {
+    if (r > t.rounds) {
+      if (files[0].empty() || files[1].empty()) break;
+      // What the rounds so far decide: the undecided cases run again.
+      const auto pairs =
+          Pair(ReadRounds(merge(0)), t.a_sel, ReadRounds(merge(1)), t.b_sel);
+      undecided[0].clear();
+      undecided[1].clear();
+      for (const ComparedCase& c : pairs) {
+        if (Decide(CompareRounds(c.a, c.b), t.margin) == Verdict::kUndecided) {
+          undecided[0].insert(c.a_name);
+          undecided[1].insert(c.b_name);
+        }
+      }
+      // By default, twice as long again as the first rounds took.
+      if (budget < 0) budget = 3 * elapsed();
+      if (undecided[0].empty()) break;
+      if (elapsed() >= budget) {
+        result.budget_spent = true;
+        break;
+      }
+    }
+    // A B, B A, A B, ...: neither side always meets what the other leaves
+    // behind, and a slow phase of the machine meets both.
+    const bool a_first = r % 2 == 1;
+    for (int k = 0; k < 2; ++k) {
+      const int side = (k == 0) == a_first ? 0 : 1;
+      const std::string& command = side == 0 ? t.run_a : t.run_b;
+      const std::string base =
+          t.out + (side == 0 ? "/a" : "/b") + ".round" + std::to_string(r);
+      std::cerr << "compare: round " << r << ": " << command
+                << (r > t.rounds
+                        ? " (" + std::to_string(undecided[side].size()) +
+                              " undecided cases)"
+                        : std::string())
+                << "\n";
+      const auto start = std::chrono::steady_clock::now();
+      const std::string filter =
+          r > t.rounds ? FilterOf(undecided[side]) : std::string();
+      if (RunRound(command, r, filter, base + ".json", base + ".log")) {
+        files[side].push_back(base + ".json");
+      }
+      seconds[side] += std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+    }
+    result.rounds = r;
+  }
+  std::cerr << "compare: A took " << seconds[0] << " s, B " << seconds[1]
+            << " s over " << result.rounds << " rounds\n";
+  if (files[0].empty() || files[1].empty()) return result;
+  result.a_file = merge(0);
+  result.b_file = merge(1);
+  return result;
 }
 
 }  // namespace paradnn

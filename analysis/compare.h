@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "results/rounds.h"
+
 namespace paradnn {
 
 // Every case of a Google Benchmark JSON file by canonical name, with its
@@ -28,13 +30,14 @@ nlohmann::json MergeRounds(const std::vector<std::string>& files,
                            const std::string& how);
 
 struct ComparedCase {
-  std::string key;  // the name with the selectors taken out
-  std::vector<double> a, b;
+  std::string key;             // the name with the selectors taken out
+  std::string a_name, b_name;  // the names in each side's results
+  RoundSummary a, b;
 };
 
 // The cases of A whose names contain `a_sel` paired with those of B that
 // contain `b_sel`, by the rest of the name (empty selectors: the same
-// name).
+// name), each summarized against its own file's groups.
 std::vector<ComparedCase> Pair(
     const std::map<std::string, std::vector<double>>& a,
     const std::string& a_sel,
@@ -49,12 +52,34 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
                                                 const std::string& a_label,
                                                 const std::string& b_label);
 
-// The comparison as text: per case A's and B's median with their rounds'
-// range, B over A with its interval and "within noise" where the interval
-// holds 1; per family, backend, data type and mode the ratio of the
-// rounds' geometric means (CompareGroup) with its interval and how many
-// cases are faster, slower and within noise; then all cases.
+// The comparison as text: per case A's and B's median with their
+// intervals, their rounds, B over A with its interval and the verdict
+// (results/rounds.h, Decide); per family, backend, data type and mode the
+// geometric mean of the ratios (CompareGroup) with its interval and how
+// many cases got each verdict; then all cases.
 std::string CompareText(const std::vector<ComparedCase>& cases,
-                        const std::string& a_label, const std::string& b_label);
+                        const std::string& a_label, const std::string& b_label,
+                        double margin);
+
+// compare --run-a/--run-b: both commands run in turns (A B, B A, ...), one
+// process a round with PARADNN_ROUNDS=1, BENCHMARK_OUT and COMPARE_ROUND in
+// their environment, `rounds` rounds of every case; then, while a case is
+// undecided (by `margin`), another round of the undecided cases only
+// (BENCHMARK_FILTER), until none is, `max_rounds` are done or `budget_s`
+// seconds have passed since the start (negative: three times what the
+// first rounds took). The rounds go into `out` (a.roundN.json, .log),
+// merged into out/a.json and out/b.json.
+struct Turns {
+  std::string run_a, run_b, a_sel, b_sel, out;
+  int rounds = 3, max_rounds = 20;
+  double budget_s = -1;
+  double margin = kDefaultMargin;
+};
+struct TurnsResult {
+  std::string a_file, b_file;  // empty where a side wrote no results
+  int rounds = 0;              // the most any case took
+  bool budget_spent = false;   // cases were left undecided for it
+};
+TurnsResult MeasureInTurns(const Turns& t);
 
 }  // namespace paradnn

@@ -1003,10 +1003,14 @@ class Report {
       a_shown = first(own->first);
       b_shown = first(own->second);
     }
-    const std::string a_over_b = a_shown + " over " + b_shown;
-    html_ << "<h2>Speedup of " << Html(a_over_b) << "</h2>\n<p>A = <code>"
-          << Html(a_label) << "</code>, B = <code>" << Html(b_label)
-          << "</code>: speedup = B's step time / A's step time, for "
+    // One way everywhere (compare too): B's step time over A's, below 1
+    // where B is faster.
+    const std::string b_over_a = "step time of " + b_shown + " over " + a_shown;
+    html_ << "<h2>Step time of " << Html(b_shown) << " over " << Html(a_shown)
+          << "</h2>\n<p>A = <code>" << Html(a_label) << "</code>, B = <code>"
+          << Html(b_label)
+          << "</code>: B/A = B's step time / A's step time (below 1: B is "
+             "faster), for "
           << m.matched.size() << " cases matched by canonical name.</p>\n";
     for (const std::string& n : m.only_a) notes_.push_back("only in A: " + n);
     for (const std::string& n : m.only_b) notes_.push_back("only in B: " + n);
@@ -1016,19 +1020,18 @@ class Report {
     }
     std::ofstream csv(o_.out + "/speedup.csv");
     csv << "family,case,a_ms,b_ms,speedup,params," << o_.color
-        << ",speedup_low,speedup_high,within_noise\n";
+        << ",speedup_low,speedup_high,verdict\n";
     std::map<std::string, std::vector<double>> by_family;
     // Per family, backend, data type and mode: stacks differ by library
     // and data type, and training and inference take different kernels.
-    std::map<std::string,
-             std::vector<std::pair<std::vector<double>, std::vector<double>>>>
+    std::map<std::string, std::vector<std::pair<RoundSummary, RoundSummary>>>
         rounds_by_group;
     std::map<std::string, std::vector<const Speedup*>> by_group;
     for (const Speedup& s : m.matched) {
       const std::string family = s.a->c.model.family;
       by_family[family].push_back(s.value);
       const std::string group = SpeedupGroup(s);
-      rounds_by_group[group].emplace_back(s.a->rounds_ms, s.b->rounds_ms);
+      rounds_by_group[group].emplace_back(s.sa, s.sb);
       by_group[group].push_back(&s);
       csv << family << "," << s.key << "," << s.a->step_ms << ","
           << s.b->step_ms << "," << s.value << "," << s.a->params << ",";
@@ -1038,7 +1041,7 @@ class Report {
       }
       csv << (has ? std::to_string(s.a->c.model.Int(o_.color)) : "") << ","
           << s.ratio.low << "," << s.ratio.high << ","
-          << (s.ratio.Real() ? 0 : 1) << "\n";
+          << ToString(Decide(s.ratio, kDefaultMargin)) << "\n";
     }
     csv.close();
     SpeedupIntervals(m, rounds_by_group);
@@ -1063,25 +1066,24 @@ class Report {
     box.close();
     Gnuplot("speedup_box",
             "set xtics " + tics + ")\nset xrange [-0.6:" + std::to_string(i) +
-                "-0.4]\nset ylabel 'speedup of " + a_over_b +
+                "-0.4]\nset ylabel '" + b_over_a +
                 "'\nset grid y\n"
                 "set boxwidth 0.4\nset style fill solid 0.3\n"
                 "plot 'speedup_box.csv' skip 1 using 1:4:3:7:6 with "
                 "candlesticks title 'p9-p91, whiskers p2-p98', "
                 "'' skip 1 using 1:5:5:5:5 with candlesticks lw 2 title "
                 "'median', 1 with lines dt 2 notitle\n");
-    Figure("speedup_box",
-           "speedup of " + a_over_b +
-               " per family (box 9th-91st percentile, whiskers 2nd-98th)");
+    Figure(
+        "speedup_box",
+        b_over_a + " per family (box 9th-91st percentile, whiskers 2nd-98th)");
     Gnuplot("speedup",
             "set logscale x\nset logscale cb\nset xlabel 'params'\n"
-            "set ylabel 'speedup of " +
-                a_over_b + "'\nset cblabel '" + o_.color + "'\n" + kPalette +
+            "set ylabel '" +
+                b_over_a + "'\nset cblabel '" + o_.color + "'\n" + kPalette +
                 "set grid\nplot 'speedup.csv' skip 1 using 6:5:7 with "
                 "points pt 7 palette notitle, 1 with lines dt 2 notitle\n");
-    Figure("speedup", "speedup of " + a_over_b +
-                          " against params, coloured by " + o_.color);
-    SpeedupParameters(by_group, a_over_b);
+    Figure("speedup", b_over_a + " against params, coloured by " + o_.color);
+    SpeedupParameters(by_group, b_over_a);
   }
 
   // "FC torch/fp32/train"; "FC onednn-torch/fp32/train" where A and B are
@@ -1099,7 +1101,7 @@ class Report {
   // least squares of log(speedup) on the log of each varying parameter.
   void SpeedupParameters(
       const std::map<std::string, std::vector<const Speedup*>>& by_group,
-      const std::string& a_over_b) {
+      const std::string& b_over_a) {
     std::ostringstream table;
     for (const auto& [group, speedups] : by_group) {
       std::vector<CaseResult> cases;
@@ -1120,10 +1122,10 @@ class Report {
         std::string name = "speedup_heatmap_" + FileKey(group);
         std::replace(name.begin(), name.end(), ' ', '_');
         GridMap(name, varying[0], varying[1], "speedup",
-                "set logscale cb\nset cblabel 'speedup of " + a_over_b + "'\n",
-                group, cells);
-        Figure(name, group + ": speedup of " + a_over_b + " over " +
-                         varying[0] + " and " + varying[1]);
+                "set logscale cb\nset cblabel '" + b_over_a + "'\n", group,
+                cells);
+        Figure(name, group + ": " + b_over_a + " against " + varying[0] +
+                         " and " + varying[1]);
       }
       const Regression r = FitOnParameters(models, values);
       if (r.terms.size() < 2 ||
@@ -1147,50 +1149,53 @@ class Report {
           << table.str() << "</table>\n";
   }
 
-  // Each ratio with its interval from both sides' rounds, within noise
-  // where it holds 1; per group (family, backend, data type, mode) the
-  // geometric mean with its interval.
+  // Each ratio with its interval from both sides' rounds and what it
+  // decides; per group (family, backend, data type, mode) the geometric
+  // mean with its interval and the verdicts' counts.
   void SpeedupIntervals(
       const Matching& m,
-      const std::map<
-          std::string,
-          std::vector<std::pair<std::vector<double>, std::vector<double>>>>&
+      const std::map<std::string,
+                     std::vector<std::pair<RoundSummary, RoundSummary>>>&
           rounds_by_group) {
     int rounds_a = 0, rounds_b = 0;
     for (const Speedup& s : m.matched) {
       rounds_a = std::max<int>(rounds_a, s.a->rounds_ms.size());
       rounds_b = std::max<int>(rounds_b, s.b->rounds_ms.size());
     }
+    auto interval = [](bool bounded, double low, double high) {
+      return bounded ? Num(low, 3) + "-" + Num(high, 3) : std::string("none");
+    };
     html_ << "<p>Intervals from both sides' rounds (" << rounds_a << " and "
           << rounds_b
-          << " at most): the ratio is the median of every round-by-round "
-             "ratio, its interval the Mann-Whitney test's at 90%; a ratio "
-             "whose interval holds 1 is <i>within noise</i>. Fewer than 3 "
-             "rounds a side give no interval. A group's ratio compares its "
-             "rounds the same way, each round the geometric mean of the "
-             "group's cases in it (a slow round slows them together).</p>\n"
-          << "<table><tr><th>group</th><th>cases</th><th>ratio</th><th>90% "
-             "interval</th><th>A faster</th><th>A slower</th><th>within "
-             "noise</th></tr>\n";
+          << " at most) and the spread of their groups' rounds "
+             "(docs/running.md, \"Rounds\"): B is <i>faster</i> or "
+             "<i>slower</i> where the ratio's 90% interval leaves out 1, "
+             "<i>equivalent</i> where it lies inside 1 &plusmn; "
+          << Num(100 * kDefaultMargin, 2)
+          << "%, else <i>undecided</i> (more rounds would tell: paradnn "
+             "compare --run-a/--run-b adds them). A group's ratio is the "
+             "geometric mean of its cases', its interval from its rounds, "
+             "each round the mean over the group's cases (a slow round slows "
+             "them together).</p>\n"
+          << "<table><tr><th>group</th><th>cases</th><th>B/A</th><th>90% "
+             "interval</th><th>faster</th><th>slower</th><th>equivalent</th>"
+             "<th>undecided</th></tr>\n";
     for (const auto& [group, cases] : rounds_by_group) {
-      const GroupRatio g = CompareGroup(cases);
+      const GroupRatio g = CompareGroup(cases, kDefaultMargin);
       html_ << "<tr><td>" << Html(group) << "</td><td>" << g.cases
             << "</td><td>" << Num(g.value, 3) << "</td><td>"
-            << (g.bounded ? Num(g.low, 3) + "-" + Num(g.high, 3)
-                          : std::string("none"))
-            << "</td><td>" << g.faster << "</td><td>" << g.slower << "</td><td>"
-            << g.within_noise << "</td></tr>\n";
+            << interval(g.bounded, g.low, g.high) << "</td><td>" << g.faster
+            << "</td><td>" << g.slower << "</td><td>" << g.equivalent
+            << "</td><td>" << g.undecided << "</td></tr>\n";
     }
     html_ << "</table>\n<table><tr><th>case</th><th>A ms</th><th>B "
-             "ms</th><th>ratio</th><th>interval</th><th></th></tr>\n";
+             "ms</th><th>B/A</th><th>interval</th><th>B is</th></tr>\n";
     for (const Speedup& s : m.matched) {
       html_ << "<tr><td style='text-align:left'>" << Html(s.key) << "</td><td>"
             << Num(s.a->step_ms, 4) << "</td><td>" << Num(s.b->step_ms, 4)
             << "</td><td>" << Num(s.value, 3) << "</td><td>"
-            << (s.ratio.bounded
-                    ? Num(s.ratio.low, 3) + "-" + Num(s.ratio.high, 3)
-                    : std::string("none"))
-            << "</td><td>" << (s.ratio.Real() ? "" : "within noise")
+            << interval(s.ratio.bounded, s.ratio.low, s.ratio.high)
+            << "</td><td>" << ToString(Decide(s.ratio, kDefaultMargin))
             << "</td></tr>\n";
     }
     html_ << "</table>\n";
@@ -1208,16 +1213,18 @@ class Report {
            Num(per_ms / r.step_ms_low, 3) + ")";
   }
 
-  // Cases whose rounds disagree by more than a fifth of their median.
+  // Cases whose rounds disagree beyond their group's (RoundSummary).
   void Unstable() {
     std::vector<const CaseResult*> unstable;
     for (const CaseResult& r : a_.cases) {
       if (r.unstable) unstable.push_back(&r);
     }
     if (unstable.empty()) return;
-    html_ << "<h2>Unstable cases</h2>\n<p>Their rounds spread over "
-          << Num(100 * kUnstableSpread, 2)
-          << "% of their median: a re-run may move them far.</p>\n<ul>\n";
+    html_ << "<h2>Unstable cases</h2>\n<p>Their rounds disagree beyond the "
+             "spread of their group's rounds (and by over "
+          << Num(100 * kUnstableFloor, 2)
+          << "% of their median): a re-run may move them far, and their "
+             "intervals are their own.</p>\n<ul>\n";
     for (const CaseResult* r : unstable) {
       const auto [least, most] =
           std::minmax_element(r->rounds_ms.begin(), r->rounds_ms.end());

@@ -95,6 +95,16 @@ Matching Match(const std::vector<CaseResult>& a, const std::string& a_sel,
     const std::string k = SelectorKey(r.name, b_sel);
     if (!k.empty()) in_b[k] = &r;
   }
+  // Results made without the reader (no rounds): their one figure.
+  auto summaries = [](const std::vector<CaseResult>& side) {
+    std::map<std::string, std::vector<double>> rounds;
+    for (const CaseResult& c : side) {
+      rounds[c.name] =
+          c.rounds_ms.empty() ? std::vector<double>{c.step_ms} : c.rounds_ms;
+    }
+    return SummarizeByName(rounds);
+  };
+  const auto a_summaries = summaries(a), b_summaries = summaries(b);
   Matching m;
   std::set<std::string> used;
   for (const CaseResult& r : a) {
@@ -106,12 +116,10 @@ Matching Match(const std::vector<CaseResult>& a, const std::string& a_sel,
       continue;
     }
     used.insert(k);
-    // Results made without the reader (no rounds): their one figure.
-    auto rounds = [](const CaseResult& c) {
-      return c.rounds_ms.empty() ? std::vector<double>{c.step_ms} : c.rounds_ms;
-    };
-    const Ratio ratio = CompareRounds(rounds(r), rounds(*it->second));
-    m.matched.push_back({k, &r, it->second, ratio.value, ratio});
+    const RoundSummary& sa = a_summaries.at(r.name);
+    const RoundSummary& sb = b_summaries.at(it->second->name);
+    const Ratio ratio = CompareRounds(sa, sb);
+    m.matched.push_back({k, &r, it->second, ratio.value, sa, sb, ratio});
   }
   for (const auto& [k, r] : in_b) {
     if (!used.count(k)) m.only_b.push_back(r->name);

@@ -43,9 +43,11 @@ struct Speedup {
   std::string key;  // the name with the A and B selectors taken out
   const CaseResult* a = nullptr;
   const CaseResult* b = nullptr;
-  double value = 0;  // B's step time / A's step time: > 1 when A is faster
-  // The same from both sides' rounds, with its interval: within noise
-  // unless ratio.Real().
+  double value = 0;  // B's step time / A's step time: > 1 when B is slower
+  // Each side's rounds summarized against its file's groups, and the ratio
+  // from them with its interval (results/rounds.h: Decide says what it
+  // decides).
+  RoundSummary sa, sb;
   Ratio ratio;
 };
 

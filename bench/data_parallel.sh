@@ -6,7 +6,8 @@
 # both backends. Batch is per rank (weak scaling). One rank and two take
 # turns in rounds (paradnn compare: 1 2, 2 1, 1 2, ...), each round in fresh
 # processes, and the two ranks' step time over one's is printed with its 90%
-# interval ("within noise" where it holds 1). Then a table, then
+# interval and its verdict (faster, slower, equivalent, undecided). Then a
+# table, then
 # PyTorch's own all-reduce of the same gradient sizes over the same Gloo
 # (bench/gloo_allreduce.py, no compute around it) for reference; the report
 # with its scaling plots goes to a temporary folder, kept with -k.

@@ -4,9 +4,9 @@
 # each model in one run of rounds (--paradnn_rounds, default 3: every case in
 # a fresh process each round, the cases in a new random order each round,
 # so the two backends' rounds take turns). Prints oneDNN's time over
-# LibTorch's per case (below 1: oneDNN is faster) with its 90% interval,
-# "within noise" where that holds 1, and per family and mode the geometric
-# mean with its interval (paradnn compare).
+# LibTorch's per case (below 1: oneDNN is faster) with its 90% interval and
+# its verdict (faster, slower, equivalent within 5%, undecided), and per
+# family and mode the geometric mean with its interval (paradnn compare).
 #   bench/onednn_vs_torch.sh [config] [extra flags]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

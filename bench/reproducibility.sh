@@ -42,6 +42,7 @@ def read(path):
         else:
             c["rounds"].append(b["step_ms"])
             c["low"], c["high"] = b.get("step_ms_low"), b.get("step_ms_high")
+            c["unstable"] = b.get("unstable", 0) > 0.5
     for c in cases.values():
         c.setdefault("median", statistics.median(c["rounds"]))
     return cases
@@ -68,10 +69,19 @@ if one[names[0]]["low"] is not None:
     print(f"second run's step_ms inside the first run's interval: {inside}/{len(names)} "
           f"({inside / len(names):.0%}); interval width, median {pct(widths, 50):.1%} "
           f"of the median (90th percentile {pct(widths, 90):.1%})")
-    for family in sorted({n.split('/')[0] for n in names}):
-        fam = [n for n in names if n.startswith(family + "/")]
-        d = [abs(two[n]["median"] / one[n]["median"] - 1) for n in fam]
-        ins = sum(one[n]["low"] <= two[n]["median"] <= one[n]["high"] for n in fam)
-        print(f"  {family}: {len(fam)} cases, median |diff| {pct(d, 50):.1%}, "
-              f"90th percentile {pct(d, 90):.1%}, inside {ins}/{len(fam)}")
+    def group(n):
+        parts = n.split("/")
+        plain = [p for p in parts[1:] if ":" not in p]
+        return parts[0] + " " + (plain[0] if plain else "")
+    for g in sorted({group(n) for n in names}):
+        cases = [n for n in names if group(n) == g]
+        d = [abs(two[n]["median"] / one[n]["median"] - 1) for n in cases]
+        ins = sum(one[n]["low"] <= two[n]["median"] <= one[n]["high"] for n in cases)
+        w = [(one[n]["high"] - one[n]["low"]) / one[n]["median"] for n in cases]
+        print(f"  {g}: {len(cases)} cases, median |diff| {pct(d, 50):.1%}, "
+              f"90th percentile {pct(d, 90):.1%}, inside {ins}/{len(cases)}, "
+              f"width median {pct(w, 50):.1%}")
+    for run, cases in (("first", one), ("second", two)):
+        flagged = sum(1 for n in names if cases[n].get("unstable"))
+        print(f"{run} run: {flagged} of {len(names)} cases unstable")
 PY

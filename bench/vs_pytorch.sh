@@ -6,8 +6,9 @@
 # (`paradnn compare`: eager then paradnn, then paradnn then eager, ...; a
 # quarter second per case and side in each), each round in fresh processes.
 # Prints paradnn's time over eager's per case (below 1: paradnn faster) with
-# its 90% interval from both sides' rounds, "within noise" where that holds
-# 1, and per family and mode the geometric mean with its interval.
+# its 90% interval from both sides' rounds and its verdict (faster, slower,
+# equivalent within 5%, undecided: the undecided cases get more rounds), and
+# per family and mode the geometric mean with its interval.
 #   bench/vs_pytorch.sh [threads] [rounds]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

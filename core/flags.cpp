@@ -71,9 +71,18 @@ po::options_description Describe(Options& o, Texts& t) {
       "measure every case in R rounds, each case in a fresh process each "
       "round, the cases in a new random order each round: step_ms is the "
       "median of its rounds, step_ms_low and step_ms_high its interval "
-      "(default: 3; 1 runs every case once, in this process; a round times "
-      "--paradnn_steps steps, by default a tenth of a second of them, 1 to "
-      "10)")(
+      "(default: 3; 1 runs every case once, in this process; a round warms "
+      "up until its steps settle, then times --paradnn_steps steps, by "
+      "default at least a tenth of a second of them)")(
+      "paradnn_display", po::value(&o.display)->value_name("ROWS"),
+      "with rounds, what the console shows: 'cases' (default: one row a "
+      "case, its median, interval, rates and an unstable mark, and a "
+      "summary at the end) or 'rounds' (every round's row and Google "
+      "Benchmark's aggregates, as in the JSON output)")(
+      "paradnn_test_stretch", po::value(&o.test_stretch)->value_name("F"),
+      "stretch every timed step by the factor F (a spin of F - 1 times the "
+      "step, inside the timed region), on any backend: a known difference "
+      "for checking a comparison (default: 1)")(
       "paradnn_pin", po::bool_switch(&o.pin),
       "place each OpenMP thread of a case (LibTorch's, OpenBLAS's, oneDNN's) "
       "on a CPU of its own, in the order of the CPUs this process may use")(
@@ -248,6 +257,16 @@ Options ParseFlags(int* argc, char** argv) {
   seconds("paradnn_dist_timeout", o.dist_timeout);
   check(vm.count("paradnn_rounds"), o.rounds > 0, "paradnn_rounds",
         std::to_string(o.rounds), "a positive number of rounds");
+  if (o.display != "cases" && o.display != "rounds") {
+    throw FlagError("--paradnn_display=" + o.display +
+                    ": expected 'cases' or 'rounds'");
+  }
+  {
+    std::ostringstream text;
+    text << o.test_stretch;
+    check(vm.count("paradnn_test_stretch"), o.test_stretch >= 1,
+          "paradnn_test_stretch", text.str(), "a factor of 1 or more");
+  }
   check(vm.count("paradnn_steps"), o.steps > 0, "paradnn_steps",
         std::to_string(o.steps), "a positive step count");
   check(vm.count("paradnn_bricks_granularity"), o.bricks_granularity > 0,

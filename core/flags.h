@@ -16,14 +16,10 @@ class FlagError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Rounds a case is measured in by default: the least that gives a ratio of
-// two cases an interval of 90% without assuming how the machine's noise is
-// distributed (docs/running.md, "Rounds").
+// Rounds a case is measured in by default: three processes, whose median
+// a single slow one does not move, and with the spread of their group's
+// rounds an interval for a re-run (docs/running.md, "Rounds").
 inline constexpr int kDefaultRounds = 3;
-// The most steps a round times when --paradnn_steps is not given: the
-// process, not the step, is the unit of variance here, and one process's
-// steps agree within 2%.
-inline constexpr int64_t kRoundSteps = 10;
 
 struct Options {
   bool help = false;
@@ -44,6 +40,13 @@ struct Options {
   // Each case once per round, each in a fresh process, the cases in a new
   // random order each round; its figure is the median of its rounds.
   int rounds = kDefaultRounds;
+  // The console's rows with rounds: "cases" (one a case: its median and
+  // interval) or "rounds" (each round's row and Google Benchmark's
+  // aggregates, as the JSON has them).
+  std::string display = "cases";
+  // Every timed step stretched by this factor (a spin inside the step):
+  // a known difference on any backend, for checking comparisons.
+  double test_stretch = 1;
   bool pin = false;            // the cases' OpenMP threads on a core each
   bool profile = false;        // per-operation-class shares of step time
   std::string profile_out;     // per-operation times of every case, as JSON

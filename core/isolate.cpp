@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,12 +24,52 @@
 namespace paradnn {
 namespace {
 
-// A round without --paradnn_steps times steps until a tenth of a second of
-// them, at most kRoundSteps (and at least one): one process's steps agree
-// within a few percent, so more would measure the same process again (the
-// time is better spent on another process), and a case of seconds a step
-// is not held for ten of them.
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+// A round without --paradnn_steps times steps until at least a tenth of a
+// second of them, however short its step (at least one): long next to the
+// clock's resolution and to a time slice the scheduler takes (4 ms), so
+// that a sub-millisecond case's figure is its steady step, and short next
+// to a process's start, since the process, not the step, is what varies.
 constexpr double kRoundMs = 100;
+
+// A fresh process's first steps are slow: its threads start, its memory
+// faults in page by page, its allocator's caches fill. After the
+// preparation's steps, the round steps on in blocks of at least
+// kWarmupBlockMs until two blocks in a row agree within kWarmupAgreement
+// once kRoundMs have passed (as long warming as timing), or kWarmupMostMs
+// have; a step of over kRoundMs is warm after one (its own length
+// amortizes all of that). One process's steps agree within about 2%, so
+// blocks that differ by more are still settling.
+constexpr double kWarmupBlockMs = 20;
+constexpr double kWarmupAgreement = 0.05;
+constexpr double kWarmupMostMs = 500;
+
+void WarmUp(Runner& runner) {
+  const auto start = Clock::now();
+  double before = 0;
+  for (;;) {
+    const auto block = Clock::now();
+    int steps = 0;
+    do {
+      runner.Step();
+      ++steps;
+    } while (MsSince(block) < kWarmupBlockMs);
+    const double mean = MsSince(block) / steps;
+    const double total = MsSince(start);
+    if ((steps == 1 && mean >= kRoundMs) || total >= kWarmupMostMs) return;
+    if (total >= kRoundMs && before > 0 &&
+        std::abs(mean / before - 1) <= kWarmupAgreement) {
+      return;
+    }
+    before = mean;
+  }
+}
 
 // In the child: the case, from preparation to its result in `out`; never
 // returns.
@@ -43,12 +84,22 @@ constexpr double kRoundMs = 100;
   run.isolate = false;
   run.progress = false;
   run.flags.profile = run.flags.profile && profile;
-  const int64_t most = steps > 0 ? steps : kRoundSteps;
-  core::Status s = core::BeginCase(index, run.filter, most);
-  int64_t timed = 0;
-  if (s.ok()) {
+  // A case that cannot begin has its result written (EndCall).
+  bool ok = core::BeginCase(index, run.filter, steps).ok();
+  if (ok) {
+    try {
+      WarmUp(*run.runner);
+    } catch (const std::exception& ex) {
+      WriteIsolatedResult(
+          run, run.entries[index],
+          core::Status::Failed(std::string("step failed: ") + ex.what()));
+      ok = false;
+    }
+  }
+  if (ok) {
+    int64_t timed = 0;
     double ms = 0;
-    while (timed < most && (steps > 0 || timed == 0 || ms < kRoundMs)) {
+    while (steps > 0 ? timed < steps : timed == 0 || ms < kRoundMs) {
       if (!core::Step()) break;
       ms += run.entries[index].log.steps.back().ms;
       ++timed;

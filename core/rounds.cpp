@@ -269,6 +269,7 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
   std::vector<std::pair<std::string, std::string>> context;
   for (const auto& [key, value] : end.fields) {
     context.emplace_back("paradnn_machine_end_" + key, value);
+    if (key == "cpu_use") run.machine_use = value;
   }
   return context;
 }
@@ -276,6 +277,24 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
 std::vector<std::string> RoundsNotes(const Run& run) {
   std::vector<std::string> notes;
   if (run.rounds > 1) {
+    std::vector<double> widths;
+    int unstable = 0;
+    for (const Entry& e : run.entries) {
+      if (!e.summary || e.summary->median <= 0) continue;
+      widths.push_back((e.summary->high - e.summary->low) / e.summary->median);
+      unstable += e.summary->unstable;
+    }
+    if (!widths.empty()) {
+      char line[320];
+      std::snprintf(line, sizeof(line),
+                    "%zu cases in %d rounds: intervals %.0f%% of the median "
+                    "wide (median; 90th percentile %.0f%%), %d unstable; "
+                    "the machine: %s",
+                    widths.size(), run.rounds, 100 * Median(widths),
+                    100 * Percentile(widths, 90), unstable,
+                    run.machine_use.c_str());
+      notes.push_back(line);
+    }
     for (const Entry& e : run.entries) {
       if (!e.summary || !e.summary->unstable) continue;
       char line[128];

@@ -171,6 +171,7 @@ struct Run {
   int rounds = 1;
   bool rounds_measured = false;
   bool machine_sampled = false;  // by StartRun
+  std::string machine_use;       // CPUs busy and stolen over the rounds
   bool isolated_child = false;   // this process runs a case for a parent
   std::string child_out;         // where such a child writes its result
   // The prepared model of the case running now: Google Benchmark calls a
@@ -200,7 +201,8 @@ std::vector<core::Counter> ProfileCounters(const Entry& e);
 // Runs the case's steps in a child process (a fork of this one) and gives
 // each step's time as the child measured it; a crash fails the case only,
 // a skip there is a skip here. `steps`: exactly that many, or (0) as a
-// round without --paradnn_steps: a tenth of a second of them, 1 to 10.
+// round without --paradnn_steps: after a warm-up until its steps settle,
+// at least a tenth of a second of them.
 // `profile`: the child profiles too, if the run does.
 ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile);
 
@@ -218,7 +220,9 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run);
 // load: a host that registers paradnn's cases and runs none pays nothing.
 std::vector<std::pair<std::string, std::string>> StartRun(Run& run);
 
-// What a run's rounds say at its end: each unstable case, with its rounds;
+// What a run's rounds say at its end: how wide the cases' intervals are,
+// how many are unstable and how busy the machine was (a summary line);
+// each unstable case, with its rounds;
 // with one round, that a re-run may move its figures, and by how much this
 // CPU's last run with rounds saw them move.
 std::vector<std::string> RoundsNotes(const Run& run);

@@ -165,6 +165,7 @@ void MakeEntries(Run& run, std::vector<Case>& cases,
     info.steps = run.rounds > 1 ? 1 : o.steps;
     info.manual_time = run.isolate;
     info.repetitions = run.rounds;
+    info.one_row = run.rounds > 1 && o.display == "cases";
     run.infos.push_back(std::move(info));
     run.entries.push_back(std::move(e));
     return index;
@@ -534,7 +535,8 @@ std::vector<std::pair<std::string, std::string>> Context() {
           ? std::to_string(run.rounds) + " rounds of " +
                 (run.flags.steps > 0
                      ? std::to_string(run.flags.steps) + " steps"
-                     : std::string("a tenth of a second of steps (1 to 10)")) +
+                     : std::string("at least a tenth of a second of steps, "
+                                   "after a warm-up until they settle")) +
                 ", each case in a fresh process each round, the cases in a "
                 "new random order each round: step_ms is a round's, the "
                 "median row the case's; step_ms_low-step_ms_high its 90% "

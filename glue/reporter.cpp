@@ -1,6 +1,11 @@
 // Host glue: the host's display reporter, as --benchmark_format chose it,
 // wrapped so that every run it reports reaches the core (the journal, the
 // MLPerf outputs) and the context names the backends that will run.
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -38,6 +43,31 @@ benchmark::BenchmarkReporter* Keep(Owner reporter) {
   return reporter.release();
 }
 
+// Whether the display is Google Benchmark's console table (its default):
+// --benchmark_format on the command line, else BENCHMARK_FORMAT. JSON and
+// CSV on the display keep every row, as files do.
+bool ConsoleDisplay() {
+  std::string format;
+  if (const char* env = std::getenv("BENCHMARK_FORMAT")) format = env;
+  std::ifstream in("/proc/self/cmdline");
+  std::string arg;
+  const std::string flag = "--benchmark_format=";
+  while (std::getline(in, arg, '\0')) {
+    if (arg.rfind(flag, 0) == 0) format = arg.substr(flag.size());
+  }
+  return format.empty() || format == "console";
+}
+
+// The counters of a case's one row: its interval and rates.
+bool OneRowCounter(const std::string& name) {
+  for (const char* kept :
+       {"step_ms_low", "step_ms_high", "FLOPS", "flops_util", "flops_over_peak",
+        "bandwidth_util", "tokens_per_second"}) {
+    if (name == kept) return true;
+  }
+  return false;
+}
+
 class Reporter : public benchmark::BenchmarkReporter {
  public:
   explicit Reporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
@@ -61,7 +91,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   }
 
   void ReportRuns(const std::vector<Run>& runs) override {
-    if (internal::Core().reports()) inner_->ReportRuns(runs);
+    if (internal::Core().reports()) inner_->ReportRuns(Shown(runs));
     for (const Run& run : runs) {
       core::ReportedRun r;
       r.name = run.benchmark_name();
@@ -81,7 +111,60 @@ class Reporter : public benchmark::BenchmarkReporter {
   }
 
  private:
+  // What the display shows of `runs`: a case measured in rounds as one
+  // row (core::CaseInfo::one_row), its median's, named by the case, its
+  // rounds as iterations, "unstable" in its label where it is; any other
+  // benchmark's runs as they are.
+  std::vector<Run> Shown(const std::vector<Run>& runs) {
+    if (one_row_.empty()) {
+      for (int i = 0; i < internal::Core().case_count(); ++i) {
+        const core::CaseInfo& info = internal::Core().case_info(i);
+        if (info.one_row)
+          one_row_[info.name] = static_cast<int>(info.repetitions);
+      }
+      one_row_[""] = 0;  // looked once
+      console_ = ConsoleDisplay();
+    }
+    if (!console_) return runs;
+    std::vector<Run> shown;
+    for (const Run& run : runs) {
+      const auto it = one_row_.find(run.run_name.function_name);
+      if (it == one_row_.end() || it->first.empty()) {
+        shown.push_back(run);
+        continue;
+      }
+      // A case that could not run: its first round's row says why.
+      const bool why = Failed(run) && run.run_type == Run::RT_Iteration &&
+                       run.repetition_index == 0;
+      if (!why && (run.run_type != Run::RT_Aggregate ||
+                   run.aggregate_name != "median")) {
+        continue;
+      }
+      Run row = run;
+      row.run_type = Run::RT_Iteration;
+      row.aggregate_name.clear();
+      row.run_name = {};
+      row.run_name.function_name = run.run_name.function_name;
+      row.iterations = it->second;
+      const auto unstable = run.counters.find("unstable");
+      const bool erratic =
+          unstable != run.counters.end() && unstable->second.value > 0.5;
+      row.counters.clear();
+      for (const auto& [name, counter] : run.counters) {
+        if (OneRowCounter(name)) row.counters[name] = counter;
+      }
+      if (!why) {
+        row.report_label = "median of " + std::to_string(it->second) +
+                           " rounds" + (erratic ? ", UNSTABLE" : "");
+      }
+      shown.push_back(row);
+    }
+    return shown;
+  }
+
   benchmark::BenchmarkReporter* inner_;
+  std::map<std::string, int> one_row_;  // case -> rounds
+  bool console_ = true;
 };
 
 }  // namespace

@@ -2,11 +2,17 @@
 // a case measured once in each of several fresh processes. The process is
 // the unit of variance on a shared machine, so a case's figure is the
 // median of its rounds, its interval is where a re-run's median is
-// expected, and two cases (or two files) differ for real only where the
-// interval of their ratio excludes 1.
+// expected, and a comparison of two sides decides each case: B faster,
+// slower, equivalent within a margin, or undecided.
+//
+// The noise model: a round's step time is the case's level times a
+// process's factor, and on the log scale those factors have one spread
+// for all the cases of a group (one backend and family: its threads and
+// runtime meet the machine alike). Pooling the group's rounds estimates
+// that spread with many degrees of freedom, where a case's own three
+// rounds give two.
 #pragma once
 
-#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,94 +20,124 @@
 namespace paradnn {
 
 // The probability a case's interval is meant to hold a re-run's median
-// with, and a comparison's interval the true ratio: 90%, the most three
-// rounds a side can give a distribution-free ratio interval (1 - 2/20).
+// with, and a comparison's interval the true ratio.
 inline constexpr double kRoundsConfidence = 0.90;
+
+// How the logs of a group's rounds spread about their cases' levels: the
+// pooled standard deviation and its degrees of freedom (0: unknown), and
+// the rounds' deviations from their cases' mean logs, each scaled to one
+// round's spread: the shape of the noise.
+struct Dispersion {
+  double sigma = 0;
+  int dof = 0;
+  std::vector<double> residuals;
+};
 
 // A case's rounds and what they say.
 struct RoundSummary {
+  std::vector<double> values;  // the rounds, in order
   int rounds = 0;
   double median = 0;  // the case's figure
   double low = 0;     // its interval: a re-run's median lands in it with
-  double high = 0;    // kRoundsConfidence, by the group's rounds (Shift)
+  double high = 0;    // kRoundsConfidence (equal to the median: unknown)
   double least = 0;   // the rounds' own range
   double most = 0;
   double spread = 0;      // (most - least) / median
-  bool unstable = false;  // spread over kUnstableSpread
+  bool unstable = false;  // its rounds disagree beyond its group's spread
+  Dispersion noise;       // the spread its interval and ratios take
 };
 
-// Rounds whose range is over a fifth of their median are flagged unstable:
-// about pyperf's warning at a standard deviation of 10% of the mean, as the
-// expected range of 3 to 5 normal draws is 1.7 to 2.3 standard deviations.
-inline constexpr double kUnstableSpread = 0.2;
+// A case is unstable when its rounds' variance is beyond its group's at
+// 99% (an F test: one case in a hundred of a quiet group is flagged by
+// chance) and their range is over kUnstableFloor of the median: within a
+// tenth, the case is not erratic in any sense a comparison can act on,
+// even in a group so quiet that such a range is improbable. An unstable
+// case keeps its own spread (and at least its own range) as its interval.
+inline constexpr double kUnstableConfidence = 0.99;
+inline constexpr double kUnstableFloor = 0.10;
 
-// How far a re-run's median may land from this one's, by a group's cases
-// (of one backend: its threads and runtime make the noise): the 5th and
-// 95th percentile of log(re-run / this) over 2,000 draws, each from one
-// case chosen at random, both medians of `rounds` rounds drawn from that
-// case's own rounds. A case's level cancels in the ratio, and so each draw
-// keeps how that case's processes vary (one slow round in three, say),
-// which pooling rounds across cases would smear. Seeded from the rounds
-// themselves: the same rounds give the same interval. Cases of one round
-// say nothing: {0, 0}.
-struct Shift {
-  double low = 0, high = 0;  // natural logs
-};
-Shift ReRunShift(const std::vector<std::vector<double>>& cases, int rounds);
+// The standard deviation of the median of n independent standard normal
+// draws (1 for one, 0.670 for three, pi/2n asymptotically), by numerical
+// integration over the order statistics' densities.
+double MedianSdFactor(int n);
 
-// A case's summary: its median, and as interval the wider of its own
-// rounds' range and median x exp(shift). One round: no interval.
-RoundSummary Summarize(const std::vector<double>& rounds, const Shift& shift);
+// The group's spread from its cases' rounds (cases of one round give
+// none): the cases' log variances pooled, then again without the cases
+// that are unstable against that first pool, so that an erratic case
+// neither widens its group's intervals nor hides its own.
+Dispersion PoolDispersion(const std::vector<std::vector<double>>& cases);
 
-// Summaries of many cases at once (by name), each with the shift of the
-// first of its groups (`groups`: name -> groups, the most specific first:
-// its backend and family, then its backend) that holds kMinGroupCases
-// cases of two rounds or more, else of its last group. A family's kernels
-// meet the machine their own way (a recurrent step is many small
-// products, each a wake-up of the threads), so its cases say most about
-// each other.
-inline constexpr int kMinGroupCases = 3;  // 9 rounds at the default: more
-                                          // than the 7 whose own range holds
-                                          // a re-run's median 90% of times
+// A case's summary against its group's spread: its median; as interval
+// the median x exp(+-t s sqrt(2) c(n)), where a re-run's median minus
+// this one has the standard deviation s sqrt(2) c(n) (two independent
+// medians of n rounds), t Student's at kRoundsConfidence with the pool's
+// degrees of freedom; an unstable case takes its own spread instead. No
+// spread known (no group dispersion): the interval is the median alone.
+RoundSummary Summarize(const std::vector<double>& rounds,
+                       const Dispersion& group);
+
+// Summaries of many cases at once (by name), each against the spread of
+// the first of its groups (`groups`: name -> groups, the most specific
+// first) that holds kMinGroupCases cases of two rounds or more, else of
+// its last group. A family's kernels meet the machine their own way (a
+// recurrent step is many small products, each a wake-up of the threads),
+// so its cases say most about each other.
+inline constexpr int kMinGroupCases = 3;
 std::map<std::string, RoundSummary> SummarizeAll(
     const std::map<std::string, std::vector<double>>& rounds,
     const std::map<std::string, std::vector<std::string>>& groups);
 
-// The ratio of B's step time over A's (above 1: A is faster) from their
-// rounds: the Hodges-Lehmann estimate (the median of every round-by-round
-// ratio) and the distribution-free interval of the Mann-Whitney test
-// (Moses), at kRoundsConfidence or the nearest above it the round counts
-// allow. `bounded` is false when they allow none (fewer than three rounds
-// a side): then low = 0 and high = infinity.
+// The groups whose noise a case named `name` shares, most specific first,
+// for SummarizeAll: paradnn's cases by backend and family, then backend;
+// any other benchmark's with all of its file's others.
+std::vector<std::string> NoiseGroups(const std::string& name);
+
+// Each case's summary by name, against the spread of its NoiseGroups among
+// the same cases (one file's).
+std::map<std::string, RoundSummary> SummarizeByName(
+    const std::map<std::string, std::vector<double>>& rounds);
+
+// The ratio of B's step time over A's (above 1: B is slower) from their
+// summaries: the ratio of their medians, and its interval at
+// kRoundsConfidence from both sides' spreads (the log ratio's standard
+// error sqrt(c(na)^2 sa^2 + c(nb)^2 sb^2), Student's t with Welch's
+// degrees of freedom). `bounded` is false where a side's spread is
+// unknown: then low = 0 and high = infinity.
 struct Ratio {
   double value = 0;
   double low = 0, high = 0;
-  double confidence = 0;  // what the interval holds, exactly
   bool bounded = false;
-  bool Real() const { return bounded && (low > 1 || high < 1); }
 };
-Ratio CompareRounds(const std::vector<double>& a, const std::vector<double>& b);
+Ratio CompareRounds(const RoundSummary& a, const RoundSummary& b);
 
-// How many of the C(m + n, m) orders of m rounds of one side and n of the
-// other give each Mann-Whitney U (the pairs where A's round is the larger):
-// element u for U = u, 0..m*n.
-std::vector<double> MannWhitneyCounts(int m, int n);
+// What a comparison says of B against A, case by case.
+enum class Verdict {
+  kFaster,      // B's interval below 1
+  kSlower,      // above 1
+  kEquivalent,  // inside [1 - margin, 1 + margin], whichever side of 1
+  kUndecided,   // none of those: more rounds would tell
+};
+const char* ToString(Verdict v);
+// The default margin of equivalence: differences under 5% are below what
+// a re-run on another day reproduces, and below what users act on.
+inline constexpr double kDefaultMargin = 0.05;
+// Equivalence is checked first: a difference the margin calls negligible
+// is not reported as faster or slower however narrow its interval.
+Verdict Decide(const Ratio& r, double margin);
 
-// A group's ratio: each round of a side as one figure, the geometric mean
-// of the group's cases in that round, and those figures compared as one
-// case's rounds are (CompareRounds). A round is a process per case, and
-// the machine's mood in it slows or speeds the group's cases together,
-// which resampling each case's rounds on its own would average away (and
-// the median of a few resampled rounds leans to a side's slow ones).
-// Rounds beyond the fewest any case has are left out. `bounded` as in
-// Ratio (low = high = 0 without an interval).
+// A group's ratio: the geometric mean of its cases' ratios, taking each
+// round of a side as one figure (the mean log time of the group's cases in
+// that round) and those figures compared by Welch's t test. A round of a
+// run slows or speeds the group's cases together, which treating the
+// cases as independent would average away. Rounds beyond the fewest any
+// case has are left out. Per verdict, how many of its cases got it.
 struct GroupRatio {
   double value = 0, low = 0, high = 0;
   bool bounded = false;
-  int cases = 0, faster = 0, slower = 0, within_noise = 0;  // by Ratio::Real
+  int cases = 0, faster = 0, slower = 0, equivalent = 0, undecided = 0;
 };
 GroupRatio CompareGroup(
-    const std::vector<std::pair<std::vector<double>, std::vector<double>>>&
-        cases);
+    const std::vector<std::pair<RoundSummary, RoundSummary>>& cases,
+    double margin);
 
 }  // namespace paradnn

@@ -299,46 +299,29 @@ int MergeCommand(const Command& self, int argc, char** argv) {
   return 0;
 }
 
-// Runs a side's command for one round, its Google Benchmark JSON into
-// `json` and its console into `log`; false (said on stderr) when it wrote
-// no results.
-bool RunRound(const std::string& command, int round, const std::string& json,
-              const std::string& log) {
-  setenv("PARADNN_ROUNDS", "1", 1);
-  setenv("COMPARE_ROUND", std::to_string(round).c_str(), 1);
-  setenv("BENCHMARK_OUT", json.c_str(), 1);
-  setenv("BENCHMARK_OUT_FORMAT", "json", 1);
-  std::filesystem::remove(json);
-  const std::string shell = "(" + command + ") >'" + log + "' 2>&1";
-  const int status = std::system(shell.c_str());
-  unsetenv("BENCHMARK_OUT");
-  unsetenv("BENCHMARK_OUT_FORMAT");
-  unsetenv("PARADNN_ROUNDS");
-  unsetenv("COMPARE_ROUND");
-  if (!std::filesystem::exists(json)) {
-    std::cerr << "compare: '" << command << "' wrote no results (exit status "
-              << status << ", see " << log << ")\n";
-    return false;
-  }
-  return true;
-}
-
 int CompareCommand(const Command& self, int argc, char** argv) {
-  std::string a_file, b_file, a_sel, b_sel, run_a, run_b, out;
-  int rounds = 5;
+  std::string a_file, b_file;
+  paradnn::Turns turns;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     std::string* target = arg == "--vs"      ? &b_file
-                          : arg == "--a"     ? &a_sel
-                          : arg == "--b"     ? &b_sel
-                          : arg == "--run-a" ? &run_a
-                          : arg == "--run-b" ? &run_b
-                          : arg == "-o"      ? &out
+                          : arg == "--a"     ? &turns.a_sel
+                          : arg == "--b"     ? &turns.b_sel
+                          : arg == "--run-a" ? &turns.run_a
+                          : arg == "--run-b" ? &turns.run_b
+                          : arg == "-o"      ? &turns.out
                                              : nullptr;
+    double* number = arg == "--budget"   ? &turns.budget_s
+                     : arg == "--margin" ? &turns.margin
+                                         : nullptr;
     if (target != nullptr && i + 1 < argc) {
       *target = argv[++i];
+    } else if (number != nullptr && i + 1 < argc) {
+      *number = std::atof(argv[++i]);
     } else if (arg == "--rounds" && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
+      turns.rounds = std::atoi(argv[++i]);
+    } else if (arg == "--max-rounds" && i + 1 < argc) {
+      turns.max_rounds = std::atoi(argv[++i]);
     } else if (target == nullptr && a_file.empty() && arg[0] != '-') {
       a_file = arg;
     } else {
@@ -346,70 +329,46 @@ int CompareCommand(const Command& self, int argc, char** argv) {
       return UsageError(self);
     }
   }
-  const bool measure = !run_a.empty() || !run_b.empty();
-  if (a_sel.empty() != b_sel.empty() || rounds < 1 ||
-      (measure
-           ? run_a.empty() || run_b.empty() || out.empty() || !a_file.empty()
-           : a_file.empty())) {
+  const bool measure = !turns.run_a.empty() || !turns.run_b.empty();
+  if (turns.a_sel.empty() != turns.b_sel.empty() || turns.rounds < 1 ||
+      turns.max_rounds < turns.rounds || turns.margin < 0 ||
+      turns.margin >= 1 ||
+      (measure ? turns.run_a.empty() || turns.run_b.empty() ||
+                     turns.out.empty() || !a_file.empty()
+               : a_file.empty())) {
     return UsageError(self);
   }
   try {
     if (measure) {
-      std::filesystem::create_directories(out);
-      std::vector<std::string> a_rounds, b_rounds;
-      double a_seconds = 0, b_seconds = 0;
-      for (int r = 1; r <= rounds; ++r) {
-        // A B, B A, A B, ...: neither side always meets what the other
-        // leaves behind, and a slow phase of the machine meets both.
-        const bool a_first = r % 2 == 1;
-        for (int k = 0; k < 2; ++k) {
-          const bool a = (k == 0) == a_first;
-          const std::string side = a ? "a" : "b";
-          const std::string base =
-              out + "/" + side + ".round" + std::to_string(r);
-          std::cerr << "compare: round " << r << "/" << rounds << ": "
-                    << (a ? run_a : run_b) << "\n";
-          const auto start = std::chrono::steady_clock::now();
-          if (RunRound(a ? run_a : run_b, r, base + ".json", base + ".log")) {
-            (a ? a_rounds : b_rounds).push_back(base + ".json");
-          }
-          (a ? a_seconds : b_seconds) +=
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count();
-        }
+      const paradnn::TurnsResult r = paradnn::MeasureInTurns(turns);
+      if (r.a_file.empty() || r.b_file.empty()) return 1;
+      a_file = r.a_file;
+      b_file = r.b_file;
+      if (r.budget_spent) {
+        std::cerr << "compare: the time budget was spent after " << r.rounds
+                  << " rounds; the undecided cases stay undecided "
+                     "(--budget SECONDS)\n";
       }
-      std::cerr << "compare: A took " << a_seconds << " s, B " << b_seconds
-                << " s over " << rounds << " rounds\n";
-      if (a_rounds.empty() || b_rounds.empty()) return 1;
-      const std::string how = std::to_string(rounds) +
-                              " rounds, one process a round, taking turns "
-                              "(paradnn compare)";
-      std::ofstream(out + "/a.json")
-          << paradnn::MergeRounds(a_rounds, how).dump(2) << "\n";
-      std::ofstream(out + "/b.json")
-          << paradnn::MergeRounds(b_rounds, how).dump(2) << "\n";
-      a_file = out + "/a.json";
-      b_file = out + "/b.json";
     }
     const auto a = paradnn::ReadRounds(a_file);
     const auto b = b_file.empty() ? a : paradnn::ReadRounds(b_file);
-    const auto pairs = paradnn::Pair(a, a_sel, b, b_sel);
+    const auto pairs = paradnn::Pair(a, turns.a_sel, b, turns.b_sel);
     if (pairs.empty()) {
       std::cerr << "paradnn compare: A and B have no case in common\n";
       return 2;
     }
     auto [a_label, b_label] =
         paradnn::StackLabels(a_file, b_file.empty() ? a_file : b_file,
-                             measure         ? run_a
-                             : a_sel.empty() ? a_file
-                                             : a_sel,
-                             measure         ? run_b
-                             : b_sel.empty() ? b_file
-                                             : b_sel);
-    const std::string text = paradnn::CompareText(pairs, a_label, b_label);
+                             measure               ? turns.run_a
+                             : turns.a_sel.empty() ? a_file
+                                                   : turns.a_sel,
+                             measure               ? turns.run_b
+                             : turns.b_sel.empty() ? b_file
+                                                   : turns.b_sel);
+    const std::string text =
+        paradnn::CompareText(pairs, a_label, b_label, turns.margin);
     std::cout << text;
-    if (measure) std::ofstream(out + "/compare.txt") << text;
+    if (measure) std::ofstream(turns.out + "/compare.txt") << text;
   } catch (const std::exception& e) {
     std::cerr << "paradnn compare: " << e.what() << "\n";
     return 2;
@@ -458,28 +417,34 @@ const Command kCommands[] = {
      "  -o DIR         output folder\n",
      ReportCommand},
     {"compare", "compare two things in rounds, each ratio with its interval",
-     "compare A.json [--vs B.json] [--a SEL --b SEL]\n"
-     "       compare --run-a 'COMMAND' --run-b 'COMMAND' [--rounds R] -o DIR\n"
-     "               [--a SEL --b SEL]\n\n"
-     "Prints B's step time over A's per case with its 90% interval from\n"
-     "both sides' rounds (--paradnn_rounds), marking ratios whose interval\n"
-     "holds 1 as within noise, and per family, backend, data type and\n"
-     "mode the ratio of its rounds' geometric means with its interval.\n"
-     "Two files of two stacks (distribution, compiler, libraries, as\n"
-     "their contexts name them) are labelled by what each stack has of\n"
+     "compare A.json [--vs B.json] [--a SEL --b SEL] [--margin M]\n"
+     "       compare --run-a 'COMMAND' --run-b 'COMMAND' -o DIR [--rounds R]\n"
+     "               [--max-rounds N] [--budget SECONDS] [--a SEL --b SEL]\n\n"
+     "Decides each case: B faster, slower, equivalent (within the margin)\n"
+     "or undecided, by B's step time over A's with its 90% interval from\n"
+     "both sides' rounds (--paradnn_rounds) and the spread of their\n"
+     "groups' rounds; per family, backend, data type and mode, the\n"
+     "geometric mean of the ratios with its interval and the verdicts'\n"
+     "counts. Two files of two stacks (distribution, compiler, libraries,\n"
+     "as their contexts name them) are labelled by what each stack has of\n"
      "its own.\n\n"
      "  --vs FILE      B's results (default: A's file, with --a and --b)\n"
      "  --a SEL, --b SEL  compare the cases whose names contain SEL (e.g.\n"
      "                 --a /torch/ --b /onednn/), paired by the rest\n"
-     "  --run-a CMD, --run-b CMD  measure first: R rounds, each running\n"
-     "                 both commands (A B, then B A, ...) with\n"
+     "  --margin M     equivalent: the ratio's interval inside 1 +- M\n"
+     "                 (default: 0.05; 0 decides every difference)\n"
+     "  --run-a CMD, --run-b CMD  measure first, the commands taking turns\n"
+     "                 (A B, then B A, ...), one process a round, with\n"
      "                 PARADNN_ROUNDS=1, BENCHMARK_OUT and COMPARE_ROUND (the\n"
-     "                 round, 1..R) in their environment, so two\n"
-     "                 builds, library versions or programs take turns on\n"
-     "                 the machine; their rounds go into DIR/a.json and\n"
-     "                 DIR/b.json (results with intervals), the table into\n"
-     "                 DIR/compare.txt\n"
-     "  --rounds R     rounds of each side (default: 5)\n"
+     "                 round, 1, 2, ...) in their environment: R rounds of\n"
+     "                 every case, then more rounds of the undecided cases\n"
+     "                 only (BENCHMARK_FILTER) until each is decided; the\n"
+     "                 rounds go into DIR/a.json and DIR/b.json (results\n"
+     "                 with intervals), the table into DIR/compare.txt\n"
+     "  --rounds R     first rounds of each side (default: 3)\n"
+     "  --max-rounds N rounds of a side at most (default: 20)\n"
+     "  --budget SECONDS  no round starts after this long (default: three\n"
+     "                 times what the first rounds took)\n"
      "  -o DIR         where the rounds, their logs and the results go\n",
      CompareCommand},
     {"merge", "merge the results of sharded runs into one file",

@@ -50,6 +50,10 @@ struct CaseInfo {
   // False for what the run knows without running it (bricks from the
   // bricks database, models with --paradnn_bricks_estimate_only).
   bool registered = true;
+  // With rounds, the console shows one row for the case: its median with
+  // its interval and rates (--paradnn_display=cases); the other outputs
+  // get every round's row.
+  bool one_row = false;
 };
 int CaseCount();
 const CaseInfo& Case(int index);

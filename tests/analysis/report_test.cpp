@@ -186,9 +186,11 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   CHECK_THAT(html, ContainsSubstring("<img src='roofline.svg'"));
   CHECK_THAT(html, ContainsSubstring("12 cases matched by canonical name"));
   // A and B named on the plots, not just in the text.
-  CHECK_THAT(html, ContainsSubstring("<h2>Speedup of onednn over torch</h2>"));
+  // One way everywhere: B's step time over A's.
+  CHECK_THAT(html,
+             ContainsSubstring("<h2>Step time of torch over onednn</h2>"));
   CHECK_THAT(Slurp(dir / "report/speedup.gp"),
-             ContainsSubstring("set ylabel 'speedup of onednn over torch'"));
+             ContainsSubstring("set ylabel 'step time of torch over onednn'"));
   // One heat map per backend, over the parameters that vary, in viridis.
   const std::string heat = Slurp(dir / "report/heatmap_FC_torch_fp32_train.gp");
   CHECK_THAT(heat, ContainsSubstring("set xlabel 'nodes'"));  // 3 values
@@ -439,8 +441,8 @@ std::string RoundsJson(
 }
 
 TEST_CASE(
-    "A against B from rounds: ratios with intervals, within noise "
-    "where they hold 1, unstable cases listed",
+    "A against B from rounds: ratios with intervals and what they decide, "
+    "unstable cases listed",
     "[report][rounds]") {
   const fs::path dir = Dir("rounds_report");
   const std::string fc =
@@ -461,18 +463,28 @@ TEST_CASE(
   o.b_select = "/torch/";
   WriteReport(o);
   const std::string html = Slurp(dir / "report" / "index.html");
-  // FC: B over A from 9 round-by-round ratios, 2/1.1 to 2.2/1: real.
+  // Each backend's two cases (fewer than 3 per family) pool their rounds'
+  // log variances: by hand, oneDNN's (0.004543 + 0.029830) / 4 = 0.008593,
+  // LibTorch's (0.004551 + 0.110950) / 4 = 0.028875, each with 4 degrees
+  // of freedom. FC: 2.1 / 1.05 = 2, its log's standard error
+  // sqrt(0.4487 (0.008593 + 0.028875)) = 0.12966 (c(3)^2 = 0.4487, the
+  // variance of a median of three standard normals), Welch's degrees of
+  // freedom 6.19, t = 1.934 (tables: 1.943 at 6, 1.895 at 7): 2
+  // exp(+-0.2508) = 1.557-2.570, B slower.
   CHECK_THAT(html, ContainsSubstring(
                        fc + "/fp32/train</td><td>1.05</td><td>2.1</td><td>"
-                            "2</td><td>1.82-2.2</td><td></td>"));
-  // The RNN: 1/1.4 to 1.6/1.1 holds 1.
-  CHECK_THAT(html, ContainsSubstring("within noise</td></tr>"));
+                            "2</td><td>1.56-2.57</td><td>slower</td>"));
+  // The RNN: 1.3 / 1.2 = 1.083, its interval 0.84-1.39 holds 1.
+  CHECK_THAT(html, ContainsSubstring(
+                       rnn + "/fp32/train</td><td>1.2</td><td>1.3</td><td>"
+                             "1.08</td><td>0.843-1.39</td><td>undecided</td>"));
   CHECK_THAT(html, ContainsSubstring("<h2>Unstable cases</h2>"));
   CHECK_THAT(html, ContainsSubstring(
                        rnn + "/torch/fp32/train: unstable: rounds 1-1.6 ms"));
   CHECK_THAT(html, ContainsSubstring("each the median of 3 rounds"));
   const std::string csv = Slurp(dir / "report" / "speedup.csv");
-  CHECK_THAT(csv, ContainsSubstring("speedup_low,speedup_high,within_noise"));
+  CHECK_THAT(csv, ContainsSubstring("speedup_low,speedup_high,verdict"));
+  CHECK_THAT(csv, ContainsSubstring(",slower\n"));
 }
 
 TEST_CASE("bad input: a clear message, and what can be reported still is",
@@ -708,8 +720,9 @@ TEST_CASE(
                        "b.json (Debian GNU/Linux 12 (bookworm), GCC 12.2.0, "
                        "oneDNN 2.6.3, LibTorch 1.13.0, BLAS "
                        "libopenblasp-r0.3.21.so)"));
-  CHECK_THAT(html, ContainsSubstring("Speedup of Debian GNU/Linux 13 (trixie) "
-                                     "over Debian GNU/Linux 12 (bookworm)"));
+  CHECK_THAT(html,
+             ContainsSubstring("Step time of Debian GNU/Linux 12 (bookworm) "
+                               "over Debian GNU/Linux 13 (trixie)"));
   // One row per family, backend, data type and mode.
   for (const auto& [group, cases] : {std::pair{"FC onednn/fp32/train", 6},
                                      {"FC torch/fp32/train", 6},
