@@ -195,14 +195,21 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
 
 std::string CompareText(const std::vector<ComparedCase>& cases,
                         const std::string& a_label, const std::string& b_label,
-                        double margin) {
+                        double margin, double confidence) {
   std::ostringstream out;
+  const std::string level = Fixed(100 * confidence, 0) + "%";
   out << "B/A: B's step time over A's (below 1: B is faster); A = " << a_label
       << ", B = " << b_label << "\n"
       << "ms: a side's median of rounds (its 90% interval); B/A: the medians' "
-         "ratio (its 90% interval, from both sides' rounds and the spread of "
-         "their groups' rounds); B is faster or slower where that interval "
-         "leaves out 1, equivalent where it lies inside 1 +- "
+         "ratio (its "
+      << level
+      << " interval, from both sides' rounds and the spread of their groups' "
+         "rounds"
+      << (confidence == kTurnsConfidence
+              ? "; 98% at each look, as rounds were added until decided"
+              : "")
+      << "); B is faster or slower where that interval leaves out 1, "
+         "equivalent where it lies inside 1 +- "
       << Fixed(100 * margin, 1) << "%, else undecided\n\n";
   std::map<std::string, std::vector<std::pair<RoundSummary, RoundSummary>>>
       groups;
@@ -218,7 +225,7 @@ std::string CompareText(const std::vector<ComparedCase>& cases,
   };
   for (const ComparedCase& c : cases) {
     groups[GroupOf(c.key)].emplace_back(c.a, c.b);
-    const Ratio r = CompareRounds(c.a, c.b);
+    const Ratio r = CompareRounds(c.a, c.b, confidence);
     const std::string rounds =
         std::to_string(c.a.rounds) + "+" + std::to_string(c.b.rounds);
     out << padded(c.key, width) << "  "
@@ -238,7 +245,7 @@ std::string CompareText(const std::vector<ComparedCase>& cases,
     group_width = std::max(group_width, name.size());
   }
   out << "\ngroup" << std::string(group_width - 5, ' ')
-      << "  cases  B/A (90% interval)    faster  slower  equivalent  "
+      << "  cases  B/A (" << level << " interval)    faster  slower  equivalent  "
          "undecided\n";
   std::vector<std::pair<RoundSummary, RoundSummary>> all;
   auto line = [&](const std::string& name, const GroupRatio& g) {
@@ -250,10 +257,10 @@ std::string CompareText(const std::vector<ComparedCase>& cases,
     out << buf;
   };
   for (const auto& [name, list] : groups) {
-    line(name, CompareGroup(list, margin));
+    line(name, CompareGroup(list, margin, confidence));
     all.insert(all.end(), list.begin(), list.end());
   }
-  line("all", CompareGroup(all, margin));
+  line("all", CompareGroup(all, margin, confidence));
   return out.str();
 }
 
@@ -327,7 +334,8 @@ TurnsResult MeasureInTurns(const Turns& t) {
       undecided[0].clear();
       undecided[1].clear();
       for (const ComparedCase& c : pairs) {
-        if (Decide(CompareRounds(c.a, c.b), t.margin) == Verdict::kUndecided) {
+        if (Decide(CompareRounds(c.a, c.b, kTurnsConfidence), t.margin) ==
+            Verdict::kUndecided) {
           undecided[0].insert(c.a_name);
           undecided[1].insert(c.b_name);
         }

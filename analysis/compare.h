@@ -53,19 +53,21 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
                                                 const std::string& b_label);
 
 // The comparison as text: per case A's and B's median with their
-// intervals, their rounds, B over A with its interval and the verdict
-// (results/rounds.h, Decide); per family, backend, data type and mode the
-// geometric mean of the ratios (CompareGroup) with its interval and how
-// many cases got each verdict; then all cases.
+// intervals, their rounds, B over A with its interval at `confidence` and
+// the verdict (results/rounds.h, Decide); per family, backend, data type
+// and mode the geometric mean of the ratios (CompareGroup) with its
+// interval and how many cases got each verdict; then all cases. Rounds
+// added until decided (MeasureInTurns) are judged at kTurnsConfidence.
 std::string CompareText(const std::vector<ComparedCase>& cases,
                         const std::string& a_label, const std::string& b_label,
-                        double margin);
+                        double margin, double confidence = kRoundsConfidence);
 
 // compare --run-a/--run-b: both commands run in turns (A B, B A, ...), one
 // process a round with PARADNN_ROUNDS=1, BENCHMARK_OUT and COMPARE_ROUND in
 // their environment, `rounds` rounds of every case; then, while a case is
 // undecided (by `margin`), another round of the undecided cases only
-// (BENCHMARK_FILTER), until none is, `max_rounds` are done or `budget_s`
+// (BENCHMARK_FILTER, decided at kTurnsConfidence), until none is,
+// `max_rounds` are done or `budget_s`
 // seconds have passed since the start (negative: three times what the
 // first rounds took). The rounds go into `out` (a.roundN.json, .log),
 // merged into out/a.json and out/b.json.

@@ -14,11 +14,11 @@
 namespace paradnn {
 namespace {
 
-// Student's t at the two-sided kRoundsConfidence with `dof` degrees of
-// freedom (real: Welch's are).
-double StudentT(double dof) {
+// Student's t at a two-sided `confidence` with `dof` degrees of freedom
+// (real: Welch's are).
+double StudentT(double dof, double confidence = kRoundsConfidence) {
   const boost::math::students_t_distribution<double> t(dof);
-  return boost::math::quantile(t, 1 - (1 - kRoundsConfidence) / 2);
+  return boost::math::quantile(t, 1 - (1 - confidence) / 2);
 }
 
 // A case's own spread: the standard deviation of its rounds' logs, and
@@ -56,11 +56,12 @@ uint64_t SeedOf(const std::vector<double>& a, const std::vector<double>& b) {
 // and Student's t.
 constexpr size_t kBootstrapResiduals = 30;
 
-// The kRoundsConfidence quantile of |median of na draws from `a` - median
-// of nb draws from `b`|: half the width of a symmetric interval for the
+// The `confidence` quantile of |median of na draws from `a` - median of
+// nb draws from `b`|: half the width of a symmetric interval for the
 // difference of two medians of rounds, the noise resampled from the pools.
 double BootstrapHalf(const std::vector<double>& a, int na,
-                     const std::vector<double>& b, int nb) {
+                     const std::vector<double>& b, int nb,
+                     double confidence = kRoundsConfidence) {
   constexpr int kDraws = 4000;
   std::mt19937_64 random(SeedOf(a, b) + na * 1000003 + nb);
   std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1),
@@ -71,7 +72,7 @@ double BootstrapHalf(const std::vector<double>& a, int na,
     for (double& x : db) x = b[pick_b(random)];
     gap = std::abs(Median(db) - Median(da));
   }
-  return Percentile(gaps, 100 * kRoundsConfidence);
+  return Percentile(gaps, 100 * confidence);
 }
 
 // Whether a case's own spread is beyond its group's (see kUnstableFloor).
@@ -251,7 +252,8 @@ std::map<std::string, RoundSummary> SummarizeByName(
   return SummarizeAll(rounds, groups);
 }
 
-Ratio CompareRounds(const RoundSummary& a, const RoundSummary& b) {
+Ratio CompareRounds(const RoundSummary& a, const RoundSummary& b,
+                    double confidence) {
   Ratio r;
   if (a.rounds == 0 || b.rounds == 0) return r;
   r.value = b.median / a.median;
@@ -260,8 +262,8 @@ Ratio CompareRounds(const RoundSummary& a, const RoundSummary& b) {
   r.bounded = true;
   if (a.noise.residuals.size() >= kBootstrapResiduals &&
       b.noise.residuals.size() >= kBootstrapResiduals) {
-    const double half =
-        BootstrapHalf(a.noise.residuals, a.rounds, b.noise.residuals, b.rounds);
+    const double half = BootstrapHalf(a.noise.residuals, a.rounds,
+                                      b.noise.residuals, b.rounds, confidence);
     r.low = r.value * std::exp(-half);
     r.high = r.value * std::exp(half);
     return r;
@@ -276,7 +278,7 @@ Ratio CompareRounds(const RoundSummary& a, const RoundSummary& b) {
                          ? a.noise.dof + b.noise.dof
                          : variance * variance /
                                (va * va / a.noise.dof + vb * vb / b.noise.dof);
-  const double half = StudentT(dof) * std::sqrt(variance);
+  const double half = StudentT(dof, confidence) * std::sqrt(variance);
   r.low = r.value * std::exp(-half);
   r.high = r.value * std::exp(half);
   return r;
@@ -308,14 +310,14 @@ Verdict Decide(const Ratio& r, double margin) {
 
 GroupRatio CompareGroup(
     const std::vector<std::pair<RoundSummary, RoundSummary>>& cases,
-    double margin) {
+    double margin, double confidence) {
   GroupRatio g;
   g.cases = static_cast<int>(cases.size());
   if (cases.empty()) return g;
   size_t rounds_a = cases.front().first.values.size();
   size_t rounds_b = cases.front().second.values.size();
   for (const auto& [a, b] : cases) {
-    switch (Decide(CompareRounds(a, b), margin)) {
+    switch (Decide(CompareRounds(a, b, confidence), margin)) {
       case Verdict::kFaster:
         ++g.faster;
         break;
@@ -363,7 +365,7 @@ GroupRatio CompareGroup(
   const double dof =
       variance == 0 ? dfa + dfb
                     : variance * variance / (va * va / dfa + vb * vb / dfb);
-  const double half = StudentT(dof) * std::sqrt(variance);
+  const double half = StudentT(dof, confidence) * std::sqrt(variance);
   g.bounded = true;
   g.low = std::exp(diff - half);
   g.high = std::exp(diff + half);

@@ -365,8 +365,9 @@ int CompareCommand(const Command& self, int argc, char** argv) {
                              measure               ? turns.run_b
                              : turns.b_sel.empty() ? b_file
                                                    : turns.b_sel);
-    const std::string text =
-        paradnn::CompareText(pairs, a_label, b_label, turns.margin);
+    const std::string text = paradnn::CompareText(
+        pairs, a_label, b_label, turns.margin,
+        measure ? paradnn::kTurnsConfidence : paradnn::kRoundsConfidence);
     std::cout << text;
     if (measure) std::ofstream(turns.out + "/compare.txt") << text;
   } catch (const std::exception& e) {

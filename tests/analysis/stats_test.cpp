@@ -248,6 +248,48 @@ TEST_CASE(
   CHECK(one.undecided == 2);
 }
 
+TEST_CASE(
+    "rounds added until decided: 98% at each look keeps an equal pair's "
+    "false calls near one in ten, and still decides a 10% difference",
+    "[analysis][rounds]") {
+  // compare --run-a/--run-b's procedure on simulated pairs: 3 rounds a
+  // side, then one more a side while undecided, at most 20; lognormal
+  // noise of 5% a round, its spread known to the pool (200 degrees of
+  // freedom).
+  std::mt19937_64 random(5);
+  std::normal_distribution<double> normal;
+  const Dispersion pool{0.05, 200};
+  auto procedure = [&](double truth, double confidence) {
+    std::vector<double> a, b;
+    auto round = [&] {
+      a.push_back(std::exp(0.05 * normal(random)));
+      b.push_back(truth * std::exp(0.05 * normal(random)));
+    };
+    for (int r = 0; r < 3; ++r) round();
+    for (;;) {
+      const Verdict v = Decide(
+          CompareRounds(Summarize(a, pool), Summarize(b, pool), confidence),
+          kDefaultMargin);
+      if (v != Verdict::kUndecided || a.size() >= 20) return v;
+      round();
+    }
+  };
+  int called = 0, called90 = 0, slower = 0;
+  constexpr int kPairs = 2000;
+  for (int i = 0; i < kPairs; ++i) {
+    const Verdict v = procedure(1.0, kTurnsConfidence);
+    called += v == Verdict::kFaster || v == Verdict::kSlower;
+    const Verdict v90 = procedure(1.0, kRoundsConfidence);
+    called90 += v90 == Verdict::kFaster || v90 == Verdict::kSlower;
+    slower += procedure(1.10, kTurnsConfidence) == Verdict::kSlower;
+  }
+  INFO("equal pairs called: " << called << " at 98%, " << called90
+                              << " at 90%; 10% slower found: " << slower);
+  CHECK(called < 0.13 * kPairs);
+  CHECK(called90 > 0.2 * kPairs);
+  CHECK(slower > 0.95 * kPairs);
+}
+
 TEST_CASE("unstable: a case whose rounds disagree beyond its group's",
           "[analysis][rounds]") {
   // Twelve quiet cases (rounds within 1% of their level) and two more: one
