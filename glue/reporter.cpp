@@ -116,20 +116,21 @@ class Reporter : public benchmark::BenchmarkReporter {
   // rounds as iterations, "unstable" in its label where it is; any other
   // benchmark's runs as they are.
   std::vector<Run> Shown(const std::vector<Run>& runs) {
-    if (one_row_.empty()) {
+    if (!looked_) {
+      looked_ = true;
       for (int i = 0; i < internal::Core().case_count(); ++i) {
         const core::CaseInfo& info = internal::Core().case_info(i);
-        if (info.one_row)
+        if (info.one_row) {
           one_row_[info.name] = static_cast<int>(info.repetitions);
+        }
       }
-      one_row_[""] = 0;  // looked once
       console_ = ConsoleDisplay();
     }
     if (!console_) return runs;
     std::vector<Run> shown;
     for (const Run& run : runs) {
       const auto it = one_row_.find(run.run_name.function_name);
-      if (it == one_row_.end() || it->first.empty()) {
+      if (it == one_row_.end()) {
         shown.push_back(run);
         continue;
       }
@@ -164,6 +165,7 @@ class Reporter : public benchmark::BenchmarkReporter {
 
   benchmark::BenchmarkReporter* inner_;
   std::map<std::string, int> one_row_;  // case -> rounds
+  bool looked_ = false;                 // one_row_ and console_ are set
   bool console_ = true;
 };
 

@@ -940,6 +940,16 @@ TEST_CASE(
         Approx(test::kClockStepUs / 1e3).epsilon(0.05));
 }
 
+// Twenty small FC models for the clock backends' rounds, widths 8 to 160.
+std::vector<std::string> ClockModels() {
+  std::vector<std::string> models;
+  for (int nodes = 8; models.size() < 20; nodes += 8) {
+    models.push_back("FC/layers:2/nodes:" + std::to_string(nodes) +
+                     "/input:128/output:10/batch:16");
+  }
+  return models;
+}
+
 TEST_CASE(
     "rounds: the median of rounds recovers a known step time when one "
     "process in three is twice as slow, and every case's interval is its "
@@ -948,11 +958,7 @@ TEST_CASE(
   // [serial]: the truth is wall-clock spins. Every third process of each
   // model steps twice as slowly (tests/backends/clock_module.cpp): of 9
   // rounds, exactly 3 per case.
-  std::vector<std::string> models;
-  for (int nodes = 8; models.size() < 20; nodes += 8) {
-    models.push_back("FC/layers:2/nodes:" + std::to_string(nodes) +
-                     "/input:128/output:10/batch:16");
-  }
+  const std::vector<std::string> models = ClockModels();
   std::string cases;
   for (const std::string& m : models) {
     cases += " --paradnn_case=" + m + "/clock/fp32/train";
@@ -1027,11 +1033,7 @@ TEST_CASE(
     "[runner][rounds][serial]") {
   // 20 models on clock and its twin (equal), 10 of them on clockslow too
   // (1.1 times as long); 5 rounds.
-  std::vector<std::string> models;
-  for (int nodes = 8; models.size() < 20; nodes += 8) {
-    models.push_back("FC/layers:2/nodes:" + std::to_string(nodes) +
-                     "/input:128/output:10/batch:16");
-  }
+  const std::vector<std::string> models = ClockModels();
   std::string cases;
   for (size_t i = 0; i < models.size(); ++i) {
     for (const char* backend : {"clock", "clocktwin", "clockslow"}) {
