@@ -1147,7 +1147,11 @@ TEST_CASE(
     CHECK(c.a.rounds <= 6);
     CHECK(c.a.rounds == c.b.rounds);
   }
-  CHECK(std::exp(log_sum / 4) == Approx(1.25).epsilon(0.05));
+  // Within a tenth: three rounds of steps of tens of microseconds, and a
+  // stretched side has measured up to 6% beyond its stretch here (its
+  // cause unexplained; docs/running.md); no stretch (1) or a doubled one
+  // (1.5) are far outside.
+  CHECK(std::exp(log_sum / 4) == Approx(1.25).epsilon(0.10));
   CHECK_THAT(Slurp(out + "/compare.txt"), ContainsSubstring("slower"));
   CHECK(std::filesystem::exists(out + "/a.round1.json"));
   CHECK(std::filesystem::exists(out + "/b.round3.log"));
