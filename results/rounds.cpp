@@ -21,6 +21,26 @@ double StudentT(double dof, double confidence = kRoundsConfidence) {
   return boost::math::quantile(t, 1 - (1 - confidence) / 2);
 }
 
+// Half the width of the `confidence` interval of a sum of two variances
+// estimated with dof_a and dof_b degrees of freedom: Student's t with
+// Welch-Satterthwaite's degrees of freedom, times its square root.
+double WelchHalf(double va, double dof_a, double vb, double dof_b,
+                 double confidence) {
+  const double variance = va + vb;
+  const double dof =
+      variance == 0 ? dof_a + dof_b
+                    : variance * variance / (va * va / dof_a + vb * vb / dof_b);
+  return StudentT(dof, confidence) * std::sqrt(variance);
+}
+
+// The sum of squared deviations of `v` from its mean.
+double SumOfSquares(const std::vector<double>& v) {
+  const double mean = Mean(v);
+  double squares = 0;
+  for (double y : v) squares += (y - mean) * (y - mean);
+  return squares;
+}
+
 // A case's own spread: the standard deviation of its rounds' logs, and
 // their deviations from its mean log scaled to a single round's spread
 // (by sqrt(n / (n - 1)): a deviation from a mean of n is that much
@@ -31,10 +51,8 @@ Dispersion OwnDispersion(const std::vector<double>& rounds) {
   std::vector<double> logs;
   for (double x : rounds) logs.push_back(std::log(x));
   const double mean = Mean(logs);
-  double squares = 0;
-  for (double y : logs) squares += (y - mean) * (y - mean);
   d.dof = static_cast<int>(rounds.size()) - 1;
-  d.sigma = std::sqrt(squares / d.dof);
+  d.sigma = std::sqrt(SumOfSquares(logs) / d.dof);
   const double scale = std::sqrt(logs.size() / (logs.size() - 1.0));
   for (double y : logs) d.residuals.push_back((y - mean) * scale);
   return d;
@@ -269,16 +287,9 @@ Ratio CompareRounds(const RoundSummary& a, const RoundSummary& b,
     return r;
   }
   const double ca = MedianSdFactor(a.rounds), cb = MedianSdFactor(b.rounds);
-  const double va = ca * ca * a.noise.sigma * a.noise.sigma;
-  const double vb = cb * cb * b.noise.sigma * b.noise.sigma;
-  const double variance = va + vb;
-  // Welch-Satterthwaite: the degrees of freedom of a sum of two variances
-  // estimated with a.noise.dof and b.noise.dof.
-  const double dof = variance == 0
-                         ? a.noise.dof + b.noise.dof
-                         : variance * variance /
-                               (va * va / a.noise.dof + vb * vb / b.noise.dof);
-  const double half = StudentT(dof, confidence) * std::sqrt(variance);
+  const double half = WelchHalf(
+      ca * ca * a.noise.sigma * a.noise.sigma, a.noise.dof,
+      cb * cb * b.noise.sigma * b.noise.sigma, b.noise.dof, confidence);
   r.low = r.value * std::exp(-half);
   r.high = r.value * std::exp(half);
   return r;
@@ -353,19 +364,13 @@ GroupRatio CompareGroup(
   const double diff = Mean(fb) - Mean(fa);
   g.value = std::exp(diff);
   if (rounds_a < 2 || rounds_b < 2) return g;
+  // The variance of each side's mean figure, its sample variance over n.
   auto variance_of_mean = [](const std::vector<double>& f) {
-    const double mean = Mean(f);
-    double squares = 0;
-    for (double y : f) squares += (y - mean) * (y - mean);
-    return squares / (f.size() - 1) / f.size();
+    return SumOfSquares(f) / (f.size() - 1) / f.size();
   };
-  const double va = variance_of_mean(fa), vb = variance_of_mean(fb);
-  const double dfa = rounds_a - 1.0, dfb = rounds_b - 1.0;
-  const double variance = va + vb;
-  const double dof =
-      variance == 0 ? dfa + dfb
-                    : variance * variance / (va * va / dfa + vb * vb / dfb);
-  const double half = StudentT(dof, confidence) * std::sqrt(variance);
+  const double half =
+      WelchHalf(variance_of_mean(fa), rounds_a - 1.0, variance_of_mean(fb),
+                rounds_b - 1.0, confidence);
   g.bounded = true;
   g.low = std::exp(diff - half);
   g.high = std::exp(diff + half);

@@ -13,6 +13,7 @@
 #include "analysis/compare.h"
 #include "generators/spec.h"
 #include "results/results.h"
+#include "tests/analysis/results_json.h"
 #include "tests/catch.h"
 #include "tests/scratch.h"
 
@@ -412,34 +413,6 @@ TEST_CASE(
   CHECK_THROWS_WITH(WriteReport(o), ContainsSubstring("expected ttft_ms=MS"));
 }
 
-// A results file measured in rounds, as the runner writes it: a row per
-// round (each its round's step_ms) carrying the case's interval.
-std::string RoundsJson(
-    const std::vector<std::pair<std::string, std::vector<double>>>& cases) {
-  std::string out = "{\"context\": {}, \"benchmarks\": [";
-  bool first = true;
-  for (const auto& [name, rounds] : cases) {
-    const auto [least, most] =
-        std::minmax_element(rounds.begin(), rounds.end());
-    for (size_t r = 0; r < rounds.size(); ++r) {
-      out +=
-          std::string(first ? "" : ",") + "{\"name\": \"" + name +
-          "\", \"run_name\": \"" + name +
-          "\", \"run_type\": \"iteration\", \"repetition_index\": " +
-          std::to_string(r) + ", \"real_time\": " + std::to_string(rounds[r]) +
-          ", \"time_unit\": \"ms\", \"step_ms\": " + std::to_string(rounds[r]) +
-          ", \"params\": 1000, \"flop_per_step\": 1e6, "
-          "\"bytes_per_step\": 1e5, \"intensity\": 10, "
-          "\"rounds\": 3, \"step_ms_low\": " +
-          std::to_string(*least) +
-          ", \"step_ms_high\": " + std::to_string(*most) +
-          ", \"unstable\": " + (*most / *least > 1.3 ? "1" : "0") + "}";
-      first = false;
-    }
-  }
-  return out + "]}";
-}
-
 TEST_CASE(
     "A against B from rounds: ratios with intervals and what they decide, "
     "unstable cases listed",
@@ -452,10 +425,10 @@ TEST_CASE(
   // oneDNN twice as fast on FC in every round; on the RNN the rounds
   // overlap; the RNN's LibTorch rounds spread from 1 to 1.6.
   std::ofstream(dir / "r.json")
-      << RoundsJson({{fc + "/torch/fp32/train", {2.0, 2.1, 2.2}},
-                     {fc + "/onednn/fp32/train", {1.0, 1.05, 1.1}},
-                     {rnn + "/torch/fp32/train", {1.0, 1.3, 1.6}},
-                     {rnn + "/onednn/fp32/train", {1.1, 1.2, 1.4}}});
+      << test::RoundsJson({{fc + "/torch/fp32/train", {2.0, 2.1, 2.2}},
+                           {fc + "/onednn/fp32/train", {1.0, 1.05, 1.1}},
+                           {rnn + "/torch/fp32/train", {1.0, 1.3, 1.6}},
+                           {rnn + "/onednn/fp32/train", {1.1, 1.2, 1.4}}});
   ReportOptions o;
   o.results = (dir / "r.json").string();
   o.out = (dir / "report").string();
@@ -497,7 +470,7 @@ TEST_CASE(
       "context:1000/batch:";
   // Batch 1: rounds 11, 12, 14 ms (median 12, interval 11-14); batch 4:
   // 15, 16, 17 ms, all over the limit.
-  std::ofstream(dir / "r.json") << RoundsJson(
+  std::ofstream(dir / "r.json") << test::RoundsJson(
       {{decode + "1/phase:decode/torch/fp32/infer", {11, 12, 14}},
        {decode + "4/phase:decode/torch/fp32/infer", {15, 16, 17}}});
   ReportOptions o;

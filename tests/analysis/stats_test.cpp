@@ -8,6 +8,7 @@
 
 #include "analysis/compare.h"
 #include "results/rounds.h"
+#include "tests/analysis/results_json.h"
 #include "tests/catch.h"
 #include "tests/scratch.h"
 
@@ -400,28 +401,14 @@ TEST_CASE(
   CHECK(share(covered, "slow") >= 0.7);
 }
 
-// A Google Benchmark results file: per case its rows' step times, with the
-// `rounds` counter where they are rounds.
+// `cases` written as a results file (test::RoundsJson) in the scratch
+// folder.
 std::string ResultsFile(
     const std::string& name,
     const std::vector<std::pair<std::string, std::vector<double>>>& cases,
     bool rounds) {
-  std::string json = "{\"context\": {}, \"benchmarks\": [";
-  bool first = true;
-  for (const auto& [case_name, times] : cases) {
-    for (size_t r = 0; r < times.size(); ++r) {
-      json +=
-          std::string(first ? "" : ",") + "{\"name\": \"" + case_name +
-          "\", \"run_name\": \"" + case_name +
-          "\", \"run_type\": \"iteration\", \"repetition_index\": " +
-          std::to_string(r) + ", \"real_time\": " + std::to_string(times[r]) +
-          ", \"time_unit\": \"ms\", \"step_ms\": " + std::to_string(times[r]) +
-          (rounds ? ", \"rounds\": " + std::to_string(times.size()) : "") + "}";
-      first = false;
-    }
-  }
   const std::string path = test::Scratch(name).string();
-  std::ofstream(path) << json << "]}";
+  std::ofstream(path) << test::RoundsJson(cases, rounds);
   return path;
 }
 
