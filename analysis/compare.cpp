@@ -13,9 +13,9 @@
 
 #include "analysis/stats.h"
 #include "generators/spec.h"
-#include "results/results.h"
-#include "results/rounds.h"
-#include "results/stack.h"
+#include "records/results.h"
+#include "records/rounds.h"
+#include "records/stack.h"
 
 namespace paradnn {
 using nlohmann::json;

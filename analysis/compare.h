@@ -1,7 +1,7 @@
 // Comparing two things measured here in rounds: two files (two builds, two
 // library versions, PyTorch eager against paradnn), or two selections of
 // one file (two backends), each ratio with its interval from both sides'
-// rounds (results/rounds.h); and the rounds of separate runs, taken in
+// rounds (records/rounds.h); and the rounds of separate runs, taken in
 // turns, merged into one file per side.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "results/rounds.h"
+#include "records/rounds.h"
 
 namespace paradnn {
 
@@ -45,7 +45,7 @@ std::vector<ComparedCase> Pair(
     const std::string& b_sel);
 
 // A's and B's labels with, where the two files name different stacks
-// (results/stack.h), what each side's stack has that the other's lacks:
+// (records/stack.h), what each side's stack has that the other's lacks:
 // "a.json (Debian GNU/Linux 13 (trixie), GCC 14.2.0, LibTorch 2.6.0)".
 std::pair<std::string, std::string> StackLabels(const std::string& a_file,
                                                 const std::string& b_file,
@@ -54,7 +54,7 @@ std::pair<std::string, std::string> StackLabels(const std::string& a_file,
 
 // The comparison as text: per case A's and B's median with their
 // intervals, their rounds, B over A with its interval at `confidence` and
-// the verdict (results/rounds.h, Decide); per family, backend, data type
+// the verdict (records/rounds.h, Decide); per family, backend, data type
 // and mode the geometric mean of the ratios (CompareGroup) with its
 // interval and how many cases got each verdict; then all cases. Rounds
 // added until decided (MeasureInTurns) are judged at kTurnsConfidence.

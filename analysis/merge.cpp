@@ -3,7 +3,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "results/results.h"
+#include "records/results.h"
 #include "backends/backend.h"
 #include "generators/sweep.h"
 

@@ -15,7 +15,7 @@
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
 #include "analysis/stats.h"
-#include "results/results.h"
+#include "records/results.h"
 
 namespace paradnn {
 namespace fs = std::filesystem;

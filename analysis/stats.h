@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "results/results.h"
-#include "results/rounds.h"
+#include "records/results.h"
+#include "records/rounds.h"
 
 namespace paradnn {
 
@@ -45,7 +45,7 @@ struct Speedup {
   const CaseResult* b = nullptr;
   double value = 0;  // B's step time / A's step time: > 1 when B is slower
   // Each side's rounds summarized against its file's groups, and the ratio
-  // from them with its interval (results/rounds.h: Decide says what it
+  // from them with its interval (records/rounds.h: Decide says what it
   // decides).
   RoundSummary sa, sb;
   Ratio ratio;

@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "analysis/calibrate.h"
 #include "backends/backend.h"
 #include "core/run.h"
-#include "results/results.h"
+#include "machine/host.h"
+#include "records/results.h"
 
 namespace paradnn {
 namespace {

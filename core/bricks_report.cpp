@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "results/results.h"
+#include "machine/caches.h"
+#include "records/results.h"
 
 namespace paradnn {
 namespace {

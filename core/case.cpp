@@ -12,11 +12,11 @@
 #include <cstdio>
 #include <map>
 
-#include "analysis/calibrate.h"
 #include "backends/backend.h"
-#include "backends/caches.h"
 #include "core/run.h"
-#include "results/results.h"
+#include "machine/caches.h"
+#include "machine/host.h"
+#include "records/results.h"
 
 namespace paradnn {
 using Clock = std::chrono::steady_clock;
@@ -395,14 +395,6 @@ std::vector<double> StepLog::Of(Caches caches) const {
     if (r.caches == caches) out.push_back(r.ms);
   }
   return out;
-}
-
-int64_t L2Bytes() {
-  static const int64_t l2 = [] {
-    const size_t kernel = KernelCacheBytes(2), cpuid = CpuidCacheBytes(2);
-    return kernel > 0 ? kernel : cpuid > 0 ? cpuid : size_t{1} << 20;
-  }();
-  return l2;
 }
 
 namespace {

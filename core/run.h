@@ -21,7 +21,7 @@
 #include "distributed/world.h"
 #include "generators/cost.h"
 #include "paradnn/core.h"
-#include "results/rounds.h"
+#include "records/rounds.h"
 
 namespace paradnn {
 
@@ -122,9 +122,6 @@ struct Entry {
 int64_t NowMs();
 double SteadySeconds(std::chrono::steady_clock::time_point t);
 
-// The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB
-// where neither says).
-int64_t L2Bytes();
 // The L3 a core reads, in bytes, found on first use: --paradnn_l3_bytes,
 // else the kernel's, else the one a bricks database of this CPU was
 // measured with, else measured (MeasureL3Bytes). Layer bricks' cold steps

@@ -15,7 +15,6 @@
 #include <tuple>
 
 #include "adapters/mlperf/package.h"
-#include "analysis/calibrate.h"
 #include "backends/backend.h"
 #include "core/bricks_db.h"
 #include "core/bricks_report.h"
@@ -27,7 +26,9 @@
 #include "generators/declared.h"
 #include "generators/shard.h"
 #include "generators/sweep.h"
-#include "results/stack.h"
+#include "machine/host.h"
+#include "machine/platform.h"
+#include "records/stack.h"
 
 namespace paradnn {
 namespace {
@@ -526,7 +527,7 @@ std::vector<std::pair<std::string, std::string>> Context() {
        "(library_build_type) is that of the loop around them"}};
   if (!run.shard.empty()) context.emplace_back("paradnn_shard", run.shard);
   // Where the families of its cases are declared, so that a report reads
-  // them as this run did (results/results.cpp).
+  // them as this run did (records/results.cpp).
   const std::string files = FamilyFiles();
   if (!files.empty()) context.emplace_back("paradnn_families", files);
   context.emplace_back(

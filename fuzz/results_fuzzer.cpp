@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "results/results.h"
+#include "records/results.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =

@@ -13,13 +13,14 @@
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
+#include "machine/host.h"
 #include "analysis/compare.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
 #include "core/flags.h"
 #include "generators/cost.h"
 #include "paradnn/paradnn.h"
-#include "results/results.h"
+#include "records/results.h"
 
 namespace {
 

@@ -11,8 +11,8 @@ import sys
 root = sys.argv[1]
 folders = ["adapters/mlperf", "analysis", "backends", "backends/onednn",
            "backends/torch", "bricks", "core", "distributed",
-           "distributed/c10d", "generators", "glue", "include/paradnn",
-           "modules", "results", "runner"]
+           "distributed/c10d", "generators", "glue", "include/paradnn", "machine",
+           "modules", "records", "runner"]
 include = re.compile(r'#include "([^"]+)"')
 def layer(folder):
     return folder if folder.startswith("include/") else folder.split("/")[0]

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "results/stack.h"
+#include "records/stack.h"
 
 namespace paradnn {
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include "adapters/mlperf/reader.h"
 #include "generators/cost.h"
 #include "generators/spec.h"
-#include "results/results.h"
+#include "records/results.h"
 
 namespace paradnn {
 

@@ -2,7 +2,7 @@
 // loss.
 #include "backends/onednn/runner.h"
 
-#include "backends/caches.h"
+#include "machine/caches.h"
 
 namespace paradnn::onednn {
 

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/caches.h"
+#include "machine/caches.h"
 
 namespace paradnn {
 namespace {

@@ -10,9 +10,10 @@
 #include <sstream>
 
 #include "analysis/calibrate.h"
+#include "machine/host.h"
 #include "analysis/compare.h"
 #include "generators/spec.h"
-#include "results/results.h"
+#include "records/results.h"
 #include "tests/analysis/results_json.h"
 #include "tests/catch.h"
 #include "tests/scratch.h"

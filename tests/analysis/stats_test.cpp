@@ -7,7 +7,7 @@
 #include <random>
 
 #include "analysis/compare.h"
-#include "results/rounds.h"
+#include "records/rounds.h"
 #include "tests/analysis/results_json.h"
 #include "tests/catch.h"
 #include "tests/scratch.h"
@@ -114,7 +114,7 @@ TEST_CASE("matching by canonical name, unmatched cases listed", "[analysis]") {
   CHECK(m.matched.empty());
 }
 
-// The statistics of rounds (results/rounds.h).
+// The statistics of rounds (records/rounds.h).
 TEST_CASE("the median's standard deviation, against drawn medians",
           "[analysis][rounds]") {
   // Exact for one and two draws (a draw; the mean of two); for the others,

@@ -1,4 +1,4 @@
-#include "results/stack.h"
+#include "records/stack.h"
 
 #include <algorithm>
 #include <filesystem>

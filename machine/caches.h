@@ -1,8 +1,10 @@
-// Placing a model's data in the caches as a layer finds it inside a larger
-// model (layer bricks' cold steps), and the caches' sizes.
+// The caches' sizes, as the machine says them or measured, and placing a
+// model's data in them as a layer finds it inside a larger model (layer
+// bricks' cold steps).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace paradnn {
 
@@ -14,6 +16,10 @@ size_t KernelCacheBytes(int level);
 // its L3 is all of the package's L3s together (320 MB on a 32 MB EPYC,
 // 508 MB on a virtual one), of which a core reads only its own.
 size_t CpuidCacheBytes(int level);
+
+// The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB
+// where neither says).
+int64_t L2Bytes();
 
 // The L3 a core of this machine reads, measured: the largest buffer of
 // which a chase of dependent loads through its lines, in random order,

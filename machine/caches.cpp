@@ -1,4 +1,4 @@
-#include "backends/caches.h"
+#include "machine/caches.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -72,6 +72,14 @@ size_t CpuidCacheBytes(int level) {
   const long bytes =
       sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
   return bytes > 0 ? bytes : 0;
+}
+
+int64_t L2Bytes() {
+  static const int64_t l2 = [] {
+    const size_t kernel = KernelCacheBytes(2), cpuid = CpuidCacheBytes(2);
+    return kernel > 0 ? kernel : cpuid > 0 ? cpuid : size_t{1} << 20;
+  }();
+  return l2;
 }
 
 namespace {

@@ -9,7 +9,7 @@
 
 #include "backends/profile.h"
 #include "generators/spec.h"
-#include "results/stack.h"
+#include "records/stack.h"
 
 namespace paradnn {
 
@@ -23,7 +23,7 @@ struct CaseResult {
   double intensity = 0;
   double step_ms = 0;  // median over rounds (or repetitions)
   // --paradnn_rounds: each round's step time, in order, the interval of
-  // step_ms and the rounds' spread (results/rounds.h). Without rounds (or
+  // step_ms and the rounds' spread (records/rounds.h). Without rounds (or
   // repetitions in one process) one entry, step_ms, and no interval.
   std::vector<double> rounds_ms;
   double step_ms_low = 0, step_ms_high = 0, round_spread = 0;

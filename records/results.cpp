@@ -1,4 +1,4 @@
-#include "results/results.h"
+#include "records/results.h"
 
 #include <algorithm>
 #include <cmath>

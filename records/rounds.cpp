@@ -1,4 +1,4 @@
-#include "results/rounds.h"
+#include "records/rounds.h"
 
 #include <algorithm>
 #include <boost/math/distributions/fisher_f.hpp>
@@ -9,7 +9,7 @@
 #include <random>
 
 #include "generators/spec.h"
-#include "results/results.h"
+#include "records/results.h"
 
 namespace paradnn {
 namespace {

@@ -1,0 +1,45 @@
+// The platform file: peak FLOP/s per device and data type and memory
+// bandwidth, measured here (paradnn calibrate) or written by hand from a
+// data sheet; what flops_util and the rooflines divide by.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace paradnn {
+
+using PeakFlops = std::map<std::string, double>;  // "fp32", "bf16" -> FLOP/s
+
+struct Platform {
+  std::string name;
+  std::string description;
+  // Per device ("cpu", "gpu"), the best GEMM any backend on it reached: the
+  // roof of flops_util for cases on that device.
+  std::map<std::string, PeakFlops> devices;
+  // Per backend, its library's own GEMM: the roof its models run under.
+  std::map<std::string, PeakFlops> gemm_flops;
+  std::map<std::string, std::string> libraries;  // backend -> its Describe()
+  double memory_bandwidth = 0;  // the host's, bytes/s (STREAM triad)
+  // Per device other than the host's CPU: its memory's bandwidth (bytes/s,
+  // the same triad in its memory) and its name.
+  std::map<std::string, double> device_bandwidth;
+  std::map<std::string, std::string> device_names;
+  // Per backend, the device its cases run on ("cpu", "gpu").
+  std::map<std::string, std::string> backend_devices;
+
+  // The CPU's peaks (a hand-written file's "peak_flops").
+  const PeakFlops& peak_flops() const;
+  // A device's peaks, none where it has none.
+  const PeakFlops& DevicePeaks(const std::string& device) const;
+  // A device's memory bandwidth: the host's for "cpu", 0 where unknown.
+  double Bandwidth(const std::string& device) const;
+  // The device a backend's cases ran on: the file's, else "gpu" for
+  // torch_cuda and "cpu" for the others.
+  std::string DeviceOf(const std::string& backend) const;
+};
+
+std::string PlatformJson(const Platform& p);
+// Throws std::runtime_error naming the file and the missing or bad field.
+Platform LoadPlatform(const std::string& path);
+
+}  // namespace paradnn
