@@ -1,10 +1,9 @@
 #include "machine/platform.h"
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-
-#include "records/results.h"
 
 namespace paradnn {
 using nlohmann::json;
@@ -51,7 +50,14 @@ std::string PlatformJson(const Platform& p) {
 }
 
 Platform LoadPlatform(const std::string& path) {
-  const json j = ReadJsonFile(path, "platform file");
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open the platform file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
   Platform p;
   p.name = j.value("name", "");
   p.description = j.value("description", "");
