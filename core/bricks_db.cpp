@@ -30,8 +30,8 @@ const json& Context(Run& run, const std::string& backend) {
   }
   return run.brick_context[backend] = {
              {"cpu", CpuName()},
-             {"threads", run.options.threads},
-             {"l3_bytes", L3Bytes()},
+             {"threads", run.settings.flags.threads},
+             {"l3_bytes", L3Bytes(run)},
              {"library", library},
              {"paradnn_version", PARADNN_VERSION},
              {"brick_steps",
@@ -53,7 +53,7 @@ std::string Now() {
 }  // namespace
 
 void UseBricksDb(Run& run) {
-  const std::string& path = run.flags.bricks_db;
+  const std::string& path = run.settings.flags.bricks_db;
   std::ifstream exists(path);
   json db = {{"bricks", json::array()}};
   if (exists) {
@@ -77,9 +77,9 @@ void UseBricksDb(Run& run) {
   // taken (L3Bytes), and every context below has it.
   int other_context = 0;
   for (const json& record : run.bricks_db) {
-    const auto it = run.index.find(record["name"].get<std::string>());
-    if (it == run.index.end()) continue;
-    Entry& e = run.entries[it->second];
+    const auto it = run.cases.index.find(record["name"].get<std::string>());
+    if (it == run.cases.index.end()) continue;
+    Entry& e = run.cases.entries[it->second];
     if (!e.brick) continue;
     if (record["context"] != Context(run, e.backend)) {
       ++other_context;
@@ -93,7 +93,7 @@ void UseBricksDb(Run& run) {
                                spread.is_number() ? spread.get<double>() : 0};
       }
     }
-    run.infos[it->second].registered = false;
+    run.cases.entries[it->second].info.registered = false;
   }
   if (other_context > 0) {
     run.loaded->notes.push_back(
@@ -107,7 +107,7 @@ void SaveBricksDb(Run& run) {
   json bricks = json::array();
   std::map<std::string, json> measured;  // name -> record
   const std::string now = Now();
-  for (const Entry& e : run.entries) {
+  for (const Entry& e : run.cases.entries) {
     if (!e.brick || e.status != CaseStatus::kPassed) continue;
     json record = {{"name", e.name}};
     for (int k = 0; k < kCachesKinds; ++k) {
@@ -129,11 +129,11 @@ void SaveBricksDb(Run& run) {
     bricks.push_back(record);
   }
   for (auto& [name, record] : measured) bricks.push_back(std::move(record));
-  std::ofstream out(run.flags.bricks_db);
+  std::ofstream out(run.settings.flags.bricks_db);
   out << json{{"bricks", bricks}}.dump(1) << "\n";
   if (!out) {
     std::fprintf(stderr, "paradnn: cannot write the bricks database %s\n",
-                 run.flags.bricks_db.c_str());
+                 run.settings.flags.bricks_db.c_str());
   }
 }
 

@@ -58,36 +58,16 @@ ordered_json FieldOf(const std::optional<BrickTime>& t,
 
 }  // namespace
 
-const char* ToString(Caches caches) {
-  switch (caches) {
-    case Caches::kWarm:
-      return "warm";
-    case Caches::kCold:
-      return "cold";
-  }
-  return "";
-}
-
-std::string FieldPrefix(Caches caches) {
-  return caches == Caches::kWarm ? "" : std::string(ToString(caches)) + "_";
-}
-
-std::optional<BrickTime> Entry::Time(Caches caches) const {
-  const int k = static_cast<int>(caches);
-  if (known[k]) return known[k];
-  return TimeOfSteps(log.Of(caches));
-}
-
-ordered_json BricksResults(const Run& run) {
+ordered_json BricksResults(Run& run) {
   // Every brick's times, by entry index.
-  std::vector<std::optional<BrickTimes>> times(run.entries.size());
+  std::vector<std::optional<BrickTimes>> times(run.cases.entries.size());
   std::set<std::string> step_cost_keys;
   for (const Brick& b : StepCostBricks()) step_cost_keys.insert(b.Key());
   int unique = 0, from_db = 0, longest = 0;
   int64_t total_layers = 0, total_bricks = 0;
   double bricks_s = 0;
-  for (size_t i = 0; i < run.entries.size(); ++i) {
-    const Entry& e = run.entries[i];
+  for (size_t i = 0; i < run.cases.entries.size(); ++i) {
+    const Entry& e = run.cases.entries[i];
     if (!e.brick) {
       total_layers += e.layers;
       total_bricks += static_cast<int64_t>(e.bricks.layers.size());
@@ -103,9 +83,9 @@ ordered_json BricksResults(const Run& run) {
       times[i] = BrickTimes{*warm, e.Time(Caches::kCold)};
     }
   }
-  ordered_json out = {{"granularity", run.flags.bricks_granularity},
+  ordered_json out = {{"granularity", run.settings.flags.bricks_granularity},
                       {"total_layers", total_layers},
-                      {"unique_layers", run.unique_layers.size()},
+                      {"unique_layers", run.cases.unique_layers.size()},
                       {"total_bricks", total_bricks},
                       {"unique_bricks", unique},
                       {"longest_brick", longest},
@@ -124,17 +104,18 @@ ordered_json BricksResults(const Run& run) {
   std::vector<Model> models;
   std::vector<CalibrationPoint> points;
   ordered_json step_costs = ordered_json::object();
-  for (const Entry& e : run.entries) {
+  for (const Entry& e : run.cases.entries) {
     if (!e.model) continue;
     Model m{&e, e.bricks, std::nullopt, PlainMs(e)};
     std::vector<Cost> layer_costs;
-    for (int b : m.bricks.layers) layer_costs.push_back(run.entries[b].cost);
+    for (int b : m.bricks.layers)
+      layer_costs.push_back(run.cases.entries[b].cost);
     const Backend* backend = FindBackend(e.backend);
     m.bricks.cold_parts = ColdParts(
         m.bricks.layers, m.bricks.stacks, layer_costs,
         backend != nullptr && backend->RecyclesWithinStep(), e.mode, e.dtype);
-    m.bricks.cold =
-        ModelIsCold(e.cost.bytes, L2Bytes(), run.options.threads, L3Bytes());
+    m.bricks.cold = ModelIsCold(e.cost.bytes, L2Bytes(),
+                                run.settings.flags.threads, L3Bytes(run));
     m.raw = EstimateModel(m.bricks, times);
     step_costs[ContextName(e.backend, e.dtype, e.mode)] =
         StepCostMs(m.bricks, times);
@@ -183,12 +164,12 @@ ordered_json BricksResults(const Run& run) {
     const Entry& e = *m.entry;
     ordered_json j = {{"name", e.name}};
     ordered_json layers = ordered_json::array();
-    for (int b : m.bricks.layers) layers.push_back(run.entries[b].name);
+    for (int b : m.bricks.layers) layers.push_back(run.cases.entries[b].name);
     ordered_json stacks = ordered_json::array();
     for (const ModelBricks::Stack& s : m.bricks.stacks) {
       stacks.push_back({{"first", s.first},
                         {"layers", s.layers},
-                        {"chain", run.entries[s.chain].name}});
+                        {"chain", run.cases.entries[s.chain].name}});
     }
     if (m.raw) {
       const Factor& f = factors[point++];
@@ -236,8 +217,8 @@ ordered_json BricksResults(const Run& run) {
     model_out.push_back(std::move(j));
   }
   ordered_json brick_out = ordered_json::array();
-  for (size_t i = 0; i < run.entries.size(); ++i) {
-    const Entry& e = run.entries[i];
+  for (size_t i = 0; i < run.cases.entries.size(); ++i) {
+    const Entry& e = run.cases.entries[i];
     if (!e.brick) continue;
     const auto warm = e.Time(Caches::kWarm), cold = e.Time(Caches::kCold);
     brick_out.push_back(
@@ -271,10 +252,10 @@ ordered_json BricksResults(const Run& run) {
     out["method_error"] =
         method ? ordered_json(*method) : ordered_json(nullptr);
   }
-  out["threads"] = run.options.threads;
+  out["threads"] = run.settings.flags.threads;
   out["l2_bytes"] = L2Bytes();
-  out["l3_bytes"] = L3Bytes();
-  out["l3_source"] = L3Source();
+  out["l3_bytes"] = L3Bytes(run);
+  out["l3_source"] = L3Source(run);
   out["step_cost_ms"] = step_costs;
   out["min_calibration_models"] = kMinCalibrationModels;
   out["calibration"] = {{"applied", check.applied},
@@ -291,22 +272,22 @@ ordered_json BricksResults(const Run& run) {
   return out;
 }
 
-void ReportBricks(const Run& run) {
-  if (!run.flags.bricks) return;
+void ReportBricks(Run& run) {
+  if (!run.settings.flags.bricks) return;
   const bool any_brick =
-      std::any_of(run.entries.begin(), run.entries.end(),
+      std::any_of(run.cases.entries.begin(), run.cases.entries.end(),
                   [](const Entry& e) { return e.brick.has_value(); });
   if (!any_brick) return;
   const ordered_json b = BricksResults(run);
-  if (!run.flags.bricks_out.empty()) {
-    std::ofstream(run.flags.bricks_out) << b.dump(2) << "\n";
+  if (!run.settings.flags.bricks_out.empty()) {
+    std::ofstream(run.settings.flags.bricks_out) << b.dump(2) << "\n";
   }
   const int64_t total = b["total_layers"];
   std::fprintf(stderr,
                "paradnn: bricks: %zu unique of %lld layers (%.0f%%); %d "
                "unique bricks of up to %d layers",
-               run.unique_layers.size(), static_cast<long long>(total),
-               total ? 100.0 * run.unique_layers.size() / total : 0.0,
+               run.cases.unique_layers.size(), static_cast<long long>(total),
+               total ? 100.0 * run.cases.unique_layers.size() / total : 0.0,
                b["unique_bricks"].get<int>(), b["longest_brick"].get<int>());
   if (!b.contains("models")) {  // listed, not timed
     std::fprintf(stderr, "\n");

@@ -12,10 +12,10 @@ namespace paradnn {
 // per brick its times, per model its estimate, interval, calibration and
 // plain time where it ran, and the errors against the plain runs per
 // family. Null for a run without a timed brick (one that only listed).
-nlohmann::ordered_json BricksResults(const Run& run);
+nlohmann::ordered_json BricksResults(Run& run);
 
 // Prints the bricks summary on stderr from BricksResults and writes
 // --paradnn_bricks_out.
-void ReportBricks(const Run& run);
+void ReportBricks(Run& run);
 
 }  // namespace paradnn

@@ -21,16 +21,6 @@
 namespace paradnn {
 using Clock = std::chrono::steady_clock;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-double SteadySeconds(Clock::time_point t) {
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
-
 namespace {
 
 double MsSince(Clock::time_point start) {
@@ -56,8 +46,8 @@ std::string Duration(double seconds) {
 }
 
 void NoteStart(Run& run, int index) {
-  Entry& e = run.entries[index];
-  if (e.status != CaseStatus::kNotRun || run.rounds > 1) return;
+  Entry& e = run.cases.entries[index];
+  if (e.status != CaseStatus::kNotRun || run.settings.flags.rounds > 1) return;
   NoteProgress(run, e.name);
 }
 
@@ -66,15 +56,16 @@ void NoteStart(Run& run, int index) {
 // the case's.
 core::Status EndCall(Run& run, Entry& e, core::Status status) {
   e.benchmark_s +=
-      std::chrono::duration<double>(Clock::now() - run.call_start).count();
+      std::chrono::duration<double>(Clock::now() - run.current.call_start)
+          .count();
   if (status.code == core::Status::kSkipped) e.status = CaseStatus::kSkipped;
   if (status.code == core::Status::kFailed) e.status = CaseStatus::kFailed;
   if (!status.ok()) e.why = status.message;
   // Data-parallel, every rank says why on stderr: the reporter prints on
   // rank 0 only.
-  if (!status.ok() && run.world.size > 1) {
-    std::fprintf(stderr, "paradnn: rank %d: %s %s: %s\n", run.world.rank,
-                 e.name.c_str(),
+  if (!status.ok() && run.settings.world.size > 1) {
+    std::fprintf(stderr, "paradnn: rank %d: %s %s: %s\n",
+                 run.settings.world.rank, e.name.c_str(),
                  status.code == core::Status::kSkipped ? "skipped" : "failed",
                  status.message.c_str());
   }
@@ -109,32 +100,32 @@ void PinThreads(int threads) {
 // The case's model, prepared on its first call and kept for the next ones:
 // Google Benchmark calls a case's function several times.
 core::Status Prepare(Run& run, int index, bool* fresh) {
-  *fresh = run.prepared != index;
+  *fresh = run.current.prepared != index;
   if (!*fresh) return {};
-  run.runner.reset();  // free the previous model first
-  run.prepared = -1;
-  Entry& e = run.entries[index];
+  run.current.runner.reset();  // free the previous model first
+  run.current.prepared = -1;
+  Entry& e = run.cases.entries[index];
   e.init_start_ms = NowMs();
-  RunOptions options = run.options;
+  RunOptions options = run.settings.BackendOptions();
   if (run.comm) {
     // Each rank its own examples; the warm-up steps (collectives) follow
     // once every rank has prepared.
-    options.first_example = run.world.rank * e.batch;
+    options.first_example = run.settings.world.rank * e.batch;
     options.comm = run.comm.get();  // used by training steps only
     options.warmup = 0;
   }
   // Only bricks cool the caches: a sweep without them never measures.
-  if (e.brick) options.l3_bytes = L3Bytes();
-  if (run.flags.pin) PinThreads(options.threads);
+  if (e.brick) options.l3_bytes = L3Bytes(run);
+  if (run.settings.flags.pin) PinThreads(options.threads);
   try {
-    run.runner = FindBackend(e.backend)->Prepare(
+    run.current.runner = FindBackend(e.backend)->Prepare(
         {e.BuildGraph(), e.dtype, e.mode}, options);
   } catch (const std::exception& ex) {
     return core::Status::Failed(std::string("preparing the model failed: ") +
                                 ex.what());
   }
   e.init_stop_ms = NowMs();
-  run.prepared = index;
+  run.current.prepared = index;
   return {};
 }
 
@@ -159,10 +150,10 @@ void Settle(Runner& runner, bool fixed) {
 // and flags), and runs it only where every rank can; the communicator is
 // joined on the first case. Alone: `local` as it is.
 core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
-  if (run.world.size == 1) return local;
+  if (run.settings.world.size == 1) return local;
   if (!run.comm && run.connect_error.empty()) {
     try {
-      run.comm = Connect(run.world, run.flags.dist_timeout);
+      run.comm = Connect(run.settings.world, run.settings.flags.dist_timeout);
     } catch (const std::exception& ex) {
       run.connect_error = ex.what();
     }
@@ -172,10 +163,10 @@ core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
                                 run.connect_error);
   }
   const int64_t id = static_cast<int64_t>(
-      StableHash(e.name + "@" + std::to_string(run.flags.steps)) >> 2);
+      StableHash(e.name + "@" + std::to_string(run.settings.flags.steps)) >> 2);
   // Which rank cannot run it, and whether that is a failure (odd).
   const int64_t mine = local.ok() ? 0
-                                  : 2 * (run.world.rank + 1) +
+                                  : 2 * (run.settings.world.rank + 1) +
                                         (local.code == core::Status::kFailed);
   std::vector<int64_t> all;
   try {
@@ -186,7 +177,7 @@ core::Status Agree(Run& run, const Entry& e, const core::Status& local) {
   if (all[0] != -all[1]) {
     return core::Status::Failed(
         "the ranks are at different cases (this rank, " +
-        std::to_string(run.world.rank) + ", at " + e.name +
+        std::to_string(run.settings.world.rank) + ", at " + e.name +
         "): start every rank with the same sweep, filter and flags");
   }
   if (!local.ok() || all[2] == 0) return local;
@@ -206,7 +197,8 @@ void AddCounters(const Run& run, const Entry& e,
   const double bytes = static_cast<double>(e.cost.bytes);
   // Examples over all ranks (each steps its own batch); FLOP/s stays per
   // rank, against one device's peak.
-  const double examples = static_cast<double>(e.batch) * run.world.size;
+  const double examples =
+      static_cast<double>(e.batch) * run.settings.world.size;
   *counters = {{"step_ms", e.step_ms},
                {"examples_per_second", examples / step_s},
                {"FLOPS", flops / step_s},
@@ -218,8 +210,8 @@ void AddCounters(const Run& run, const Entry& e,
   // flagged instead, as the ratio over it: the calibration missed
   // something, and no share is over 1.
   const Backend* backend = FindBackend(e.backend);
-  const auto device = run.device_peaks.find(backend->Device());
-  if (device != run.device_peaks.end()) {
+  const auto device = run.settings.device_peaks.find(backend->Device());
+  if (device != run.settings.device_peaks.end()) {
     const auto peak = device->second.find(ToString(e.dtype));
     if (peak != device->second.end()) {
       const double share = flops / step_s / peak->second;
@@ -229,8 +221,9 @@ void AddCounters(const Run& run, const Entry& e,
   }
   // The share of its device's calibrated memory bandwidth the cost model's
   // bytes take: the roof decode steps live on.
-  const auto bandwidth = run.device_bandwidth.find(backend->Device());
-  if (bandwidth != run.device_bandwidth.end() && bandwidth->second > 0) {
+  const auto bandwidth = run.settings.device_bandwidth.find(backend->Device());
+  if (bandwidth != run.settings.device_bandwidth.end() &&
+      bandwidth->second > 0) {
     counters->push_back({"bandwidth_util", bytes / step_s / bandwidth->second});
   }
   if (e.model && e.model->model.family == "LLM") {
@@ -241,7 +234,7 @@ void AddCounters(const Run& run, const Entry& e,
     const ModelSpec& m = e.model->model;
     const bool prefill = m.Str("phase") == "prefill";
     const double tokens = static_cast<double>(
-        e.batch * (prefill ? m.Int("context") : 1) * run.world.size);
+        e.batch * (prefill ? m.Int("context") : 1) * run.settings.world.size);
     counters->push_back({"tokens_per_second", tokens / step_s});
     counters->push_back({prefill ? "ttft_ms" : "tpot_ms", e.step_ms});
     counters->push_back(
@@ -260,20 +253,22 @@ void AddCounters(const Run& run, const Entry& e,
     counters->push_back({"round_spread", r.spread});
     counters->push_back({"unstable", r.unstable ? 1.0 : 0.0});
   }
-  for (const core::Counter& c : ProfileCounters(e)) counters->push_back(c);
+  for (const core::Counter& c : ProfileCounters(e, run.settings.world.size))
+    counters->push_back(c);
   const size_t timed = e.log.LastCall().size();
   if (run.comm && e.mode == Mode::kTrain && timed > 0) {
     // Measured around the communicator's all-reduces in the timed steps,
     // and the ring all-reduce's traffic per rank by the cost model.
     const double steps = static_cast<double>(timed);
-    const double seconds = run.comm_seconds / steps;
-    counters->push_back({"allreduce_bytes_per_step", run.comm_bytes / steps});
+    const double seconds = run.current.comm_seconds / steps;
+    counters->push_back(
+        {"allreduce_bytes_per_step", run.current.comm_bytes / steps});
     counters->push_back({"allreduce_seconds_per_step", seconds});
     counters->push_back(
         {"time_allreduce_frac", std::min(1.0, seconds / step_s)});
-    counters->push_back(
-        {"allreduce_traffic_per_step", static_cast<double>(AllReduceTraffic(
-                                           e.cost, e.dtype, run.world.size))});
+    counters->push_back({"allreduce_traffic_per_step",
+                         static_cast<double>(AllReduceTraffic(
+                             e.cost, e.dtype, run.settings.world.size))});
   }
 }
 
@@ -284,13 +279,14 @@ void AddCounters(const Run& run, const Entry& e,
 constexpr int kColdSteps = 3;
 
 void ColdSteps(Run& run, Entry& e) {
-  if (!ModelIsCold(e.model_bytes, L2Bytes(), run.options.threads, L3Bytes())) {
+  if (!ModelIsCold(e.model_bytes, L2Bytes(), run.settings.flags.threads,
+                   L3Bytes(run))) {
     return;
   }
   for (size_t n = e.log.Of(Caches::kCold).size(); n < kColdSteps; ++n) {
-    run.runner->Cool();
+    run.current.runner->Cool();
     const auto start = Clock::now();
-    run.runner->Step();
+    run.current.runner->Step();
     e.log.Add(SteadySeconds(start), MsSince(start), Caches::kCold);
   }
 }
@@ -298,26 +294,29 @@ void ColdSteps(Run& run, Entry& e) {
 }  // namespace
 
 void NoteProgress(Run& run, const std::string& what) {
-  if (!run.progress) return;
-  if (run.to_run < 0) {
-    const auto selected = Selector(run.filter);
-    run.to_run = 0;
-    for (size_t i = 0; i < run.entries.size(); ++i)
-      run.to_run += run.infos[i].registered && selected(run.entries[i].name);
-    run.to_run *= run.rounds;
-    run.start = Clock::now();
+  if (!run.settings.flags.progress) return;
+  if (run.progress.to_run < 0) {
+    const auto selected = Selector(run.progress.filter);
+    run.progress.to_run = 0;
+    for (size_t i = 0; i < run.cases.entries.size(); ++i)
+      run.progress.to_run += run.cases.entries[i].info.registered &&
+                             selected(run.cases.entries[i].name);
+    run.progress.to_run *= run.settings.flags.rounds;
+    run.progress.start = Clock::now();
   }
-  ++run.started;
+  ++run.progress.started;
   const double elapsed =
-      std::chrono::duration<double>(Clock::now() - run.start).count();
+      std::chrono::duration<double>(Clock::now() - run.progress.start).count();
   std::string left = "?";
-  if (run.started > 1) {
-    left = Duration(elapsed / (run.started - 1) *
-                    std::max(0, run.to_run - run.started + 1));
+  if (run.progress.started > 1) {
+    left =
+        Duration(elapsed / (run.progress.started - 1) *
+                 std::max(0, run.progress.to_run - run.progress.started + 1));
   }
   std::fprintf(stderr, "paradnn: [%d/%d] %s (elapsed %s, ~%s left)\n",
-               run.started, std::max(run.to_run, run.started), what.c_str(),
-               Duration(elapsed).c_str(), left.c_str());
+               run.progress.started,
+               std::max(run.progress.to_run, run.progress.started),
+               what.c_str(), Duration(elapsed).c_str(), left.c_str());
 }
 
 namespace {
@@ -327,8 +326,8 @@ namespace {
 // device's allocator keeps the blocks of cases before, and hands them to
 // the next); the host's limit for the CPU's cases. 0: no limit known.
 int64_t MemoryLimit(const Run& run, const Backend& backend) {
-  if (backend.Device() == "cpu" || run.flags.max_memory > 0) {
-    return run.max_memory;
+  if (backend.Device() == "cpu" || run.settings.max_memory_given) {
+    return run.settings.flags.max_memory;
   }
   static std::map<std::string, int64_t> limits;
   const auto [it, added] = limits.try_emplace(backend.name(), 0);
@@ -351,8 +350,8 @@ core::Status Check(const Run& run, const Entry& e) {
     unsupported = backend->Unsupported({g, e.dtype, e.mode});
     // A table's gradient holds the rows its rank looked up: averaging
     // needs a sparse all-reduce (DLRMs train their tables model-parallel).
-    if (unsupported.empty() && run.world.size > 1 && e.mode == Mode::kTrain &&
-        g.Has(Op::kEmbeddingBag)) {
+    if (unsupported.empty() && run.settings.world.size > 1 &&
+        e.mode == Mode::kTrain && g.Has(Op::kEmbeddingBag)) {
       unsupported =
           "data-parallel training does not average embedding bags' sparse "
           "gradients";
@@ -376,27 +375,6 @@ core::Status Check(const Run& run, const Entry& e) {
 
 }  // namespace
 
-void StepLog::Add(double at_s, double ms, Caches caches) {
-  steps.push_back({at_s, ms, caches, static_cast<int>(calls.size()) - 1});
-}
-
-std::vector<double> StepLog::LastCall() const {
-  std::vector<double> out;
-  const int last = static_cast<int>(calls.size()) - 1;
-  for (const StepRecord& r : steps) {
-    if (r.call == last && r.caches == Caches::kWarm) out.push_back(r.ms);
-  }
-  return out;
-}
-
-std::vector<double> StepLog::Of(Caches caches) const {
-  std::vector<double> out;
-  for (const StepRecord& r : steps) {
-    if (r.caches == caches) out.push_back(r.ms);
-  }
-  return out;
-}
-
 namespace {
 
 // The L3 the bricks of a database were measured with on this CPU, if any
@@ -417,11 +395,10 @@ int64_t DatabaseL3Bytes(const Run& run) {
 
 }  // namespace
 
-int64_t L3Bytes() {
-  Run& run = TheRun();
+int64_t L3Bytes(Run& run) {
   if (run.l3_bytes > 0) return run.l3_bytes;
-  if (run.flags.l3_bytes > 0) {
-    run.l3_bytes = run.flags.l3_bytes;
+  if (run.settings.flags.l3_bytes > 0) {
+    run.l3_bytes = run.settings.flags.l3_bytes;
     run.l3_source = "--paradnn_l3_bytes";
   } else if (const size_t kernel = KernelCacheBytes(3); kernel > 0) {
     run.l3_bytes = kernel;
@@ -440,21 +417,20 @@ int64_t L3Bytes() {
   return run.l3_bytes;
 }
 
-const std::string& L3Source() {
-  L3Bytes();
-  return TheRun().l3_source;
+const std::string& L3Source(Run& run) {
+  L3Bytes(run);
+  return run.l3_source;
 }
 
-namespace core {
-
-Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
-  Run& run = TheRun();
-  Entry& e = run.entries.at(index);
+core::Status BeginCase(Run& run, int index, const std::string& filter,
+                       int64_t max_steps) {
+  using core::Status;
+  Entry& e = run.cases.entries.at(index);
   StartRun(run);  // where no reporter asked
-  run.call_start = Clock::now();
-  if (run.to_run < 0) run.filter = filter;
+  run.current.call_start = Clock::now();
+  if (run.progress.to_run < 0) run.progress.filter = filter;
   NoteStart(run, index);
-  if (run.isolate) {
+  if (run.settings.Isolates()) {
     // The child checks the case, prepares and steps it: this process
     // touches no device (a GPU driver started here is lost to a fork) and
     // starts no OpenMP team (one would not survive it either).
@@ -465,7 +441,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
       return EndCall(run, e, Status::Failed(e.why));
     }
     ChildResult child;
-    if (run.rounds > 1) {
+    if (run.settings.flags.rounds > 1) {
       MeasureRounds(run);  // at its first case where no reporter asked
       // Google Benchmark calls a case once per repetition, one per round.
       const size_t round = e.log.calls.size();
@@ -484,6 +460,7 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
     e.log.BeginCall(child.start_ms);
     e.log.calls.back().second = child.stop_ms;
     for (double ms : child.warm_ms) e.log.Add(child.at_s, ms, Caches::kWarm);
+    run.current.child_ms = child.warm_ms;
     for (double ms : child.cold_ms) e.log.Add(child.at_s, ms, Caches::kCold);
     if (!child.counters.empty()) e.child_counters = child.counters;
     return {};
@@ -495,28 +472,28 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
   // Preparation ends with a warm-up step: a case that slow would hold the
   // sweep for its whole timing. (It cannot be interrupted, only skipped.)
   const double prepare_s = (e.init_stop_ms - e.init_start_ms) / 1e3;
-  if (s.ok() && fresh && run.flags.case_timeout > 0 &&
-      prepare_s > run.flags.case_timeout) {
+  if (s.ok() && fresh && run.settings.flags.case_timeout > 0 &&
+      prepare_s > run.settings.flags.case_timeout) {
     char why[160];
     std::snprintf(why, sizeof(why),
                   "preparing and one warm-up step took %.3g s, over the "
                   "%.3g s of --paradnn_case_timeout",
-                  prepare_s, run.flags.case_timeout);
+                  prepare_s, run.settings.flags.case_timeout);
     s = core::Status::Skipped(why);
   }
   if (fresh) s = Agree(run, e, s);
   if (!s.ok()) return EndCall(run, e, s);
   try {
-    if (fresh) Settle(*run.runner, run.comm != nullptr);
+    if (fresh) Settle(*run.current.runner, run.comm != nullptr);
   } catch (const std::exception& ex) {
     return EndCall(
         run, e, core::Status::Failed(std::string("step failed: ") + ex.what()));
   }
   if (run.comm) {
-    run.comm_seconds0 = run.comm->gradient_seconds();
-    run.comm_bytes0 = run.comm->gradient_bytes();
+    run.current.comm_seconds0 = run.comm->gradient_seconds();
+    run.current.comm_bytes0 = run.comm->gradient_bytes();
   }
-  run.step_error.clear();
+  run.current.step_error.clear();
   e.log.steps.reserve(e.log.steps.size() + max_steps);
   e.log.BeginCall(NowMs());
   return {};
@@ -524,21 +501,21 @@ Status BeginCase(int index, const std::string& filter, int64_t max_steps) {
 
 // Each step is timed on its own too: a brick's time is the median of its
 // steps, which resists the odd step a shared machine stretches.
-bool Step() {
-  Run& run = TheRun();
-  Entry& e = run.entries[run.prepared];
+bool Step(Run& run) {
+  Entry& e = run.cases.entries[run.current.prepared];
   Clock::time_point start;
   try {
     start = Clock::now();
-    run.runner->Step();
+    run.current.runner->Step();
   } catch (const std::exception& ex) {
-    run.step_error = std::string("step failed: ") + ex.what();
+    run.current.step_error = std::string("step failed: ") + ex.what();
     return false;
   }
   // --paradnn_test_stretch: the step made F times as long by a spin on
   // this thread, inside the step's time (and Google Benchmark's).
-  if (run.flags.test_stretch > 1) {
-    const auto until = start + (Clock::now() - start) * run.flags.test_stretch;
+  if (run.settings.flags.test_stretch > 1) {
+    const auto until =
+        start + (Clock::now() - start) * run.settings.flags.test_stretch;
     while (Clock::now() < until) {
     }
   }
@@ -546,28 +523,32 @@ bool Step() {
   return true;
 }
 
-double IsolatedStepSeconds(int index, int64_t step) {
-  const std::vector<double> steps = TheRun().entries.at(index).log.LastCall();
+double IsolatedStepSeconds(const Run& run, int /*index*/, int64_t step) {
+  // Google Benchmark asks once per step: the call's steps are kept apart
+  // from the case's log, which holds every call's.
+  const std::vector<double>& steps = run.current.child_ms;
   // A round is one iteration: the mean of its steps.
-  if (TheRun().rounds > 1) return Mean(steps) / 1e3;
+  if (run.settings.flags.rounds > 1) return Mean(steps) / 1e3;
   return steps.at(step) / 1e3;
 }
 
-Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
-  Run& run = TheRun();
-  Entry& e = run.entries.at(index);
-  if (!run.isolate && !e.log.calls.empty()) {
+core::Status EndCase(Run& run, int index, int64_t iterations, bool all_timed,
+                     std::vector<core::Counter>* counters) {
+  Entry& e = run.cases.entries.at(index);
+  if (!run.settings.Isolates() && !e.log.calls.empty()) {
     e.log.calls.back().second = NowMs();
   }
   if (run.comm) {
-    run.comm_seconds = run.comm->gradient_seconds() - run.comm_seconds0;
-    run.comm_bytes = run.comm->gradient_bytes() - run.comm_bytes0;
+    run.current.comm_seconds =
+        run.comm->gradient_seconds() - run.current.comm_seconds0;
+    run.current.comm_bytes =
+        run.comm->gradient_bytes() - run.current.comm_bytes0;
   }
-  if (!run.isolate && !run.step_error.empty()) {
-    return EndCall(run, e, core::Status::Failed(run.step_error));
+  if (!run.settings.Isolates() && !run.current.step_error.empty()) {
+    return EndCall(run, e, core::Status::Failed(run.current.step_error));
   }
   e.step_ms = Mean(e.log.LastCall());
-  if (!run.isolate && e.brick) {
+  if (!run.settings.Isolates() && e.brick) {
     try {
       ColdSteps(run, e);
     } catch (const std::exception& ex) {
@@ -576,18 +557,18 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
           core::Status::Failed(std::string("step failed: ") + ex.what()));
     }
   }
-  if (!run.isolate) {
+  if (!run.settings.Isolates()) {
     double loss = 0;
     try {
-      loss = run.runner->Loss();
+      loss = run.current.runner->Loss();
       // Once per case, in the first call that timed as many steps as the
       // profile wants (about 0.2 s, 1 to 20 steps), or timed all it will
       // (--paradnn_steps): not in Google Benchmark's probes, and not again
       // for every repetition, which all report this one profile.
       const int64_t wanted = std::clamp<int64_t>(
           static_cast<int64_t>(std::ceil(200 / e.step_ms)), 1, 20);
-      if (run.flags.profile && !e.profile &&
-          (iterations >= wanted || run.flags.steps > 0)) {
+      if (run.settings.flags.profile && !e.profile &&
+          (iterations >= wanted || all_timed)) {
         // As many steps as were timed, at most 20 and about 0.2 s, but 3
         // where 3 were timed: enough to average, short next to the timing.
         int64_t steps =
@@ -595,8 +576,8 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
                                 std::min<int64_t>(20, iterations));
         // Every rank profiles as many steps: the slowest one's choice.
         if (run.comm) steps = run.comm->Max({steps})[0];
-        e.profile =
-            run.runner->Profile(static_cast<int>(std::max<int64_t>(1, steps)));
+        e.profile = run.current.runner->Profile(
+            static_cast<int>(std::max<int64_t>(1, steps)));
       }
     } catch (const std::exception& ex) {
       return EndCall(
@@ -614,5 +595,4 @@ Status EndCase(int index, int64_t iterations, std::vector<Counter>* counters) {
   return EndCall(run, e, {});
 }
 
-}  // namespace core
 }  // namespace paradnn

@@ -81,17 +81,15 @@ void WarmUp(Runner& runner) {
   dup2(null, 2);
   run.isolated_child = true;
   run.child_out = out;
-  run.isolate = false;
-  run.progress = false;
-  run.flags.profile = run.flags.profile && profile;
+  run.settings = run.settings.ForChild(profile);
   // A case that cannot begin has its result written (EndCall).
-  bool ok = core::BeginCase(index, run.filter, steps).ok();
+  bool ok = BeginCase(run, index, run.progress.filter, steps).ok();
   if (ok) {
     try {
-      WarmUp(*run.runner);
+      WarmUp(*run.current.runner);
     } catch (const std::exception& ex) {
       WriteIsolatedResult(
-          run, run.entries[index],
+          run, run.cases.entries[index],
           core::Status::Failed(std::string("step failed: ") + ex.what()));
       ok = false;
     }
@@ -100,14 +98,13 @@ void WarmUp(Runner& runner) {
     int64_t timed = 0;
     double ms = 0;
     while (steps > 0 ? timed < steps : timed == 0 || ms < kRoundMs) {
-      if (!core::Step()) break;
-      ms += run.entries[index].log.steps.back().ms;
+      if (!Step(run)) break;
+      ms += run.cases.entries[index].log.steps.back().ms;
       ++timed;
     }
-    // Profiled once it timed all it will (EndCase's condition).
-    run.flags.steps = timed;
+    // Profiled now: it timed all it will. EndCase writes the result.
     std::vector<core::Counter> counters;
-    core::EndCase(index, timed, &counters);  // writes the result
+    EndCase(run, index, timed, /*all_timed=*/true, &counters);
   }
   std::fflush(nullptr);
   _exit(0);
@@ -124,7 +121,7 @@ void WriteIsolatedResult(const Run& run, const Entry& e,
   out["message"] = status.message;
   out["steps_ms"] = e.log.LastCall();
   out["cold_ms"] = e.log.Of(Caches::kCold);
-  for (const core::Counter& c : ProfileCounters(e)) {
+  for (const core::Counter& c : ProfileCounters(e, run.settings.world.size)) {
     out["counters"][c.name] = c.value;
   }
   std::ofstream(run.child_out) << out.dump() << "\n";
@@ -149,10 +146,10 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   }
   close(fd);
   // Found here, before the fork, so that every child takes the same figure.
-  if (e.brick) L3Bytes();
+  if (e.brick) L3Bytes(run);
   std::fflush(nullptr);
   const pid_t pid = fork();
-  if (pid == 0) RunChild(run, run.index.at(e.name), steps, profile, out);
+  if (pid == 0) RunChild(run, run.cases.index.at(e.name), steps, profile, out);
   int status = 0;
   waitpid(pid, &status, 0);
   nlohmann::json result;

@@ -11,22 +11,12 @@
 namespace paradnn {
 namespace {
 
-// One line per finished case, flushed: a killed sweep loses at most the
-// case in flight.
-void Journal(Run& run, const core::ReportedRun& reported,
-             const std::string& name) {
-  if (!run.journal.is_open()) return;
-  run.journal << "{\"name\": \"" << name
-              << "\", \"error\": " << (reported.error ? "true" : "false")
-              << ", \"real_time_ms\": " << reported.time_ms << "}" << std::endl;
-}
-
 // The system description names every backend that ran so far: written
 // again only when a run brings another one.
 void WriteSystem(Run& run, const std::string& org_dir) {
-  const Options& flags = run.flags;
+  const Options& flags = run.settings.flags;
   std::set<std::string> backends;
-  for (const Entry& x : run.entries) {
+  for (const Entry& x : run.cases.entries) {
     if (x.status != CaseStatus::kNotRun) backends.insert(x.backend);
   }
   if (backends == run.system_backends) return;
@@ -46,7 +36,7 @@ void WriteSystem(Run& run, const std::string& org_dir) {
 }
 
 void WriteMlperf(Run& run, const core::ReportedRun& reported, const Entry& e) {
-  const Options& flags = run.flags;
+  const Options& flags = run.settings.flags;
   const std::string& system = flags.mlperf_system;
   CaseRun r;
   r.case_name = e.name;
@@ -57,7 +47,7 @@ void WriteMlperf(Run& run, const core::ReportedRun& reported, const Entry& e) {
   r.batch = e.batch;
   r.params = e.cost.params;
   r.flop_per_step = e.cost.flops;
-  r.seed = run.options.seed;
+  r.seed = run.settings.seed();
   r.iterations = reported.iterations;
   r.seconds = reported.seconds;
   r.init_start_ms = e.init_start_ms;
@@ -94,17 +84,14 @@ void WriteMlperf(Run& run, const core::ReportedRun& reported, const Entry& e) {
 
 }  // namespace
 
-namespace core {
-
-void Reported(const ReportedRun& reported) {
-  Run& run = TheRun();
+void Reported(Run& run, const core::ReportedRun& reported) {
   if (reported.aggregate) return;
   const std::string name = CaseNameOf(reported.name);
-  const auto it = run.index.find(name);
-  if (it == run.index.end()) return;  // not a paradnn case
-  Journal(run, reported, name);
-  const Entry& e = run.entries[it->second];
-  const Options& flags = run.flags;
+  const auto it = run.cases.index.find(name);
+  if (it == run.cases.index.end()) return;  // not a paradnn case
+  run.journal.Add(name, reported.error, reported.time_ms);
+  const Entry& e = run.cases.entries[it->second];
+  const Options& flags = run.settings.flags;
   if (!e.model || (flags.mllog.empty() && flags.mlperf_package.empty())) {
     return;  // bricks are not MLPerf runs
   }
@@ -115,5 +102,4 @@ void Reported(const ReportedRun& reported) {
   }
 }
 
-}  // namespace core
 }  // namespace paradnn

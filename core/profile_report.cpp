@@ -7,10 +7,10 @@
 namespace paradnn {
 
 void WriteProfiles(const Run& run) {
-  if (run.flags.profile_out.empty()) return;
+  if (run.settings.flags.profile_out.empty()) return;
   using nlohmann::ordered_json;
   ordered_json cases = ordered_json::array();
-  for (const Entry& e : run.entries) {
+  for (const Entry& e : run.cases.entries) {
     if (!e.profile) continue;
     const StepProfile& p = *e.profile;
     ordered_json shares = ordered_json::object();
@@ -38,7 +38,7 @@ void WriteProfiles(const Run& run) {
                      {"shares", shares},
                      {"ops", list}});
   }
-  std::ofstream(run.flags.profile_out)
+  std::ofstream(run.settings.flags.profile_out)
       << ordered_json{{"cases", cases}}.dump(2) << "\n";
 }
 

@@ -40,8 +40,8 @@ void RememberSpread(const Run& run, const std::vector<double>& spreads) {
   if (path.empty() || spreads.empty()) return;
   nlohmann::json j;
   j["cpu"] = CpuName();
-  j["threads"] = run.options.threads;
-  j["rounds"] = run.rounds;
+  j["threads"] = run.settings.flags.threads;
+  j["rounds"] = run.settings.flags.rounds;
   j["cases"] = spreads.size();
   j["median_spread"] = Median(spreads);
   j["p90_spread"] = Percentile(spreads, 90);
@@ -71,7 +71,8 @@ std::vector<std::pair<std::string, std::string>> StartRun(Run& run) {
   const MachineSample start = Sample(RunStart(), ReadCpuTimes(), "over 0.25 s");
   // Another process's work slows every case and moves it between
   // processes: a quarter of a CPU of it, or 5% of the time stolen.
-  if (core::Reports() && (start.busy_cpus >= 0.25 || start.steal >= 0.05)) {
+  if (run.settings.Reports() &&
+      (start.busy_cpus >= 0.25 || start.steal >= 0.05)) {
     std::fprintf(stderr,
                  "paradnn: the machine is busy before the sweep: %.2f CPUs' "
                  "worth of other work, %.1f%% of CPU time stolen: figures "
@@ -85,32 +86,38 @@ std::vector<std::pair<std::string, std::string>> StartRun(Run& run) {
   return context;
 }
 
+std::vector<int> RoundOrder(std::vector<int> cases, uint64_t seed, int round) {
+  std::mt19937_64 random(seed * 1000003 + round);
+  std::shuffle(cases.begin(), cases.end(), random);
+  return cases;
+}
+
 std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
-  if (run.rounds < 2 || run.rounds_measured) return {};
+  if (run.settings.flags.rounds < 2 || run.rounds_measured) return {};
   run.rounds_measured = true;
-  const auto selected = Selector(run.filter);
+  const auto selected = Selector(run.progress.filter);
   std::vector<int> cases;
-  for (size_t i = 0; i < run.entries.size(); ++i) {
-    if (run.infos[i].registered && selected(run.entries[i].name)) {
+  for (size_t i = 0; i < run.cases.entries.size(); ++i) {
+    if (run.cases.entries[i].info.registered &&
+        selected(run.cases.entries[i].name)) {
       cases.push_back(static_cast<int>(i));
     }
   }
-  for (int round = 0; round < run.rounds; ++round) {
-    std::vector<int> order = cases;
-    std::mt19937_64 random(run.options.seed * 1000003 + round);
-    std::shuffle(order.begin(), order.end(), random);
-    for (int i : order) {
-      Entry& e = run.entries[i];
+  for (int round = 0; round < run.settings.flags.rounds; ++round) {
+    for (int i : RoundOrder(cases, run.settings.seed(), round)) {
+      Entry& e = run.cases.entries[i];
       // A case that could not run in a round is not run again: its skip
       // or failure is the case's.
       if (!e.rounds.empty() && !e.rounds.back().status.ok()) continue;
       NoteProgress(run, "round " + std::to_string(round + 1) + "/" +
-                            std::to_string(run.rounds) + " " + e.name);
+                            std::to_string(run.settings.flags.rounds) + " " +
+                            e.name);
       // The profile once, in the first round that ran.
       const bool profiled =
           std::any_of(e.rounds.begin(), e.rounds.end(),
                       [](const ChildResult& c) { return !c.counters.empty(); });
-      e.rounds.push_back(RunIsolated(run, e, run.flags.steps, !profiled));
+      e.rounds.push_back(
+          RunIsolated(run, e, run.settings.flags.steps, !profiled));
     }
   }
   // Each case's rounds, its figure per round the mean of its steps (as
@@ -119,7 +126,7 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
   std::map<std::string, std::vector<double>> times;
   std::map<std::string, std::vector<std::string>> groups;
   for (int i : cases) {
-    const Entry& e = run.entries[i];
+    const Entry& e = run.cases.entries[i];
     std::vector<double> per_round;
     for (const ChildResult& c : e.rounds) {
       if (!c.status.ok() || c.warm_ms.empty()) break;
@@ -135,7 +142,7 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
       SummarizeAll(times, groups);
   std::vector<double> spreads;
   for (int i : cases) {
-    Entry& e = run.entries[i];
+    Entry& e = run.cases.entries[i];
     const auto it = summaries.find(e.name);
     if (it == summaries.end()) continue;
     e.summary = it->second;
@@ -153,10 +160,10 @@ std::vector<std::pair<std::string, std::string>> MeasureRounds(Run& run) {
 
 std::vector<std::string> RoundsNotes(const Run& run) {
   std::vector<std::string> notes;
-  if (run.rounds > 1) {
+  if (run.settings.flags.rounds > 1) {
     std::vector<double> widths;
     int unstable = 0;
-    for (const Entry& e : run.entries) {
+    for (const Entry& e : run.cases.entries) {
       if (!e.summary || e.summary->median <= 0) continue;
       widths.push_back((e.summary->high - e.summary->low) / e.summary->median);
       unstable += e.summary->unstable;
@@ -167,12 +174,12 @@ std::vector<std::string> RoundsNotes(const Run& run) {
                     "%zu cases in %d rounds: intervals %.0f%% of the median "
                     "wide (median; 90th percentile %.0f%%), %d unstable; "
                     "the machine: %s",
-                    widths.size(), run.rounds, 100 * Median(widths),
-                    100 * Percentile(widths, 90), unstable,
-                    run.machine_use.c_str());
+                    widths.size(), run.settings.flags.rounds,
+                    100 * Median(widths), 100 * Percentile(widths, 90),
+                    unstable, run.machine_use.c_str());
       notes.push_back(line);
     }
-    for (const Entry& e : run.entries) {
+    for (const Entry& e : run.cases.entries) {
       if (!e.summary || !e.summary->unstable) continue;
       char line[128];
       std::snprintf(line, sizeof(line),

@@ -13,12 +13,12 @@
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
 #include "analysis/calibrate.h"
-#include "machine/host.h"
 #include "analysis/compare.h"
 #include "analysis/merge.h"
 #include "analysis/report.h"
 #include "core/flags.h"
 #include "generators/cost.h"
+#include "machine/host.h"
 #include "paradnn/paradnn.h"
 #include "records/results.h"
 
@@ -383,8 +383,12 @@ int HelpCommand(const Command& self, int argc, char** argv);
 const Command kCommands[] = {
     {"calibrate", "measure this machine's peak FLOP/s and memory bandwidth",
      "calibrate [-o platform.json] [--threads=N]\n\n"
-     "Measures peak FLOP/s (fp32, bf16) and memory bandwidth, the roofs of\n"
-     "the report's roofline and the denominators of flops_util\n"
+     "Measures, on every backend that loads, its library's own GEMM in each\n"
+     "of fp32, TF32, fp16 and bf16 it runs (the best of six shapes), and\n"
+     "takes each device's fastest as that device's peak (a CPU, a GPU); the\n"
+     "host memory's bandwidth (a STREAM triad) and each GPU's memory\n"
+     "bandwidth and name. These are the roofs of the report's roofline and\n"
+     "the denominators of flops_util and bandwidth_util\n"
      "(--paradnn_platform=FILE).\n\n"
      "  -o FILE        write the platform file here (default: stdout)\n"
      "  --threads=N    threads to measure with (default: the CPUs this\n"
