@@ -97,6 +97,19 @@ void PinThreads(int threads) {
   }
 }
 
+// The graph of entry `index`, built on its first call (GraphError where its
+// sizes do not make one) and kept for the next ones.
+const Graph& GraphOf(Run& run, int index) {
+  Execution& now = run.current;
+  if (now.graph_of != index) {
+    now.graph.reset();
+    now.graph_of = -1;
+    now.graph = run.cases.entries[index].BuildGraph();
+    now.graph_of = index;
+  }
+  return *now.graph;
+}
+
 // The case's model, prepared on its first call and kept for the next ones:
 // Google Benchmark calls a case's function several times.
 core::Status Prepare(Run& run, int index, bool* fresh) {
@@ -119,7 +132,7 @@ core::Status Prepare(Run& run, int index, bool* fresh) {
   if (run.settings.flags.pin) PinThreads(options.threads);
   try {
     run.current.runner = FindBackend(e.backend)->Prepare(
-        {e.BuildGraph(), e.dtype, e.mode}, options);
+        {GraphOf(run, index), e.dtype, e.mode}, options);
   } catch (const std::exception& ex) {
     return core::Status::Failed(std::string("preparing the model failed: ") +
                                 ex.what());
@@ -339,14 +352,15 @@ int64_t MemoryLimit(const Run& run, const Backend& backend) {
 // What keeps a case from running here, or ok: its backend, the backend's
 // support for it, the memory it needs; the same reason for every call
 // after a call that could not run it.
-core::Status Check(const Run& run, const Entry& e) {
+core::Status Check(Run& run, int index) {
+  const Entry& e = run.cases.entries[index];
   if (e.status == CaseStatus::kSkipped) return core::Status::Skipped(e.why);
   if (e.status == CaseStatus::kFailed) return core::Status::Failed(e.why);
   std::string unsupported;
   const Backend* backend = FindBackend(e.backend, &unsupported);
   if (backend == nullptr) return core::Status::Skipped(unsupported);
   try {
-    const Graph g = e.BuildGraph();
+    const Graph& g = GraphOf(run, index);
     unsupported = backend->Unsupported({g, e.dtype, e.mode});
     // A table's gradient holds the rows its rank looked up: averaging
     // needs a sparse all-reduce (DLRMs train their tables model-parallel).
@@ -465,7 +479,7 @@ core::Status BeginCase(Run& run, int index, const std::string& filter,
     if (!child.counters.empty()) e.child_counters = child.counters;
     return {};
   }
-  Status s = Agree(run, e, Check(run, e));
+  Status s = Agree(run, e, Check(run, index));
   if (!s.ok()) return EndCall(run, e, s);
   bool fresh = false;
   s = Prepare(run, index, &fresh);

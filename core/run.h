@@ -30,6 +30,10 @@ namespace paradnn {
 // is built once per case), why its last step failed, when the call began,
 // and the communicator's totals around its timed steps.
 struct Execution {
+  // The graph of entry `graph_of`, built once for all of its calls: the
+  // checks and the preparation read the same one.
+  int graph_of = -1;
+  std::optional<Graph> graph;
   int prepared = -1;  // the entry whose model `runner` runs
   std::unique_ptr<Runner> runner;
   std::string step_error;

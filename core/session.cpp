@@ -362,8 +362,7 @@ std::vector<std::pair<std::string, std::string>> Measure(
 }
 
 int Finish(Run& run) {
-  run.current.runner.reset();
-  run.current.prepared = -1;
+  run.current = Execution();
   ReportBricks(run);
   if (!run.settings.flags.bricks_db.empty() && run.settings.world.rank == 0) {
     SaveBricksDb(run);
