@@ -36,10 +36,10 @@ po::options_description Describe(Options& o, Texts& t) {
       "run this case, given by canonical name; repeatable")(
       "paradnn_families",
       po::value(&o.families)->value_name("FILE")->composing(),
-      "a family file (YAML) whose family cases and sweeps may name; "
-      "repeatable")("paradnn_backends",
-                    po::value(&t.backends)->value_name("LIST"),
-                    "comma-separated backends, replacing the config's")(
+      "a family file (YAML) or an ONNX file (.onnx) whose family cases "
+      "and sweeps may name; repeatable")(
+      "paradnn_backends", po::value(&t.backends)->value_name("LIST"),
+      "comma-separated backends, replacing the config's")(
       "paradnn_dtypes", po::value(&t.dtypes)->value_name("LIST"),
       "comma-separated data types (fp32, bf16, fp16), replacing the config's")(
       "paradnn_modes", po::value(&t.modes)->value_name("LIST"),

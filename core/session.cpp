@@ -26,6 +26,7 @@
 #include "generators/declared.h"
 #include "generators/shard.h"
 #include "generators/sweep.h"
+#include "importers/onnx.h"
 #include "machine/host.h"
 #include "machine/platform.h"
 #include "records/stack.h"
@@ -168,6 +169,9 @@ void SilenceRank(const Options& o, const World& w, int* argc, char** argv) {
 
 void LoadRun(Run& run, int* argc, char** argv) {
   core::Loaded& loaded = *run.loaded;
+#ifdef PARADNN_WITH_ONNX
+  UseOnnxFamilies();
+#endif
   std::vector<Case> cases;
   std::vector<BrickCase> bricks;
   std::vector<std::string> invalid;  // grid points that are no model

@@ -529,7 +529,28 @@ FamilyDef ParseFamily(const std::string& text, const std::string& source) {
   return declared::FileParser(source).Parse(text);
 }
 
+namespace {
+
+std::map<std::string, FamilyReader>& Readers() {
+  static std::map<std::string, FamilyReader> readers;
+  return readers;
+}
+
+}  // namespace
+
+void RegisterFamilyReader(const std::string& extension, FamilyReader reader) {
+  Readers()[extension] = std::move(reader);
+}
+
 FamilyDef ReadFamilyFile(const std::string& path) {
+  const std::string extension = std::filesystem::path(path).extension();
+  const auto reader = Readers().find(extension);
+  if (reader != Readers().end()) return reader->second(path);
+  if (extension == ".onnx") {
+    throw SpecError(path +
+                    ": an ONNX file, and this paradnn was built without ONNX "
+                    "(Debian: libonnx-dev; -DPARADNN_WITH_ONNX=ON)");
+  }
   std::ifstream in(path);
   if (!in) {
     throw SpecError(path +

@@ -9,6 +9,7 @@
 // --paradnn_families). docs/extending.md describes the format.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +24,15 @@ namespace paradnn {
 // positive integers, and layers whose inputs do not fit them, are found
 // when a model is built, with the file and line of the layer.
 FamilyDef ParseFamily(const std::string& text, const std::string& source);
+// A family file by its extension's reader (RegisterFamilyReader), else as
+// YAML.
 FamilyDef ReadFamilyFile(const std::string& path);
+
+// Families in files of another format: a reader for the files whose name
+// ends in `extension` (".onnx": importers/onnx.h), registered by the layer
+// that reads them. Throws SpecError naming the file where it has no family.
+using FamilyReader = std::function<FamilyDef(const std::string& path)>;
+void RegisterFamilyReader(const std::string& extension, FamilyReader reader);
 
 // Reads and registers the family of `path` (RegisterFamily); returns its
 // name.

@@ -55,19 +55,9 @@ class Parser {
                                   : sweep.mlperf_status) = v.Scalar();
       } else if (key == "families") {
         // Family files, each relative to this config's folder.
-        const std::string folder =
-            std::filesystem::path(source_).parent_path().string();
         for (const std::string& file : List<std::string>(
                  v, key, [](const std::string& f) { return f; })) {
-          const std::filesystem::path path =
-              std::filesystem::path(file).is_absolute() || folder.empty()
-                  ? std::filesystem::path(file)
-                  : std::filesystem::path(folder) / file;
-          try {
-            LoadFamilyFile(path.string());
-          } catch (const SpecError& e) {
-            Fail(v.Mark(), e.what());
-          }
+          Load(file, v);
         }
       } else if (!ReadDefault(key, v, defaults) && key != "sweeps") {
         Fail(kv.first.Mark(),
@@ -104,6 +94,22 @@ class Parser {
     out << source_;
     if (!mark.is_null()) out << ":" << mark.line + 1 << ":" << mark.column + 1;
     return out.str();
+  }
+
+  // Loads the family file `file` (relative to this config's folder), where
+  // `at` names it; returns its family's name.
+  std::string Load(const std::string& file, const YAML::Node& at) {
+    const std::string folder =
+        std::filesystem::path(source_).parent_path().string();
+    const std::filesystem::path path =
+        std::filesystem::path(file).is_absolute() || folder.empty()
+            ? std::filesystem::path(file)
+            : std::filesystem::path(folder) / file;
+    try {
+      return LoadFamilyFile(path.string());
+    } catch (const SpecError& e) {
+      Fail(at.Mark(), e.what());
+    }
   }
 
   [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& what) {
@@ -238,9 +244,12 @@ class Parser {
                             " is not a grid: expected a mapping "
                             "with 'family' and its parameters");
     }
-    const YAML::Node family_node = grid["family"];
-    if (!family_node) Fail(grid.Mark(), "grid without 'family'");
-    const FamilyDef* def = FindFamily(family_node.Scalar());
+    // A model of a file of its own (an ONNX file): the file's family.
+    const YAML::Node onnx = grid["onnx"];
+    const YAML::Node family_node = onnx ? onnx : grid["family"];
+    if (!family_node) Fail(grid.Mark(), "grid without 'family' or 'onnx'");
+    const FamilyDef* def =
+        FindFamily(onnx ? Load(onnx.Scalar(), onnx) : family_node.Scalar());
     if (def == nullptr) {
       std::string names;
       for (const FamilyDef& f : Families()) {
@@ -253,7 +262,9 @@ class Parser {
     std::vector<std::vector<std::string>> axes(def->params.size());
     for (const auto& kv : grid) {
       const std::string key = kv.first.Scalar();
-      if (key == "family" || ReadDefault(key, kv.second, d)) continue;
+      if (key == "family" || key == "onnx" || ReadDefault(key, kv.second, d)) {
+        continue;
+      }
       auto it = std::find_if(def->params.begin(), def->params.end(),
                              [&](const ParamDef& p) { return p.key == key; });
       if (it == def->params.end()) {

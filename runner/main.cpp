@@ -3,12 +3,15 @@
 // lists them, `paradnn COMMAND --help` explains one).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "adapters/mlperf/reader.h"
 #include "adapters/mlperf/side_by_side.h"
@@ -18,6 +21,7 @@
 #include "analysis/report.h"
 #include "core/flags.h"
 #include "generators/cost.h"
+#include "importers/onnx.h"
 #include "machine/host.h"
 #include "paradnn/paradnn.h"
 #include "records/results.h"
@@ -378,6 +382,75 @@ int CompareCommand(const Command& self, int argc, char** argv) {
   return 0;
 }
 
+// Per ONNX file: what it is, which of its nodes map onto the layer graph
+// and which not (with why), and the graph they make.
+int OnnxCheckCommand(const Command& self, int argc, char** argv) {
+  std::vector<std::string> files;
+  int64_t batch = 1;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--batch=", 0) == 0) {
+      batch = std::atoll(arg.c_str() + 8);
+    } else if (arg.rfind("--", 0) == 0) {
+      std::cerr << "paradnn onnx-check: unexpected argument '" << arg << "'\n";
+      return UsageError(self);
+    } else {
+      files.push_back(arg);
+    }
+  }
+  if (files.empty()) return UsageError(self);
+  if (batch <= 0) {
+    std::cerr << "paradnn onnx-check: --batch needs a positive count\n";
+    return 2;
+  }
+#ifdef PARADNN_WITH_ONNX
+  int status = 0;
+  for (const std::string& file : files) {
+    paradnn::OnnxModel m;
+    try {
+      m = paradnn::ReadOnnx(file, batch);
+    } catch (const std::exception& e) {
+      std::cerr << "paradnn onnx-check: " << e.what() << "\n";
+      status = 2;
+      continue;
+    }
+    std::map<std::string, int> ops;
+    std::vector<const paradnn::OnnxNode*> unsupported;
+    for (const paradnn::OnnxNode& n : m.nodes) {
+      ++ops[n.op_type];
+      if (!n.unsupported.empty()) unsupported.push_back(&n);
+    }
+    std::cout << file << ": " << m.nodes.size() << " nodes, opset " << m.opset
+              << ", from " << (m.producer.empty() ? "?" : m.producer)
+              << "\n  operators:";
+    for (const auto& [op, count] : ops) std::cout << " " << op << " " << count;
+    std::cout << "\n";
+    for (const paradnn::OnnxNode* n : unsupported) {
+      std::cout << "  unsupported: " << n->unsupported << "\n";
+    }
+    if (m.graph) {
+      int64_t params = 0;
+      for (const paradnn::ParamTensor& p : m.graph->Params()) {
+        int64_t count = 1;
+        for (int64_t d : p.shape) count *= d;
+        params += count;
+      }
+      std::cout << "  graph: " << m.graph->size() << " layers, " << params
+                << " parameters (the file's, as its layers read them: "
+                << m.initializer_params << ")\n";
+    } else {
+      std::cout << "  no graph: " << m.why_no_graph << "\n";
+      status = std::max(status, 1);
+    }
+  }
+  return status;
+#else
+  std::cerr << "paradnn onnx-check: this paradnn was built without ONNX "
+               "(Debian: libonnx-dev; -DPARADNN_WITH_ONNX=ON)\n";
+  return 2;
+#endif
+}
+
 int HelpCommand(const Command& self, int argc, char** argv);
 
 const Command kCommands[] = {
@@ -462,6 +535,17 @@ const Command kCommands[] = {
      "  -o FILE        merged results\n"
      "  --config FILE  the sweep the shards ran, to list missing cases\n",
      MergeCommand},
+    {"onnx-check", "say which nodes of ONNX files map onto the layer graph",
+     "onnx-check FILE.onnx ... [--batch=N]\n\n"
+     "Reads each file with the ONNX library (checked, its shapes inferred)\n"
+     "and maps its nodes onto the layer graph, as a sweep of the file\n"
+     "would: prints its operators, each node that cannot be mapped and\n"
+     "why, and the graph they make at N examples (default: 1) with its\n"
+     "parameters. Exit status 1 where a file's model cannot be made, 2\n"
+     "where a file cannot be read.\n\n"
+     "  --batch=N      the batch of the graph built (the file's first input's\n"
+     "                 first dimension)\n",
+     OnnxCheckCommand},
     {"mlperf-summary", "summarize a folder of MLPerf training results",
      "mlperf-summary DIR [--format=json|csv]\n\n"
      "Reads every MLPerf training result log under DIR (the submission\n"
@@ -544,6 +628,10 @@ bool AsksForHelp(int argc, char** argv, int from) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef PARADNN_WITH_ONNX
+  // ONNX files as families: in sweeps, and in the results a report reads.
+  paradnn::UseOnnxFamilies();
+#endif
   if (argc > 1 && argv[1][0] != '-') {
     const Command* c = FindCommand(argv[1]);
     if (c == nullptr) {

@@ -99,7 +99,7 @@ build_paradnn() {
   mkdir -p "$build"
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$deps/root/usr;$torch_prefix" "${cuda[@]}" \
-    -DPARADNN_WITH_ONEDNN=OFF -DPARADNN_BUILD_TESTS=OFF \
+    -DPARADNN_WITH_ONEDNN=OFF -DPARADNN_WITH_ONNX=OFF -DPARADNN_BUILD_TESTS=OFF \
     -DPARADNN_BUILD_EXAMPLES=OFF -DPARADNN_INSTALL=OFF >"$build/configure.log" ||
     {
       tail -40 "$build/configure.log"

@@ -17,6 +17,7 @@ packages=(cmake make g++ ccache libbenchmark-dev libtorch-dev libdnnl-dev
           ocl-icd-opencl-dev opencl-headers
           libyaml-cpp-dev libboost-program-options-dev catch2
           nlohmann-json3-dev libopenblas0-openmp libeigen3-dev gnuplot-nox
+          libonnx-dev  # ONNX files as cases
           libgloo-dev)  # Gloo's headers, for the data-parallel communicator
 # clang's sanitizer and fuzzer runtimes: Debian 12 names them by LLVM
 # version; Debian 13 has a package for its default clang.

@@ -11,7 +11,8 @@ import sys
 root = sys.argv[1]
 folders = ["adapters/mlperf", "analysis", "backends", "backends/onednn",
            "backends/torch", "bricks", "core", "distributed",
-           "distributed/c10d", "generators", "glue", "include/paradnn", "machine",
+           "distributed/c10d", "generators", "glue", "importers",
+           "include/paradnn", "machine",
            "modules", "records", "runner"]
 include = re.compile(r'#include "([^"]+)"')
 def layer(folder):

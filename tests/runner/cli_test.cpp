@@ -31,7 +31,8 @@
 namespace paradnn::runner_tests {
 namespace {
 
-const char* const kCommandNames[] = {"calibrate", "report", "merge",
+const char* const kCommandNames[] = {"calibrate",      "report",
+                                     "merge",          "onnx-check",
                                      "mlperf-summary", "mlperf-report"};
 
 TEST_CASE("--help lists the commands and flags, on stdout", "[runner][cli]") {

@@ -1,0 +1,78 @@
+// ONNX files read into the layer graph: each node of the file's graph
+// mapped onto the graph's operations, or the reason it cannot be, so that a
+// model the field exchanges runs as a case beside the synthetic ones.
+// Read with the ONNX library (its protobuf classes, its checker and its
+// shape inference); docs/onnx.md says what maps onto what.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "generators/graph.h"
+#include "generators/spec.h"
+
+namespace paradnn {
+
+// One node of the file's graph, and how it maps.
+struct OnnxNode {
+  std::string name;     // the node's name in the file ("" if it has none)
+  std::string op_type;  // "Conv", "Gemm", ...
+  // Empty where the node maps onto the graph (a layer, or nothing: an
+  // Identity passes its input on); else why it cannot, naming the operator
+  // and what of it the graph lacks.
+  std::string unsupported;
+};
+
+struct OnnxModel {
+  std::string path;
+  std::string producer;  // "pytorch 1.13.1"
+  int64_t opset = 0;     // the default domain's
+  std::vector<OnnxNode> nodes;
+  // The layer graph at the batch asked for, where every node maps; its
+  // training loss (softmax cross-entropy over the output) appended.
+  std::optional<Graph> graph;
+  // Why there is no graph: the first unsupported node, or a shape the
+  // graph's builders refuse.
+  std::string why_no_graph;
+  // Values of the initializers the mapped layers read as parameters.
+  int64_t initializer_params = 0;
+};
+
+// A file read once, checked (onnx::checker) and its shapes inferred, then
+// mapped at any batch. It keeps the shapes of its weights, not their
+// values.
+class OnnxFile {
+ public:
+  // Throws std::runtime_error naming the file where it cannot be read or
+  // is not a valid ONNX model.
+  static std::shared_ptr<const OnnxFile> Read(const std::string& path);
+  ~OnnxFile();
+
+  // Maps its nodes, building the graph at `batch` examples (the file's
+  // first input's first dimension, whatever the file says).
+  OnnxModel Map(int64_t batch) const;
+
+ private:
+  struct Proto;
+  explicit OnnxFile(std::unique_ptr<Proto> proto);
+  std::unique_ptr<Proto> proto_;
+};
+
+// OnnxFile::Read(path)->Map(batch).
+OnnxModel ReadOnnx(const std::string& path, int64_t batch);
+
+// The family of an ONNX file: named by the file ("resnet50.onnx"), its one
+// parameter the batch; a model whose nodes do not all map is no model
+// (its check says which node, and why). Cases are named
+// resnet50.onnx/batch:32/torch/fp32/train. Throws SpecError naming the
+// file where it cannot be read.
+FamilyDef OnnxFamily(const std::string& path);
+
+// Family files ending in .onnx are read as OnnxFamily (a config's
+// `families:` and grids' `onnx:`, --paradnn_families).
+void UseOnnxFamilies();
+
+}  // namespace paradnn
