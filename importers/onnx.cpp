@@ -82,6 +82,15 @@ class Mapper {
     }
     for (const onnx::NodeProto& n : g.node()) {
       for (const std::string& in : n.input()) ++readers_[in];
+      // A Constant node's tensor is a weight like an initializer's.
+      if (n.op_type() == "Constant" && n.output_size() == 1) {
+        for (const onnx::AttributeProto& a : n.attribute()) {
+          if (a.name() == "value") {
+            initializers_[n.output(0)] = {a.t().dims().begin(),
+                                          a.t().dims().end()};
+          }
+        }
+      }
     }
     for (const onnx::ValueInfoProto& v : g.input()) {
       if (initializers_.count(v.name())) continue;
@@ -277,12 +286,19 @@ class Mapper {
       return "";
     }
     if (op == "BatchNormalization") {
-      if (n.output_size() > 1) {
-        return where +
-               ": running statistics as outputs (a training-mode "
-               "node of opset < 14)";
+      // A training export's running statistics (its outputs after the
+      // first) are the layer's own state where nothing reads them.
+      for (int k = 1; k < n.output_size(); ++k) {
+        if (!n.output(k).empty() && readers_.count(n.output(k)) > 0) {
+          return where + ": its running statistics are read by other nodes";
+        }
       }
       return "";
+    }
+    if (op == "Constant") {
+      return n.output_size() == 1 && IsInitializer(n.output(0))
+                 ? ""
+                 : where + ": a constant other than a tensor";
     }
     if (op == "Flatten" || op == "Reshape") return "";  // checked on shapes
     static const std::set<std::string> kSame = {"Relu", "GlobalAveragePool",
@@ -294,6 +310,7 @@ class Mapper {
   void Apply(int index, const onnx::NodeProto& n) {
     const std::string op = n.op_type();
     const Attributes a(n);
+    if (op == "Constant") return;  // read as a weight by its readers
     const int x = DataInput(n);
     if (x < 0 && op != "Identity") {
       throw GraphError("its input " + n.input(0) + " is made by no layer");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "generators/cost.h"
 #include "generators/spec.h"
 #include "tests/catch.h"
 #include "tests/scratch.h"
@@ -202,14 +203,28 @@ TEST_CASE("ONNX: a product and its bias add make one dense layer", "[onnx]") {
   w.Weights("b", {4});
   w.Node("MatMul", "mm", {"x", "w"}, {"p"});
   w.Node("Add", "bias", {"p", "b"}, {"y"});
-  w.Output("y", {1, 4});
+  // A bias made by a Constant node reads as one from an initializer.
+  onnx::NodeProto* c = w.Node("Constant", "c", {}, {"b2"});
+  onnx::AttributeProto* value = c->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(4);
+  for (int i = 0; i < 4; ++i) value->mutable_t()->add_float_data(1);
+  w.Weights("w2", {4, 4});
+  w.Node("MatMul", "mm2", {"y", "w2"}, {"p2"});
+  w.Node("Add", "bias2", {"b2", "p2"}, {"z"});
+  w.Output("z", {1, 4});
   const OnnxModel m = ReadOnnx(w.Write("dense.onnx"), 5);
+  for (const OnnxNode& n : m.nodes) CHECK(n.unsupported.empty());
   REQUIRE(m.graph);
-  REQUIRE(m.graph->size() == 3);  // input, dense, loss
-  CHECK(m.graph->layer(1).op == Op::kDense);
-  CHECK(m.graph->layer(1).bias);
-  CHECK(m.graph->layer(1).shape == Shape{5, 4});
-  CHECK(m.initializer_params == 6 * 4 + 4);
+  REQUIRE(m.graph->size() == 4);  // input, dense, dense, loss
+  for (int i : {1, 2}) {
+    CHECK(m.graph->layer(i).op == Op::kDense);
+    CHECK(m.graph->layer(i).bias);
+    CHECK(m.graph->layer(i).shape == Shape{5, 4});
+  }
+  CHECK(m.initializer_params == 6 * 4 + 4 + 4 * 4 + 4);
 }
 
 TEST_CASE("ONNX: a file that is not a model is an error naming it", "[onnx]") {
@@ -260,6 +275,74 @@ TEST_CASE("paradnn onnx-check: operators, unsupported nodes, the graph",
   CHECK_THAT(out, ContainsSubstring("no graph: Conv conv1: a bias"));
   std::tie(status, out) = OnnxCheck(good + ".missing");
   CHECK(status == 2);
+}
+
+// torchvision's model `name`, untrained, exported by PyTorch's own ONNX
+// exporter in training mode (batch norm kept, with its running statistics
+// as outputs), and its parameter count as torchvision has it (the sum of
+// numel over parameters()).
+std::pair<std::string, int64_t> Torchvision(const std::string& name) {
+  const std::string file = test::Scratch("onnx/" + name + ".onnx").string();
+  const std::string count = test::Scratch("onnx/" + name + ".params").string();
+  const std::string log = test::Scratch("onnx/" + name + ".log").string();
+  // Debian's Python (another one on PATH may have no torch).
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import torch, torchvision\n"
+      "m = torchvision.models." +
+      name +
+      "()\nm.train()\n"
+      "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" +
+      file +
+      "', "
+      "training=torch.onnx.TrainingMode.TRAINING, "
+      "do_constant_folding=False, opset_version=13)\n"
+      "open('" +
+      count +
+      "', 'w').write(str(sum(p.numel() for p in "
+      "m.parameters())))\" > " +
+      log + " 2>&1";
+  {
+    INFO("exporting " + name +
+         " (python3-torchvision, python3-onnx: "
+         "scripts/setup.sh --test) failed; see " +
+         log);
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  int64_t params = 0;
+  std::ifstream(count) >> params;
+  return {file, params};
+}
+
+TEST_CASE(
+    "ONNX: torchvision's ResNet-50 as PyTorch exports it has torchvision's "
+    "parameters and is the CNN family's ResNet-50",
+    "[onnx][torchvision]") {
+  const auto [file, params] = Torchvision("resnet50");
+  REQUIRE(params == 25557032);  // torchvision's, counted by PyTorch
+  const OnnxModel m = ReadOnnx(file, 8);
+  for (const OnnxNode& n : m.nodes) CHECK(n.unsupported.empty());
+  REQUIRE(m.graph);
+  CHECK(m.initializer_params == params);
+  int64_t graph_params = 0;
+  for (const ParamTensor& p : m.graph->Params()) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    graph_params += n;
+  }
+  CHECK(graph_params == params);
+  // The same layers as the family's: the same costs, to the FLOP.
+  const Graph family =
+      ParseCaseName(
+          "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/"
+          "output:1000/batch:8/torch/fp32/train")
+          .model.BuildGraph();
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    const Cost a = ComputeCost(*m.graph, mode, DType::kFp32);
+    const Cost b = ComputeCost(family, mode, DType::kFp32);
+    CHECK(a.flops == b.flops);
+    CHECK(a.bytes == b.bytes);
+    CHECK(a.params == b.params);
+  }
 }
 
 // The runner with `args`: its exit status, stdout and stderr.
