@@ -169,9 +169,7 @@ void SilenceRank(const Options& o, const World& w, int* argc, char** argv) {
 
 void LoadRun(Run& run, int* argc, char** argv) {
   core::Loaded& loaded = *run.loaded;
-#ifdef PARADNN_WITH_ONNX
   UseOnnxFamilies();
-#endif
   std::vector<Case> cases;
   std::vector<BrickCase> bricks;
   std::vector<std::string> invalid;  // grid points that are no model

@@ -548,8 +548,8 @@ FamilyDef ReadFamilyFile(const std::string& path) {
   if (reader != Readers().end()) return reader->second(path);
   if (extension == ".onnx") {
     throw SpecError(path +
-                    ": an ONNX file, and this paradnn was built without ONNX "
-                    "(Debian: libonnx-dev; -DPARADNN_WITH_ONNX=ON)");
+                    ": an ONNX file, and this program reads none "
+                    "(importers/onnx.h: UseOnnxFamilies)");
   }
   std::ifstream in(path);
   if (!in) {

@@ -2,7 +2,8 @@
 // mapped onto the graph's operations, or the reason it cannot be, so that a
 // model the field exchanges runs as a case beside the synthetic ones.
 // Read with the ONNX library (its protobuf classes, its checker and its
-// shape inference); docs/onnx.md says what maps onto what.
+// shape inference) in a module of its own; docs/onnx.md says what maps
+// onto what.
 #pragma once
 
 #include <cstdint>
@@ -43,23 +44,24 @@ struct OnnxModel {
 
 // A file read once, checked (onnx::checker) and its shapes inferred, then
 // mapped at any batch. It keeps the shapes of its weights, not their
-// values.
+// values. Read by the module libparadnn_import_onnx.so (the ONNX library
+// and protobuf), loaded on the first file: a process that reads none
+// loads neither.
 class OnnxFile {
  public:
+  virtual ~OnnxFile() = default;
   // Throws std::runtime_error naming the file where it cannot be read or
-  // is not a valid ONNX model.
+  // is not a valid ONNX model, or where the module cannot be loaded.
   static std::shared_ptr<const OnnxFile> Read(const std::string& path);
-  ~OnnxFile();
 
   // Maps its nodes, building the graph at `batch` examples (the file's
   // first input's first dimension, whatever the file says).
-  OnnxModel Map(int64_t batch) const;
-
- private:
-  struct Proto;
-  explicit OnnxFile(std::unique_ptr<Proto> proto);
-  std::unique_ptr<Proto> proto_;
+  virtual OnnxModel Map(int64_t batch) const = 0;
 };
+
+// The module's entry point: reads a file (OnnxFile::Read's contract).
+using OnnxReader = std::shared_ptr<const OnnxFile> (*)(const std::string& path);
+inline constexpr char kOnnxReaderSymbol[] = "paradnn_onnx_reader_v1";
 
 // OnnxFile::Read(path)->Map(batch).
 OnnxModel ReadOnnx(const std::string& path, int64_t batch);

@@ -403,7 +403,6 @@ int OnnxCheckCommand(const Command& self, int argc, char** argv) {
     std::cerr << "paradnn onnx-check: --batch needs a positive count\n";
     return 2;
   }
-#ifdef PARADNN_WITH_ONNX
   int status = 0;
   for (const std::string& file : files) {
     paradnn::OnnxModel m;
@@ -444,11 +443,6 @@ int OnnxCheckCommand(const Command& self, int argc, char** argv) {
     }
   }
   return status;
-#else
-  std::cerr << "paradnn onnx-check: this paradnn was built without ONNX "
-               "(Debian: libonnx-dev; -DPARADNN_WITH_ONNX=ON)\n";
-  return 2;
-#endif
 }
 
 int HelpCommand(const Command& self, int argc, char** argv);
@@ -628,10 +622,8 @@ bool AsksForHelp(int argc, char** argv, int from) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef PARADNN_WITH_ONNX
   // ONNX files as families: in sweeps, and in the results a report reads.
   paradnn::UseOnnxFamilies();
-#endif
   if (argc > 1 && argv[1][0] != '-') {
     const Command* c = FindCommand(argv[1]);
     if (c == nullptr) {
