@@ -77,9 +77,11 @@ TEST_CASE("every command explains itself with --help", "[runner][cli]") {
 TEST_CASE("an unknown command names the known ones", "[runner][cli]") {
   Result r = RunRunner("mreg a.json");
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, ContainsSubstring(
-                        "no command 'mreg'; commands: calibrate, report, "
-                        "compare, merge, mlperf-summary, mlperf-report, help"));
+  CHECK_THAT(r.err,
+             ContainsSubstring(
+                 "no command 'mreg'; commands: calibrate, report, "
+                 "compare, merge, onnx-check, mlperf-summary, mlperf-report, "
+                 "help"));
   Result help = RunRunner("help mreg");
   CHECK(help.status == 2);
   CHECK_THAT(help.err, ContainsSubstring("no command 'mreg'"));
