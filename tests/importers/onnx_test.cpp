@@ -3,12 +3,10 @@
 #include "importers/onnx.h"
 
 #include <onnx/onnx_pb.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -17,121 +15,15 @@
 #include "generators/cost.h"
 #include "generators/spec.h"
 #include "tests/catch.h"
+#include "tests/importers/onnx_writer.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
 namespace {
 
 using Catch::Matchers::ContainsSubstring;
-
-// A model of one graph, written to the scratch folder as `name`.
-class ModelWriter {
- public:
-  ModelWriter() {
-    m_.set_ir_version(8);
-    m_.set_producer_name("paradnn-test");
-    m_.add_opset_import()->set_version(13);
-  }
-
-  void Input(const std::string& name, std::initializer_list<int64_t> dims) {
-    Value(g()->add_input(), name, dims);
-  }
-  void Output(const std::string& name, std::initializer_list<int64_t> dims) {
-    Value(g()->add_output(), name, dims);
-  }
-  void Weights(const std::string& name, std::initializer_list<int64_t> dims) {
-    onnx::TensorProto* t = g()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    int64_t n = 1;
-    for (int64_t d : dims) {
-      t->add_dims(d);
-      n *= d;
-    }
-    for (int64_t i = 0; i < n; ++i) t->add_float_data(0.5f);
-  }
-  onnx::NodeProto* Node(const std::string& op, const std::string& name,
-                        std::initializer_list<std::string> inputs,
-                        std::initializer_list<std::string> outputs) {
-    onnx::NodeProto* n = g()->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const std::string& i : inputs) n->add_input(i);
-    for (const std::string& o : outputs) n->add_output(o);
-    return n;
-  }
-  static void Ints(onnx::NodeProto* n, const std::string& name,
-                   std::initializer_list<int64_t> values) {
-    onnx::AttributeProto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a->add_ints(v);
-  }
-  static void Int(onnx::NodeProto* n, const std::string& name, int64_t v) {
-    onnx::AttributeProto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  std::string Write(const std::string& name) {
-    const std::string path = test::Scratch("onnx/" + name).string();
-    std::ofstream out(path, std::ios::binary);
-    REQUIRE(m_.SerializeToOstream(&out));
-    return path;
-  }
-
- private:
-  onnx::GraphProto* g() {
-    onnx::GraphProto* g = m_.mutable_graph();
-    g->set_name("test");
-    return g;
-  }
-  static void Value(onnx::ValueInfoProto* v, const std::string& name,
-                    std::initializer_list<int64_t> dims) {
-    v->set_name(name);
-    onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  onnx::ModelProto m_;
-};
-
-// A small residual network: conv 3->8 (3x3, pad 1), batch norm, relu, a
-// residual add, max pool, global average pool, flatten, a dense layer to
-// 10 classes as Gemm with a bias, on 3x16x16 images.
-std::string ResidualNet(bool conv_bias = false) {
-  ModelWriter w;
-  w.Input("x", {1, 3, 16, 16});
-  w.Weights("w1", {8, 3, 3, 3});
-  if (conv_bias) w.Weights("b1", {8});
-  w.Weights("s1", {8});
-  w.Weights("t1", {8});
-  w.Weights("m1", {8});
-  w.Weights("v1", {8});
-  w.Weights("w2", {8, 8, 3, 3});
-  w.Weights("fc_w", {10, 8});
-  w.Weights("fc_b", {10});
-  onnx::NodeProto* c1 = conv_bias
-                            ? w.Node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"})
-                            : w.Node("Conv", "conv1", {"x", "w1"}, {"c1"});
-  ModelWriter::Ints(c1, "kernel_shape", {3, 3});
-  ModelWriter::Ints(c1, "pads", {1, 1, 1, 1});
-  w.Node("BatchNormalization", "bn1", {"c1", "s1", "t1", "m1", "v1"}, {"n1"});
-  w.Node("Relu", "relu1", {"n1"}, {"r1"});
-  onnx::NodeProto* c2 = w.Node("Conv", "conv2", {"r1", "w2"}, {"c2"});
-  ModelWriter::Ints(c2, "kernel_shape", {3, 3});
-  ModelWriter::Ints(c2, "pads", {1, 1, 1, 1});
-  w.Node("Add", "add", {"c2", "r1"}, {"a"});
-  onnx::NodeProto* p = w.Node("MaxPool", "pool", {"a"}, {"p"});
-  ModelWriter::Ints(p, "kernel_shape", {2, 2});
-  ModelWriter::Ints(p, "strides", {2, 2});
-  w.Node("GlobalAveragePool", "gap", {"p"}, {"g"});
-  w.Node("Flatten", "flatten", {"g"}, {"f"});
-  onnx::NodeProto* fc = w.Node("Gemm", "fc", {"f", "fc_w", "fc_b"}, {"y"});
-  ModelWriter::Int(fc, "transB", 1);
-  w.Output("y", {1, 10});
-  return w.Write(conv_bias ? "residual_bias.onnx" : "residual.onnx");
-}
+using test::ModelWriter;
+using test::ResidualNet;
 
 TEST_CASE("ONNX: a residual network maps layer by layer, at any batch",
           "[onnx]") {
@@ -242,41 +134,6 @@ TEST_CASE("ONNX: a file that is not a model is an error naming it", "[onnx]") {
                     ContainsSubstring("not a valid ONNX model"));
 }
 
-// `paradnn onnx-check ARGS`: its exit status and stdout.
-std::pair<int, std::string> OnnxCheck(const std::string& args) {
-  const std::string out = test::Scratch("onnx/check.out").string();
-  const std::string cmd =
-      std::string(PARADNN_RUNNER) + " onnx-check " + args + " > " + out;
-  const int raw = std::system(cmd.c_str());
-  std::ifstream in(out);
-  std::stringstream text;
-  text << in.rdbuf();
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, text.str()};
-}
-
-TEST_CASE("paradnn onnx-check: operators, unsupported nodes, the graph",
-          "[onnx]") {
-  const std::string good = ResidualNet(), bad = ResidualNet(true);
-  auto [status, out] = OnnxCheck(good + " --batch=4");
-  CHECK(status == 0);
-  CHECK_THAT(out, ContainsSubstring(good + ": 9 nodes, opset 13, from "
-                                           "paradnn-test"));
-  CHECK_THAT(
-      out, ContainsSubstring(
-               "operators: Add 1 BatchNormalization 1 Conv 2 Flatten 1 Gemm 1 "
-               "GlobalAveragePool 1 MaxPool 1 Relu 1"));
-  CHECK_THAT(out, ContainsSubstring("graph: 10 layers, 898 parameters (the "
-                                    "file's, as its layers read them: 898)"));
-  std::tie(status, out) = OnnxCheck(good + " " + bad);
-  CHECK(status == 1);
-  CHECK_THAT(out,
-             ContainsSubstring("unsupported: Conv conv1: a bias: the graph's "
-                               "convolution has none"));
-  CHECK_THAT(out, ContainsSubstring("no graph: Conv conv1: a bias"));
-  std::tie(status, out) = OnnxCheck(good + ".missing");
-  CHECK(status == 2);
-}
-
 // torchvision's model `name`, untrained, exported by PyTorch's own ONNX
 // exporter in training mode (batch norm kept, with its running statistics
 // as outputs), and its parameter count as torchvision has it (the sum of
@@ -343,76 +200,6 @@ TEST_CASE(
     CHECK(a.bytes == b.bytes);
     CHECK(a.params == b.params);
   }
-}
-
-// The runner with `args`: its exit status, stdout and stderr.
-struct Run {
-  int status;
-  std::string out, err;
-};
-Run Runner(const std::string& args) {
-  const std::string out = test::Scratch("onnx/run.out").string();
-  const std::string err = test::Scratch("onnx/run.err").string();
-  const int raw = std::system(
-      (std::string(PARADNN_RUNNER) + " " + args + " > " + out + " 2> " + err)
-          .c_str());
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  };
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
-}
-
-TEST_CASE("ONNX files as cases: a sweep's grids and names that round-trip",
-          "[onnx]") {
-  const std::string good = ResidualNet(), bad = ResidualNet(true);
-  const std::string config = test::Scratch("onnx/sweep.yaml").string();
-  std::ofstream(config) << "seed: 1\nthreads: 1\nbackends: [torch, onednn]\n"
-                           "dtypes: [fp32]\nmodes: [train, infer]\n"
-                           "sweeps:\n"
-                           "  - onnx: residual.onnx\n    batch: [2, 4]\n"
-                           "  - onnx: residual_bias.onnx\n    batch: 2\n";
-  const std::string out = test::Scratch("onnx/results.json").string();
-  Run r =
-      Runner("--paradnn_config=" + config +
-             " --paradnn_rounds=1 --paradnn_steps=2 --benchmark_out=" + out +
-             " --benchmark_out_format=json");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  // The file the checker could not map is a grid point skipped, with why.
-  CHECK_THAT(r.err, ContainsSubstring("skipped residual_bias.onnx/batch:2"));
-  CHECK_THAT(r.err, ContainsSubstring("Conv conv1: a bias"));
-  CHECK_THAT(r.err, ContainsSubstring("8 passed, 0 skipped, 0 failed"));
-  std::ifstream in(out);
-  const nlohmann::json results = nlohmann::json::parse(in);
-  std::set<std::string> names;
-  for (const nlohmann::json& b : results["benchmarks"]) {
-    names.insert(CaseNameOf(b["name"].get<std::string>()));
-    CHECK(b["params"].get<double>() == 898);
-  }
-  std::set<std::string> expected;
-  for (const char* batch : {"2", "4"}) {
-    for (const char* backend : {"torch", "onednn"}) {
-      for (const char* mode : {"train", "infer"}) {
-        expected.insert(std::string("residual.onnx/batch:") + batch + "/" +
-                        backend + "/fp32/" + mode);
-      }
-    }
-  }
-  CHECK(names == expected);
-  // A case by its name, the file named as a family file.
-  r = Runner("--paradnn_families=" + good +
-             " --paradnn_case=residual.onnx/batch:3/onednn/fp32/infer"
-             " --paradnn_rounds=1 --paradnn_steps=2 --benchmark_format=json");
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const nlohmann::json one = nlohmann::json::parse(r.out);
-  REQUIRE(one["benchmarks"].size() == 1);
-  CHECK(CaseNameOf(one["benchmarks"][0]["name"].get<std::string>()) ==
-        "residual.onnx/batch:3/onednn/fp32/infer");
-  CHECK(one["benchmarks"][0]["params"].get<double>() == 898);
 }
 
 }  // namespace

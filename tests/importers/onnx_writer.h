@@ -1,0 +1,125 @@
+// ONNX models written with ONNX's own protobuf classes for the tests, whose
+// layers and parameters the tests know.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <initializer_list>
+#include <string>
+
+#include "tests/catch.h"
+#include "tests/scratch.h"
+
+namespace paradnn::test {
+
+// A model of one graph, written to the scratch folder as `name`.
+class ModelWriter {
+ public:
+  ModelWriter() {
+    m_.set_ir_version(8);
+    m_.set_producer_name("paradnn-test");
+    m_.add_opset_import()->set_version(13);
+  }
+
+  void Input(const std::string& name, std::initializer_list<int64_t> dims) {
+    Value(g()->add_input(), name, dims);
+  }
+  void Output(const std::string& name, std::initializer_list<int64_t> dims) {
+    Value(g()->add_output(), name, dims);
+  }
+  void Weights(const std::string& name, std::initializer_list<int64_t> dims) {
+    onnx::TensorProto* t = g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(0.5f);
+  }
+  onnx::NodeProto* Node(const std::string& op, const std::string& name,
+                        std::initializer_list<std::string> inputs,
+                        std::initializer_list<std::string> outputs) {
+    onnx::NodeProto* n = g()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const std::string& i : inputs) n->add_input(i);
+    for (const std::string& o : outputs) n->add_output(o);
+    return n;
+  }
+  static void Ints(onnx::NodeProto* n, const std::string& name,
+                   std::initializer_list<int64_t> values) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  }
+  static void Int(onnx::NodeProto* n, const std::string& name, int64_t v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  std::string Write(const std::string& name) {
+    const std::string path = Scratch("onnx/" + name).string();
+    std::ofstream out(path, std::ios::binary);
+    REQUIRE(m_.SerializeToOstream(&out));
+    return path;
+  }
+
+ private:
+  onnx::GraphProto* g() {
+    onnx::GraphProto* g = m_.mutable_graph();
+    g->set_name("test");
+    return g;
+  }
+  static void Value(onnx::ValueInfoProto* v, const std::string& name,
+                    std::initializer_list<int64_t> dims) {
+    v->set_name(name);
+    onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  onnx::ModelProto m_;
+};
+
+// A small residual network: conv 3->8 (3x3, pad 1), batch norm, relu, a
+// residual add, max pool, global average pool, flatten, a dense layer to
+// 10 classes as Gemm with a bias, on 3x16x16 images.
+inline std::string ResidualNet(bool conv_bias = false) {
+  ModelWriter w;
+  w.Input("x", {1, 3, 16, 16});
+  w.Weights("w1", {8, 3, 3, 3});
+  if (conv_bias) w.Weights("b1", {8});
+  w.Weights("s1", {8});
+  w.Weights("t1", {8});
+  w.Weights("m1", {8});
+  w.Weights("v1", {8});
+  w.Weights("w2", {8, 8, 3, 3});
+  w.Weights("fc_w", {10, 8});
+  w.Weights("fc_b", {10});
+  onnx::NodeProto* c1 = conv_bias
+                            ? w.Node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"})
+                            : w.Node("Conv", "conv1", {"x", "w1"}, {"c1"});
+  ModelWriter::Ints(c1, "kernel_shape", {3, 3});
+  ModelWriter::Ints(c1, "pads", {1, 1, 1, 1});
+  w.Node("BatchNormalization", "bn1", {"c1", "s1", "t1", "m1", "v1"}, {"n1"});
+  w.Node("Relu", "relu1", {"n1"}, {"r1"});
+  onnx::NodeProto* c2 = w.Node("Conv", "conv2", {"r1", "w2"}, {"c2"});
+  ModelWriter::Ints(c2, "kernel_shape", {3, 3});
+  ModelWriter::Ints(c2, "pads", {1, 1, 1, 1});
+  w.Node("Add", "add", {"c2", "r1"}, {"a"});
+  onnx::NodeProto* p = w.Node("MaxPool", "pool", {"a"}, {"p"});
+  ModelWriter::Ints(p, "kernel_shape", {2, 2});
+  ModelWriter::Ints(p, "strides", {2, 2});
+  w.Node("GlobalAveragePool", "gap", {"p"}, {"g"});
+  w.Node("Flatten", "flatten", {"g"}, {"f"});
+  onnx::NodeProto* fc = w.Node("Gemm", "fc", {"f", "fc_w", "fc_b"}, {"y"});
+  ModelWriter::Int(fc, "transB", 1);
+  w.Output("y", {1, 10});
+  return w.Write(conv_bias ? "residual_bias.onnx" : "residual.onnx");
+}
+
+}  // namespace paradnn::test
