@@ -265,7 +265,7 @@ class Builder {
       }
     } catch (const GraphError& e) {
       std::string shapes;
-      for (int i : in) shapes += " " + ShapeText(g_.layer(i).shape);
+      for (int i : in) shapes += " " + ToString(g_.layer(i).shape);
       Fail(item.line, item.op_name + ": " + e.what() +
                           (shapes.empty() ? "" : " (inputs" + shapes + ")"));
     }
@@ -287,14 +287,6 @@ class Builder {
     }
     Fail(item.line, "cell = " + item.attrs.at("cell").text() + " is " +
                         ToText(v) + ": expected 'rnn', 'lstm' or 'gru'");
-  }
-
-  static std::string ShapeText(const Shape& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) {
-      out += (i ? ", " : "") + std::to_string(s[i]);
-    }
-    return out + "]";
   }
 
   const Program& p_;

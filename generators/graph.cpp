@@ -117,6 +117,14 @@ int64_t Elements(const Shape& s) {
   return n;
 }
 
+std::string ToString(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
 int Graph::Append(Layer l) {
   for (int in : l.inputs) {
     PARADNN_CHECK(in >= 0 && in < size(), "layer input out of range");

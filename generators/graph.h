@@ -77,6 +77,8 @@ int Gates(Cell c);
 
 using Shape = std::vector<int64_t>;
 int64_t Elements(const Shape& s);
+// "[2, 3, 224, 224]", as messages show a shape.
+std::string ToString(const Shape& s);
 
 struct Layer {
   Op op = Op::kInput;

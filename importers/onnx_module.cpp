@@ -22,14 +22,6 @@ std::string FirstLine(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
-std::string Dims(const std::vector<int64_t>& dims) {
-  std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(dims[i]);
-  }
-  return out + "]";
-}
-
 // A node's attributes by name.
 class Attributes {
  public:
@@ -141,7 +133,7 @@ class Mapper {
       if (it == layer_of_.end()) {
         Fail("the output " + g_.output(0).name() + " is made by no layer");
       } else if (graph_.layer(it->second).shape.size() != 2) {
-        Fail("the output is " + Dims(graph_.layer(it->second).shape) +
+        Fail("the output is " + ToString(graph_.layer(it->second).shape) +
              ", not [batch, classes]");
       } else {
         graph_.SoftmaxCrossEntropy(it->second);
@@ -171,9 +163,7 @@ class Mapper {
   }
 
   int64_t Count(const std::string& initializer) const {
-    int64_t n = 1;
-    for (int64_t d : InitializerDims(initializer)) n *= d;
-    return n;
+    return Elements(InitializerDims(initializer));
   }
 
   // The node's data input, made by an earlier layer; -1 where none is.
@@ -234,11 +224,11 @@ class Mapper {
                std::to_string(w[3]) + ": the graph's are square";
       }
       if (!AllEqual(a.Ints("dilations"), 1)) {
-        return where + ": dilations " + Dims(a.Ints("dilations"));
+        return where + ": dilations " + ToString(a.Ints("dilations"));
       }
       if (Uniform(a.Ints("strides"), 1) < 0 || Uniform(a.Ints("pads"), 0) < 0) {
-        return where + ": strides " + Dims(a.Ints("strides")) + ", pads " +
-               Dims(a.Ints("pads")) +
+        return where + ": strides " + ToString(a.Ints("strides")) + ", pads " +
+               ToString(a.Ints("pads")) +
                ": the graph's are the same on every side";
       }
       const std::string pad = a.String("auto_pad");
@@ -249,8 +239,9 @@ class Mapper {
       const std::vector<int64_t> k = a.Ints("kernel_shape");
       if (Uniform(k, -1) < 0 || Uniform(a.Ints("strides"), 1) < 0 ||
           Uniform(a.Ints("pads"), 0) < 0) {
-        return where + ": window " + Dims(k) + ", strides " +
-               Dims(a.Ints("strides")) + ", pads " + Dims(a.Ints("pads")) +
+        return where + ": window " + ToString(k) + ", strides " +
+               ToString(a.Ints("strides")) + ", pads " +
+               ToString(a.Ints("pads")) +
                ": the graph's windows are square, the same on every side";
       }
       if (a.Int("ceil_mode", 0) != 0) return where + ": ceil_mode";
@@ -339,7 +330,7 @@ class Mapper {
       // units]: a flatten of those changes nothing.
       if (ShapeOf(x).size() != 2 ||
           (op == "Flatten" && a.Int("axis", 1) != 1)) {
-        throw GraphError("a flatten of " + Dims(ShapeOf(x)) +
+        throw GraphError("a flatten of " + ToString(ShapeOf(x)) +
                          ": the graph has no flatten");
       }
       Bind(n.output(0), x);
@@ -354,7 +345,8 @@ class Mapper {
       const int64_t units = transposed ? w[0] : w[1];
       const int64_t in = transposed ? w[1] : w[0];
       if (ShapeOf(x).size() != 2 || ShapeOf(x)[1] != in) {
-        throw GraphError("a product of " + Dims(ShapeOf(x)) + " by " + Dims(w) +
+        throw GraphError("a product of " + ToString(ShapeOf(x)) + " by " +
+                         ToString(w) +
                          ": the graph's dense layer reads [batch, " +
                          std::to_string(in) + "]");
       }

@@ -430,9 +430,7 @@ int OnnxCheckCommand(const Command& self, int argc, char** argv) {
     if (m.graph) {
       int64_t params = 0;
       for (const paradnn::ParamTensor& p : m.graph->Params()) {
-        int64_t count = 1;
-        for (int64_t d : p.shape) count *= d;
-        params += count;
+        params += paradnn::Elements(p.shape);
       }
       std::cout << "  graph: " << m.graph->size() << " layers, " << params
                 << " parameters (the file's, as its layers read them: "

@@ -54,9 +54,7 @@ TEST_CASE("ONNX: a residual network maps layer by layer, at any batch",
   CHECK(m.initializer_params == params);
   int64_t graph_params = 0;
   for (const ParamTensor& p : g.Params()) {
-    int64_t n = 1;
-    for (int64_t d : p.shape) n *= d;
-    graph_params += n;
+    graph_params += Elements(p.shape);
   }
   CHECK(graph_params == params);
 }
@@ -182,9 +180,7 @@ TEST_CASE(
   CHECK(m.initializer_params == params);
   int64_t graph_params = 0;
   for (const ParamTensor& p : m.graph->Params()) {
-    int64_t n = 1;
-    for (int64_t d : p.shape) n *= d;
-    graph_params += n;
+    graph_params += Elements(p.shape);
   }
   CHECK(graph_params == params);
   // The same layers as the family's: the same costs, to the FLOP.
