@@ -9,11 +9,14 @@
 namespace paradnn {
 namespace {
 
-// The attributes each op's key prints, after its input shapes.
+// The attributes each op's key prints, after its input shapes. One ending
+// in '?' is printed only where it is not its default (a convolution's
+// groups other than 1, its bias), so that the keys of the layers that had
+// no such attribute before it came stay as they were.
 const std::map<Op, std::vector<std::string>>& Attributes() {
   static const std::map<Op, std::vector<std::string>> attributes = {
       {Op::kDense, {"units", "bias"}},
-      {Op::kConv2d, {"units", "kernel", "stride", "pad"}},
+      {Op::kConv2d, {"units", "kernel", "stride", "pad", "groups?", "bias?"}},
       {Op::kBatchNorm, {}},
       {Op::kReLU, {}},
       {Op::kMaxPool, {"kernel", "stride", "pad"}},
@@ -26,8 +29,29 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kPositional, {}},
       {Op::kAttention, {"heads", "causal"}},
       {Op::kSoftmaxCrossEntropy, {}},
+      {Op::kAvgPool, {"kernel", "stride", "pad"}},
+      {Op::kFlatten, {}},
+      {Op::kSigmoid, {}},
+      {Op::kSilu, {}},
+      {Op::kRelu6, {}},
+      {Op::kHardSwish, {}},
+      {Op::kChannelMul, {}},
+      {Op::kConcat, {"axis"}},
   };
   return attributes;
+}
+
+// An attribute's name, and whether it is optional (see Attributes).
+std::pair<std::string, bool> AttributeName(const std::string& a) {
+  const bool optional = !a.empty() && a.back() == '?';
+  return {optional ? a.substr(0, a.size() - 1) : a, optional};
+}
+
+// Whether b's attribute `a` has its default value.
+bool IsDefault(const Brick& b, const std::string& a) {
+  if (a == "groups") return b.groups == 1;
+  if (a == "bias") return !b.bias;
+  return false;
 }
 
 std::string ShapeText(const Shape& s) {
@@ -64,7 +88,9 @@ namespace {
 // "/units:16/kernel:3/stride:1/pad:1": the attributes of b's type.
 std::string AttributeText(const Brick& b) {
   std::string text;
-  for (const std::string& a : Attributes().at(b.op)) {
+  for (const std::string& spec : Attributes().at(b.op)) {
+    const auto [a, optional] = AttributeName(spec);
+    if (optional && IsDefault(b, a)) continue;
     text += "/" + a + ":";
     if (a == "units") text += std::to_string(b.units);
     if (a == "kernel") text += std::to_string(b.kernel);
@@ -75,6 +101,8 @@ std::string AttributeText(const Brick& b) {
     if (a == "cell") text += ToString(b.cell);
     if (a == "heads") text += std::to_string(b.heads);
     if (a == "causal") text += b.causal ? "1" : "0";
+    if (a == "groups") text += std::to_string(b.groups);
+    if (a == "axis") text += std::to_string(b.axis);
   }
   return text;
 }
@@ -89,15 +117,17 @@ Op ParseOp(const std::string& text) {
 // Reads the attributes of b's type from parts[*k...], advancing *k.
 void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
                      Brick* b) {
-  for (const std::string& a : Attributes().at(b->op)) {
+  for (const std::string& spec : Attributes().at(b->op)) {
+    const auto [a, optional] = AttributeName(spec);
     const std::string p = *k < parts.size() ? parts[*k] : "";
+    if (optional && p.rfind(a + ":", 0) != 0) continue;
     if (p.rfind(a + ":", 0) != 0) {
       throw SpecError("segment '" + p + "' should be " + a + ":<value> (" +
                       ToString(b->op) + " takes" +
                       [&] {
                         std::string all;
                         for (const std::string& x : Attributes().at(b->op)) {
-                          all += " " + x;
+                          all += " " + AttributeName(x).first;
                         }
                         return all;
                       }() +
@@ -112,6 +142,8 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "bias") b->bias = PositiveInt(a, v, 0) != 0;
     if (a == "heads") b->heads = PositiveInt(a, v);
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
+    if (a == "groups") b->groups = PositiveInt(a, v);
+    if (a == "axis") b->axis = PositiveInt(a, v, 0);
     if (a == "cell") {
       if (v == "rnn")
         b->cell = Cell::kRnn;
@@ -124,6 +156,12 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     }
     ++*k;
   }
+}
+
+// The elementwise functions of one tensor (activations).
+bool IsActivation(Op op) {
+  return op == Op::kReLU || op == Op::kGelu || op == Op::kSigmoid ||
+         op == Op::kSilu || op == Op::kRelu6 || op == Op::kHardSwish;
 }
 
 // How many layers read each layer's output.
@@ -141,7 +179,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kDense:
       return g.Dense(in[0], b.units, b.bias);
     case Op::kConv2d:
-      return g.Conv2d(in[0], b.units, b.kernel, b.stride, b.pad);
+      return g.Conv2d(in[0], b.units, b.kernel, b.stride, b.pad, b.groups,
+                      b.bias);
     case Op::kBatchNorm:
       return g.BatchNorm(in[0]);
     case Op::kReLU:
@@ -173,6 +212,22 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kSoftmaxCrossEntropy:
       g.SoftmaxCrossEntropy(in[0]);
       return -1;
+    case Op::kAvgPool:
+      return g.AvgPool(in[0], b.kernel, b.stride, b.pad);
+    case Op::kFlatten:
+      return g.Flatten(in[0]);
+    case Op::kSigmoid:
+      return g.Sigmoid(in[0]);
+    case Op::kSilu:
+      return g.Silu(in[0]);
+    case Op::kRelu6:
+      return g.Relu6(in[0]);
+    case Op::kHardSwish:
+      return g.HardSwish(in[0]);
+    case Op::kChannelMul:
+      return g.ChannelMul(in[0], in[1]);
+    case Op::kConcat:
+      return g.Concat(in, b.axis);
     default:
       throw SpecError(std::string("'") + ToString(b.op) +
                       "' is not a brick layer");
@@ -223,7 +278,8 @@ BrickCase ParseBrickName(std::string_view name) {
       Brick next;
       next.op = ParseOp(parts[k].substr(1));
       if (next.op == Op::kAdd || next.op == Op::kEmbedding ||
-          next.op == Op::kAttention) {
+          next.op == Op::kAttention || next.op == Op::kChannelMul ||
+          next.op == Op::kConcat) {
         throw SpecError("'" + parts[k] + "' cannot follow in a chain: " +
                         "it reads more than the layer before it");
       }
@@ -241,8 +297,14 @@ BrickCase ParseBrickName(std::string_view name) {
     c.backend = parts[k + 1];
     c.dtype = ParseDType(parts[k + 2]);
     c.mode = ParseMode(parts[k + 3]);
-    const size_t want = b.op == Op::kAdd ? 2 : b.op == Op::kAttention ? 3 : 1;
-    if (b.inputs.size() != want) {
+    const size_t want = b.op == Op::kAdd || b.op == Op::kChannelMul ? 2
+                        : b.op == Op::kAttention                  ? 3
+                                                                  : 1;
+    if (b.op == Op::kConcat && b.inputs.size() < 2) {
+      throw SpecError(std::to_string(b.inputs.size()) +
+                      " input shape, concat takes two or more");
+    }
+    if (b.op != Op::kConcat && b.inputs.size() != want) {
       throw SpecError(std::to_string(b.inputs.size()) + " input shapes, " +
                       parts[1] + " takes " + std::to_string(want));
     }
@@ -304,12 +366,13 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.cell = l.cell;
     b.heads = l.heads;
     b.causal = l.causal;
+    b.groups = l.groups;
+    b.axis = l.axis;
     const bool reads_previous =
         previous >= 0 && l.inputs.size() == 1 && l.inputs[0] == previous &&
         readers[previous] == 1 && l.op != Op::kEmbedding;
     previous = i;
-    const bool joins =
-        activations_join && (l.op == Op::kReLU || l.op == Op::kGelu);
+    const bool joins = activations_join && IsActivation(l.op);
     if (reads_previous && (joins || out.bricks.back().layers() < granularity)) {
       out.bricks.back().then.push_back(std::move(b));
       continue;

@@ -83,6 +83,11 @@ po::options_description Describe(Options& o, Texts& t) {
       "stretch every timed step by the factor F (a spin of F - 1 times the "
       "step, inside the timed region), on any backend: a known difference "
       "for checking a comparison (default: 1)")(
+      "paradnn_onnx_weights", po::bool_switch(&o.onnx_weights),
+      "start ONNX files' cases from the weights in the files (their "
+      "parameters' values; batch norm's running statistics too) instead "
+      "of values made from the seed, so that their outputs are the "
+      "model's")(
       "paradnn_pin", po::bool_switch(&o.pin),
       "place each OpenMP thread of a case (LibTorch's, OpenBLAS's, oneDNN's) "
       "on a CPU of its own, in the order of the CPUs this process may use")(

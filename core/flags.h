@@ -27,6 +27,8 @@ struct Options {
   std::vector<std::string> cases;  // canonical names
   // Family files (generators/declared.h) whose families cases may name.
   std::vector<std::string> families;
+  // ONNX cases start from the file's weights, not the seed's values.
+  bool onnx_weights = false;
   std::vector<std::string> backends, dtypes, modes;  // empty: the config's
   int threads = 0;         // 0: the config's, else the usable CPUs
   int64_t seed = -1;       // -1: the config's

@@ -169,12 +169,12 @@ void SilenceRank(const Options& o, const World& w, int* argc, char** argv) {
 
 void LoadRun(Run& run, int* argc, char** argv) {
   core::Loaded& loaded = *run.loaded;
-  UseOnnxFamilies();
   std::vector<Case> cases;
   std::vector<BrickCase> bricks;
   std::vector<std::string> invalid;  // grid points that are no model
   try {
     Options o = ParseFlags(argc, argv);
+    UseOnnxFamilies(o.onnx_weights);
     if (o.help) {
       loaded.help = FlagsHelp();
       return;

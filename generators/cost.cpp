@@ -34,7 +34,8 @@ int64_t ForwardFlops(const Graph& g, int i) {
     case Op::kDense:
       return 2 * Elements(l.shape) * in.back();
     case Op::kConv2d:
-      return 2 * Elements(l.shape) * in[1] * l.kernel * l.kernel;
+      // Each output reads the channels of its group only.
+      return 2 * Elements(l.shape) * (in[1] / l.groups) * l.kernel * l.kernel;
     case Op::kRecurrent:
       // Every gate multiplies the step's input and the previous hidden state.
       return 2 * Elements(l.shape) * Gates(l.cell) * (in.back() + l.units);
@@ -58,7 +59,13 @@ namespace {
 int64_t ForwardElementwise(const Graph& g, const Layer& l) {
   switch (l.op) {
     case Op::kDense:
+    case Op::kConv2d:
       return l.bias ? Elements(l.shape) : 0;
+    case Op::kSigmoid:
+    case Op::kSilu:
+    case Op::kRelu6:
+    case Op::kHardSwish:
+    case Op::kChannelMul:
     case Op::kBatchNorm:
     case Op::kLayerNorm:
     case Op::kGelu:
@@ -83,6 +90,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
       // + b, x0 *, + x.
       return 3 * Elements(l.shape);
     case Op::kMaxPool:
+    case Op::kAvgPool:
       return Elements(l.shape) * l.kernel * l.kernel;
     case Op::kGlobalAvgPool:
       return Elements(g.layer(l.inputs[0]).shape);
@@ -97,7 +105,10 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
   }
 }
 
+// A flatten is a view of its input's values where they are laid out as
+// the graph's shapes say (LibTorch's tensors): it moves nothing.
 int64_t OutputBytes(const Layer& l, int64_t e) {
+  if (l.op == Op::kFlatten) return 0;
   return Elements(l.shape) * (l.op == Op::kTokens ? 8 : e);
 }
 
@@ -191,7 +202,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
       if (needs_grad[l.inputs.back()]) c.flops += fwd;
     }
     c.elementwise += ForwardElementwise(g, l);
-    if (needs_grad[i]) gradient_bytes += out * e;
+    if (needs_grad[i] && l.op != Op::kFlatten) gradient_bytes += out * e;
     // Recurrent layers keep every step's gate pre-activations, of the input
     // and of the hidden products, and the gates' activations for backward;
     // attention its scores and their softmax.

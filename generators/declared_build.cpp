@@ -188,7 +188,8 @@ class Builder {
         case Op::kConv2d: {
           const int64_t kernel = size("kernel", 0);
           made = g_.Conv2d(in[0], size("channels", 0), kernel,
-                           size("stride", 1), size("pad", kernel / 2));
+                           size("stride", 1), size("pad", kernel / 2),
+                           size("groups", 1), flag("bias", false));
           break;
         }
         case Op::kBatchNorm:
@@ -255,10 +256,32 @@ class Builder {
           made = g_.EmbeddingBag(in[0], size("units", 0));
           break;
         case Op::kConcat:
-          made = g_.Concat(in);
+          made = g_.Concat(in, size("axis", -1));
           break;
         case Op::kCross:
           made = g_.Cross(in[0], in[1], size("rank", 0));
+          break;
+        case Op::kAvgPool:
+          made = g_.AvgPool(in[0], size("kernel", 0), size("stride", 1),
+                            size("pad", 0));
+          break;
+        case Op::kFlatten:
+          made = g_.Flatten(in[0]);
+          break;
+        case Op::kSigmoid:
+          made = g_.Sigmoid(in[0]);
+          break;
+        case Op::kSilu:
+          made = g_.Silu(in[0]);
+          break;
+        case Op::kRelu6:
+          made = g_.Relu6(in[0]);
+          break;
+        case Op::kHardSwish:
+          made = g_.HardSwish(in[0]);
+          break;
+        case Op::kChannelMul:
+          made = g_.ChannelMul(in[0], in[1]);
           break;
         case Op::kMeanLoss:
           break;

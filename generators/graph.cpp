@@ -83,6 +83,20 @@ const char* ToString(Op op) {
       return "concat";
     case Op::kCross:
       return "cross";
+    case Op::kAvgPool:
+      return "avgpool2d";
+    case Op::kFlatten:
+      return "flatten";
+    case Op::kSigmoid:
+      return "sigmoid";
+    case Op::kSilu:
+      return "silu";
+    case Op::kRelu6:
+      return "relu6";
+    case Op::kHardSwish:
+      return "hardswish";
+    case Op::kChannelMul:
+      return "channel_mul";
   }
   return "?";
 }
@@ -192,9 +206,48 @@ int Graph::Windowed(Op op, int x, int64_t channels, int64_t kernel,
 }
 
 int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
-                  int64_t pad) {
+                  int64_t pad, int64_t groups, bool bias) {
   int i = Windowed(Op::kConv2d, x, channels, kernel, stride, pad);
+  const int64_t in = layer(x).shape[1];
+  Require(groups >= 1 && in % groups == 0 && channels % groups == 0,
+          "a convolution of " + std::to_string(groups) + " groups of " +
+              std::to_string(in) + " channels in and " +
+              std::to_string(channels) +
+              " out: the groups must divide both");
   layers_[i].units = channels;
+  layers_[i].groups = groups;
+  layers_[i].bias = bias;
+  return i;
+}
+
+int Graph::AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
+  Require(pad < kernel, "an average pool's padding must be less than its "
+                        "window, or a window covers padding only");
+  return Windowed(Op::kAvgPool, x, layer(x).shape.at(1), kernel, stride, pad);
+}
+
+int Graph::Flatten(int x) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() >= 2, "a flatten of " + ToString(in));
+  Layer l;
+  l.op = Op::kFlatten;
+  l.inputs = {x};
+  l.shape = {in[0], Elements(in) / in[0]};
+  return Append(std::move(l));
+}
+
+int Graph::Sigmoid(int x) { return SameShape(Op::kSigmoid, x); }
+int Graph::Silu(int x) { return SameShape(Op::kSilu, x); }
+int Graph::Relu6(int x) { return SameShape(Op::kRelu6, x); }
+int Graph::HardSwish(int x) { return SameShape(Op::kHardSwish, x); }
+
+int Graph::ChannelMul(int x, int s) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 4 && layer(s).shape == Shape({in[0], in[1]}),
+          "a per-channel product of " + ToString(in) + " by " +
+              ToString(layer(s).shape) + ": expected [N, C, H, W] by [N, C]");
+  const int i = SameShape(Op::kChannelMul, x);
+  layers_[i].inputs.push_back(s);
   return i;
 }
 
@@ -387,22 +440,31 @@ int Graph::EmbeddingBag(int tokens, int64_t units) {
   return Append(std::move(l));
 }
 
-int Graph::Concat(const std::vector<int>& xs) {
+int Graph::Concat(const std::vector<int>& xs, int64_t axis) {
   Require(xs.size() >= 2, "concat of fewer than two inputs");
   Shape shape = layer(xs[0]).shape;
-  shape.back() = 0;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (axis < 0) axis += rank;
+  Require(axis >= 0 && axis < rank, "concat along a dimension the inputs of " +
+                                        ToString(shape) + " do not have");
+  shape[axis] = 0;
+  const Shape others = shape;  // the dimensions every input shares
   for (int x : xs) {
-    const Shape& s = layer(x).shape;
-    Require(s.size() == shape.size() &&
-                std::equal(s.begin(), s.end() - 1, shape.begin()),
-            "concat of shapes that differ before the last dimension");
-    shape.back() += s.back();
+    Shape s = layer(x).shape;
+    Require(static_cast<int64_t>(s.size()) == rank,
+            "concat of shapes of different ranks");
+    const int64_t width = s[axis];
+    s[axis] = 0;
+    Require(s == others, "concat of shapes that differ in a dimension other "
+                         "than the one joined");
+    shape[axis] += width;
   }
   Layer l;
   l.op = Op::kConcat;
   l.inputs = xs;
   l.shape = std::move(shape);
-  l.units = l.shape.back();
+  l.axis = axis;
+  l.units = l.shape[axis];
   return Append(std::move(l));
 }
 
@@ -448,15 +510,27 @@ bool Graph::Has(Op op) const {
 std::vector<ParamTensor> Graph::Params() const {
   std::vector<ParamTensor> params;
   params.reserve(size());
+  size_t first = 0;  // the index of the layer's first tensor
   auto add = [&](int i, const char* role, Shape shape, int64_t fan_in) {
     ParamTensor p;
     p.layer = i;
     p.role = role;
     p.shape = std::move(shape);
     p.bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    const std::vector<std::shared_ptr<const std::vector<float>>>& given =
+        layers_[i].values;
+    const size_t k = params.size() - first;
+    if (k < given.size()) {
+      PARADNN_CHECK(given[k] != nullptr &&
+                        static_cast<int64_t>(given[k]->size()) ==
+                            Elements(p.shape),
+                    "a layer's given values do not fit its tensor");
+      p.values = given[k];
+    }
     params.push_back(std::move(p));
   };
   for (int i = 0; i < size(); ++i) {
+    first = params.size();
     const Layer& l = layers_[i];
     switch (l.op) {
       case Op::kDense: {
@@ -466,9 +540,11 @@ std::vector<ParamTensor> Graph::Params() const {
         break;
       }
       case Op::kConv2d: {
-        int64_t in = layer(l.inputs[0]).shape[1];
-        add(i, "weight", {l.units, in, l.kernel, l.kernel},
-            in * l.kernel * l.kernel);
+        // A filter reads its group's channels only.
+        const int64_t in = layer(l.inputs[0]).shape[1] / l.groups;
+        const int64_t fan_in = in * l.kernel * l.kernel;
+        add(i, "weight", {l.units, in, l.kernel, l.kernel}, fan_in);
+        if (l.bias) add(i, "bias", {l.units}, fan_in);
         break;
       }
       case Op::kBatchNorm:

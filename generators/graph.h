@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,7 +22,9 @@ enum class Op {
   kInput,      // float data fed to the model
   kTokens,     // integer ids in [0, vocab), shape [length, batch]
   kDense,      // y = x W^T (+ b) over the last dimension
-  kConv2d,     // NCHW, square kernel, no bias
+  // NCHW, square kernel; `groups` groups of channels, each convolved with
+  // its own filters (depthwise: one group per channel); a bias or none.
+  kConv2d,
   kBatchNorm,  // per channel of dimension 1; scale and shift are trainable
   kReLU,
   kMaxPool,        // square window
@@ -56,11 +59,19 @@ enum class Op {
   // [vocab, units] table summed. Training updates only the rows looked up
   // (a sparse gradient).
   kEmbeddingBag,
-  kConcat,  // the inputs joined along the last dimension
+  kConcat,  // the inputs joined along dimension `axis`
   // DCNv2's cross layer over [batch, units]: x0 * (W x + b) + x, with
   // inputs (x0, x); W is U V (U [units, rank], V [rank, units]) when rank
   // > 0, else a full [units, units] matrix.
   kCross,
+  // The layers of mobile and densely connected CNNs:
+  kAvgPool,     // square window; the padding is not counted in the mean
+  kFlatten,     // [N, d1, d2, ...] -> [N, d1 x d2 x ...]
+  kSigmoid,     // 1 / (1 + exp(-x))
+  kSilu,        // x * sigmoid(x)
+  kRelu6,       // min(max(x, 0), 6)
+  kHardSwish,   // x * relu6(x + 3) / 6
+  kChannelMul,  // inputs[0] [N, C, H, W] x inputs[1] [N, C], per channel
 };
 
 const char* ToString(Op op);
@@ -98,9 +109,16 @@ struct Layer {
   int64_t context = 0;   // cached attention: positions in the cache
   int64_t position = 0;  // rotary embedding: the first position
   int64_t rank = 0;      // cross layer: W's rank (0: full)
+  int64_t groups = 1;    // convolution: groups of channels
+  int64_t axis = 0;      // concat: the dimension joined
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
   bool requires_grad = false;
+  // Initial values a file gives (an ONNX file's weights), in the order of
+  // the layer's tensors: its parameters as Params() lists them, then batch
+  // norm's running mean and variance. Empty: parameters made from the seed,
+  // running statistics those of a fresh model (0 and 1).
+  std::vector<std::shared_ptr<const std::vector<float>>> values;
 };
 
 // A rotary layer's angles, [length, dh / 2] row-major: cos and sin of
@@ -119,6 +137,8 @@ struct ParamTensor {
   // constant fill.
   double bound = 0;
   double fill = 0;
+  // Its values where a file gives them (Layer::values), else none.
+  std::shared_ptr<const std::vector<float>> values;
 };
 
 // Thrown by a builder for inputs that do not fit its layer (an add of
@@ -136,7 +156,7 @@ class Graph {
   int Tokens(int64_t length, int64_t batch, int64_t vocab);
   int Dense(int x, int64_t units, bool bias = true);
   int Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
-             int64_t pad);
+             int64_t pad, int64_t groups = 1, bool bias = false);
   int BatchNorm(int x);
   int ReLU(int x);
   int MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad);
@@ -159,8 +179,23 @@ class Graph {
                       int64_t context);
   int LastPosition(int x);
   int EmbeddingBag(int tokens, int64_t units);
-  int Concat(const std::vector<int>& xs);
+  // Along `axis` (-1: the last); the other dimensions equal.
+  int Concat(const std::vector<int>& xs, int64_t axis = -1);
   int Cross(int x0, int x, int64_t rank);
+  int AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad);
+  int Flatten(int x);
+  int Sigmoid(int x);
+  int Silu(int x);
+  int Relu6(int x);
+  int HardSwish(int x);
+  // x [N, C, H, W] scaled per example and channel by s [N, C].
+  int ChannelMul(int x, int s);
+
+  // Gives layer i the initial values a file holds (Layer::values).
+  void SetValues(int i,
+                 std::vector<std::shared_ptr<const std::vector<float>>> values) {
+    layers_.at(i).values = std::move(values);
+  }
 
   // Room for n layers, so that a generator that knows its model's size
   // appends without moving the layers (listing builds thousands of graphs).

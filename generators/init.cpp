@@ -1,5 +1,7 @@
 #include "generators/init.h"
 
+#include <algorithm>
+
 #include "generators/check.h"
 
 namespace paradnn {
@@ -56,6 +58,10 @@ std::vector<int64_t> ExampleInts(uint64_t seed, uint64_t stream, int64_t length,
 
 void InitParam(const ParamTensor& p, uint64_t seed, int index, float* out) {
   const int64_t n = Elements(p.shape);
+  if (p.values) {
+    std::copy(p.values->begin(), p.values->end(), out);
+    return;
+  }
   if (p.bound <= 0) {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p.fill);
     return;

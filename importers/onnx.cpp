@@ -12,7 +12,8 @@
 
 namespace paradnn {
 
-std::shared_ptr<const OnnxFile> OnnxFile::Read(const std::string& path) {
+std::shared_ptr<const OnnxFile> OnnxFile::Read(const std::string& path,
+                                               bool weights) {
   // The module, opened on the first file and kept; why not, if it cannot
   // be.
   static std::string error;
@@ -32,14 +33,14 @@ std::shared_ptr<const OnnxFile> OnnxFile::Read(const std::string& path) {
                              " (built with libonnx-dev and "
                              "-DPARADNN_WITH_ONNX=ON, the default)");
   }
-  return reader(path);
+  return reader(path, weights);
 }
 
-OnnxModel ReadOnnx(const std::string& path, int64_t batch) {
-  return OnnxFile::Read(path)->Map(batch);
+OnnxModel ReadOnnx(const std::string& path, int64_t batch, bool weights) {
+  return OnnxFile::Read(path, weights)->Map(batch);
 }
 
-FamilyDef OnnxFamily(const std::string& path) {
+FamilyDef OnnxFamily(const std::string& path, bool weights) {
   const std::string name = std::filesystem::path(path).filename().string();
   // A file already read (named again by another grid): the same family.
   if (const FamilyDef* known = FindFamily(name)) {
@@ -48,7 +49,7 @@ FamilyDef OnnxFamily(const std::string& path) {
   }
   std::shared_ptr<const OnnxFile> file;
   try {
-    file = OnnxFile::Read(path);
+    file = OnnxFile::Read(path, weights);
   } catch (const std::runtime_error& e) {
     throw SpecError(e.what());
   }
@@ -79,6 +80,10 @@ FamilyDef OnnxFamily(const std::string& path) {
   return def;
 }
 
-void UseOnnxFamilies() { RegisterFamilyReader(".onnx", OnnxFamily); }
+void UseOnnxFamilies(bool weights) {
+  RegisterFamilyReader(".onnx", [weights](const std::string& path) {
+    return OnnxFamily(path, weights);
+  });
+}
 
 }  // namespace paradnn

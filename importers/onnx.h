@@ -43,8 +43,10 @@ struct OnnxModel {
 };
 
 // A file read once, checked (onnx::checker) and its shapes inferred, then
-// mapped at any batch. It keeps the shapes of its weights, not their
-// values. Read by the module libparadnn_import_onnx.so (the ONNX library
+// mapped at any batch. It keeps the shapes of its weights, and their values
+// where asked (`weights`): then each layer's Layer::values are the file's
+// (a MatMul's weights transposed into the dense layer's [units, in]), batch
+// norm's running statistics among them. Read by the module libparadnn_import_onnx.so (the ONNX library
 // and protobuf), loaded on the first file: a process that reads none
 // loads neither.
 class OnnxFile {
@@ -52,7 +54,8 @@ class OnnxFile {
   virtual ~OnnxFile() = default;
   // Throws std::runtime_error naming the file where it cannot be read or
   // is not a valid ONNX model, or where the module cannot be loaded.
-  static std::shared_ptr<const OnnxFile> Read(const std::string& path);
+  static std::shared_ptr<const OnnxFile> Read(const std::string& path,
+                                              bool weights = false);
 
   // Maps its nodes, building the graph at `batch` examples (the file's
   // first input's first dimension, whatever the file says).
@@ -60,21 +63,25 @@ class OnnxFile {
 };
 
 // The module's entry point: reads a file (OnnxFile::Read's contract).
-using OnnxReader = std::shared_ptr<const OnnxFile> (*)(const std::string& path);
-inline constexpr char kOnnxReaderSymbol[] = "paradnn_onnx_reader_v1";
+using OnnxReader = std::shared_ptr<const OnnxFile> (*)(const std::string& path,
+                                                       bool weights);
+inline constexpr char kOnnxReaderSymbol[] = "paradnn_onnx_reader_v2";
 
-// OnnxFile::Read(path)->Map(batch).
-OnnxModel ReadOnnx(const std::string& path, int64_t batch);
+// OnnxFile::Read(path, weights)->Map(batch).
+OnnxModel ReadOnnx(const std::string& path, int64_t batch,
+                   bool weights = false);
 
 // The family of an ONNX file: named by the file ("resnet50.onnx"), its one
 // parameter the batch; a model whose nodes do not all map is no model
 // (its check says which node, and why). Cases are named
 // resnet50.onnx/batch:32/torch/fp32/train. Throws SpecError naming the
 // file where it cannot be read.
-FamilyDef OnnxFamily(const std::string& path);
+// With `weights`, its cases start from the file's weights.
+FamilyDef OnnxFamily(const std::string& path, bool weights = false);
 
 // Family files ending in .onnx are read as OnnxFamily (a config's
-// `families:` and grids' `onnx:`, --paradnn_families).
-void UseOnnxFamilies();
+// `families:` and grids' `onnx:`, --paradnn_families), with their weights
+// where `weights` (--paradnn_onnx_weights).
+void UseOnnxFamilies(bool weights = false);
 
 }  // namespace paradnn

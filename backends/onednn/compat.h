@@ -8,6 +8,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
+#include <vector>
 
 #if DNNL_VERSION_MAJOR >= 3
 #define PARADNN_DNNL3 1
@@ -104,26 +105,42 @@ inline dnnl::binary::primitive_desc BinaryPd(const engine& eng, algorithm alg,
 #endif
 }
 
-// An element-wise function of a tensor, written in the source's format.
-inline dnnl::eltwise_forward::primitive_desc EltwisePd(const engine& eng,
-                                                       prop_kind prop,
-                                                       algorithm alg,
-                                                       const Md& src,
-                                                       float alpha = 0.f) {
+// An element-wise function of a tensor, written in the source's format;
+// alpha and beta as oneDNN's algorithm reads them (a clip's bounds).
+inline dnnl::eltwise_forward::primitive_desc EltwisePd(
+    const engine& eng, prop_kind prop, algorithm alg, const Md& src,
+    float alpha = 0.f, float beta = 0.f) {
 #if PARADNN_DNNL3
-  return {eng, prop, alg, src, src, alpha, 0.f};
+  return {eng, prop, alg, src, src, alpha, beta};
 #else
-  return {{prop, alg, src, alpha}, eng};
+  return {{prop, alg, src, alpha, beta}, eng};
 #endif
 }
 
 inline dnnl::eltwise_backward::primitive_desc EltwiseBackwardPd(
     const engine& eng, algorithm alg, const Md& diff, const Md& src,
-    const dnnl::eltwise_forward::primitive_desc& hint) {
+    const dnnl::eltwise_forward::primitive_desc& hint, float alpha = 0.f,
+    float beta = 0.f) {
 #if PARADNN_DNNL3
-  return {eng, alg, diff, diff, src, 0.f, 0.f, hint};
+  return {eng, alg, diff, diff, src, alpha, beta, hint};
 #else
-  return {{alg, diff, src, 0.f}, eng, hint};
+  return {{alg, diff, src, alpha, beta}, eng, hint};
+#endif
+}
+
+// Hard-swish, x * min(max(alpha x + beta, 0), 1): oneDNN 3 reads alpha and
+// beta (1/6 and 1/2 give x * relu6(x + 3) / 6), oneDNN 2 has those fixed.
+constexpr float kHardSwishAlpha = 1.f / 6.f;
+constexpr float kHardSwishBeta = 0.5f;
+
+// The inputs joined along `axis` into `dst` (`any`: oneDNN picks).
+inline dnnl::concat::primitive_desc ConcatPd(const engine& eng, const Md& dst,
+                                             int axis,
+                                             const std::vector<Md>& srcs) {
+#if PARADNN_DNNL3
+  return {eng, dst, axis, srcs};
+#else
+  return {dst, axis, srcs, eng};
 #endif
 }
 
@@ -186,24 +203,48 @@ inline dnnl::inner_product_backward_data::primitive_desc InnerProductDataPd(
 #endif
 }
 
-// Direct convolutions without bias, padded alike on both sides.
+// Direct convolutions, padded alike on both sides, with a bias where
+// `bias` is given; `weights` of 5 dimensions [groups, out, in, h, w] for a
+// grouped one.
 inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
     const engine& eng, prop_kind prop, const Md& src, const Md& weights,
-    const Md& dst, const Dims& strides, const Dims& pad) {
+    const Md* bias, const Md& dst, const Dims& strides, const Dims& pad) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
+  if (bias) return {eng, prop, alg, src, weights, *bias, dst, strides, pad, pad};
   return {eng, prop, alg, src, weights, dst, strides, pad, pad};
 #else
-  return {{prop, alg, src, weights, dst, strides, pad, pad}, eng};
+  using D = dnnl::convolution_forward::desc;
+  return {bias ? D(prop, alg, src, weights, *bias, dst, strides, pad, pad)
+               : D(prop, alg, src, weights, dst, strides, pad, pad),
+          eng};
 #endif
 }
 
-// A convolution's backward, of its weights (`Backward` is
-// convolution_backward_weights: `in` the source, `weights` the weights'
-// gradient) or of its data (convolution_backward_data: `in` the source's
-// gradient, `weights` the weights): both take the same arguments.
-template <typename Backward>
-typename Backward::primitive_desc ConvolutionBackwardPd(
+// A convolution's backward of its weights (and bias, where `bias` is
+// given): `in` the source, `weights` the weights' gradient.
+inline dnnl::convolution_backward_weights::primitive_desc
+ConvolutionWeightsPd(const engine& eng, const Md& in, const Md& weights,
+                     const Md* bias, const Md& diff_dst, const Dims& strides,
+                     const Dims& pad,
+                     const dnnl::convolution_forward::primitive_desc& hint) {
+  const algorithm alg = algorithm::convolution_direct;
+#if PARADNN_DNNL3
+  if (bias) {
+    return {eng,      alg,     in,  weights, *bias, diff_dst,
+            strides,  pad,     pad, hint};
+  }
+  return {eng, alg, in, weights, diff_dst, strides, pad, pad, hint};
+#else
+  using D = dnnl::convolution_backward_weights::desc;
+  return {bias ? D(alg, in, weights, *bias, diff_dst, strides, pad, pad)
+               : D(alg, in, weights, diff_dst, strides, pad, pad),
+          eng, hint};
+#endif
+}
+
+// A convolution's backward of its data: `in` the source's gradient.
+inline dnnl::convolution_backward_data::primitive_desc ConvolutionDataPd(
     const engine& eng, const Md& in, const Md& weights, const Md& diff_dst,
     const Dims& strides, const Dims& pad,
     const dnnl::convolution_forward::primitive_desc& hint) {
@@ -211,9 +252,9 @@ typename Backward::primitive_desc ConvolutionBackwardPd(
 #if PARADNN_DNNL3
   return {eng, alg, in, weights, diff_dst, strides, pad, pad, hint};
 #else
-  return {
-      typename Backward::desc(alg, in, weights, diff_dst, strides, pad, pad),
-      eng, hint};
+  return {dnnl::convolution_backward_data::desc(alg, in, weights, diff_dst,
+                                                strides, pad, pad),
+          eng, hint};
 #endif
 }
 

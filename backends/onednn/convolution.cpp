@@ -1,4 +1,5 @@
-// oneDNN backend. Convolutions and pooling.
+// oneDNN backend. Convolutions, pooling, and what CNNs do with their
+// feature maps besides: flatten them, join them along their channels.
 #include <optional>
 #include <string>
 
@@ -14,33 +15,43 @@ memory::desc OnednnRunner::ConvolutionOutput(const Dims& dims) {
   const memory::desc any(dims, dt_, Tag::any);
   return ConvolutionPd(engine_, Forward(), any,
                        memory::desc({dims[1], dims[1], 3, 3}, dt_, Tag::any),
-                       any, {1, 1}, {1, 1})
+                       nullptr, any, {1, 1}, {1, 1})
       .dst_desc();
 }
 
 void OnednnRunner::BuildConv(int i, const Layer& l) {
   const int x = l.inputs[0];
   const Dims src_dims = DimsOf(out_[x].get_desc());
-  const Dims w_dims = {l.units, src_dims[1], l.kernel, l.kernel};
+  // Grouped: [groups, out per group, in per group, h, w], which is
+  // LibTorch's [out, in per group, h, w] split along its first dimension.
+  const int64_t g = l.groups;
+  const Dims w_dims =
+      g == 1 ? Dims{l.units, src_dims[1], l.kernel, l.kernel}
+             : Dims{g, l.units / g, src_dims[1] / g, l.kernel, l.kernel};
+  const Tag w_user = g == 1 ? Tag::oihw : Tag::goihw;
   const Dims dst_dims = l.shape;
   const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad};
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc dst_md(dst_dims, dt_, Tag::any);
-  const auto pd =
-      ConvolutionPd(engine_, Forward(), src_md, w_md, dst_md, strides, pad);
+  const memory::desc b_md({l.units}, dt_, Tag::x);
+  const memory::desc* bias = l.bias ? &b_md : nullptr;
+  const auto pd = ConvolutionPd(engine_, Forward(), src_md, w_md, bias, dst_md,
+                                strides, pad);
   // Backward weights has jit kernels for the gradient in f32 and in the
   // format it picks; asked for bf16 in the forward weights' blocked format
   // it falls back to the reference code (hundreds of times slower). The
   // SGD update reorders that gradient into the weights.
+  const memory::desc b_grad_md({l.units}, Dt::f32, Tag::x);
   std::optional<dnnl::convolution_backward_weights::primitive_desc> wpd;
   if (train_) {
     // Its input in the format it picks as well: with few channels the
     // forward pass reads them plain, which has no jit kernel here.
     auto backward_weights = [&](const memory::desc& diff_dst) {
-      wpd.emplace(ConvolutionBackwardPd<dnnl::convolution_backward_weights>(
+      wpd.emplace(ConvolutionWeightsPd(
           engine_, memory::desc(src_dims, dt_, Tag::any),
-          memory::desc(w_dims, Dt::f32, Tag::any), diff_dst, strides, pad, pd));
+          memory::desc(w_dims, Dt::f32, Tag::any), l.bias ? &b_grad_md : nullptr,
+          diff_dst, strides, pad, pd));
     };
     backward_weights(pd.dst_desc());
     // AVX2's jit kernel takes no image smaller than its kernel's reach
@@ -53,27 +64,32 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
       backward_weights(memory::desc(dst_dims, dt_, Tag::any));
     }
   }
-  AddParam(i, "weight", pd.weights_desc(),
-           memory::desc(w_dims, Dt::f32, Tag::oihw),
+  AddParam(i, "weight", pd.weights_desc(), memory::desc(w_dims, Dt::f32, w_user),
            wpd ? wpd->diff_weights_desc() : pd.weights_desc());
+  if (l.bias) {
+    AddParam(i, "bias", pd.bias_desc(), b_grad_md,
+             wpd ? wpd->diff_bias_desc() : pd.bias_desc());
+  }
   SetOut(i, pd.dst_desc());
   const memory in = Input(x, pd.src_desc());
   Weight& w = ParamOf(i, "weight");
-  Run(forward_, dnnl::convolution_forward(pd),
-      {{DNNL_ARG_SRC, in},
-       {DNNL_ARG_WEIGHTS, w.value},
-       {DNNL_ARG_DST, out_[i]}});
+  Args args = {
+      {DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w.value}, {DNNL_ARG_DST, out_[i]}};
+  if (l.bias) args[DNNL_ARG_BIAS] = ParamOf(i, "bias").value;
+  Run(forward_, dnnl::convolution_forward(pd), args);
   if (!train_) return;
-  Run(backward_[i], dnnl::convolution_backward_weights(*wpd),
-      {{DNNL_ARG_SRC, Input(x, wpd->src_desc())},
-       {DNNL_ARG_DIFF_DST, InBackward(i, diff_[i], wpd->diff_dst_desc())},
-       {DNNL_ARG_DIFF_WEIGHTS, w.grad}});
+  Args grads = {
+      {DNNL_ARG_SRC, Input(x, wpd->src_desc())},
+      {DNNL_ARG_DIFF_DST, InBackward(i, diff_[i], wpd->diff_dst_desc())},
+      {DNNL_ARG_DIFF_WEIGHTS, w.grad}};
+  if (l.bias) grads[DNNL_ARG_DIFF_BIAS] = ParamOf(i, "bias").grad;
+  Run(backward_[i], dnnl::convolution_backward_weights(*wpd), grads);
   if (Grad(x)) {
     // Backward data has kernels of its own for its own weight format;
     // given the forward one it falls back to the reference code.
     // The input gradient in the format the kernel picks too: asked for a
     // plain one it falls back to the reference code.
-    const auto dpd = ConvolutionBackwardPd<dnnl::convolution_backward_data>(
+    const auto dpd = ConvolutionDataPd(
         engine_, memory::desc(src_dims, dt_, Tag::any),
         memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pd);
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
@@ -114,6 +130,74 @@ void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
   if (workspace) bargs[DNNL_ARG_WORKSPACE] = workspace;
   Run(backward_[i], dnnl::pooling_backward(bpd), bargs);
   Deliver(x, i, grad);
+}
+
+// [N, C, H, W] -> [N, C x H x W]: the values in plain NCHW order, as
+// LibTorch's flatten reads them, copied out of the producer's format (a
+// blocked one, where the flat order is not the graph's).
+void OnednnRunner::BuildFlatten(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims in_dims = DimsOf(out_[x].get_desc());
+  SetOut(i, memory::desc(l.shape, dt_, Tag::ab));
+  const memory::desc plain(in_dims, dt_, PlainTag(in_dims.size()));
+  const memory view(plain, engine_, out_[i].get_data_handle());
+  Reorder(forward_, out_[x], view, false);
+  if (!Grad(x)) return;
+  const memory grad_view(plain, engine_, diff_[i].get_data_handle());
+  memory grad = GradTarget(x, i, diff_[x].get_desc());
+  Reorder(backward_[i], grad_view, grad, false);
+  Deliver(x, i, grad);
+}
+
+void OnednnRunner::BuildConcatAlong(int i, const Layer& l) {
+  const int axis = static_cast<int>(l.axis);
+  std::vector<memory::desc> srcs;
+  for (int x : l.inputs) srcs.push_back(out_[x].get_desc());
+  // Each input's part of the output, where backward finds its gradient:
+  // views into a format that keeps each part whole (a blocked format
+  // whose channel blocks no part splits); else channels last, where any
+  // range of channels is one.
+  auto parts = [&](const memory::desc& dst) {
+    std::vector<memory::desc> out;
+    Dims offsets(l.shape.size(), 0);
+    for (int x : l.inputs) {
+      const Dims dims = graph_.layer(x).shape;
+      out.push_back(dst.submemory_desc(dims, offsets));
+      offsets[axis] += dims[axis];
+    }
+    return out;
+  };
+  auto pd = ConcatPd(engine_, memory::desc(l.shape, dt_, Tag::any), axis, srcs);
+  std::vector<memory::desc> views;
+  try {
+    views = parts(pd.dst_desc());
+  } catch (const dnnl::error&) {
+    pd = ConcatPd(engine_, memory::desc(l.shape, dt_, Tag::acdb), axis, srcs);
+    views = parts(pd.dst_desc());
+  }
+  SetOut(i, pd.dst_desc());
+  Args args = {{DNNL_ARG_DST, out_[i]}};
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(k)] = out_[l.inputs[k]];
+  }
+  Run(forward_, dnnl::concat(pd), args);
+  if (!train_) return;
+  std::vector<int> given;  // inputs given their gradient already
+  for (size_t k = 0; k < l.inputs.size(); ++k) {
+    const int x = l.inputs[k];
+    if (!Grad(x)) continue;
+    const memory part(views[k], engine_, diff_[i].get_data_handle());
+    const memory::desc md = diff_[x].get_desc();
+    // An input read twice: its second part is added to its first.
+    if (std::count(given.begin(), given.end(), x) > 0) {
+      Reorder(backward_[i], part, diff_[x], true);
+      continue;
+    }
+    memory grad = GradTarget(x, i, md);
+    Reorder(backward_[i], part, grad, false);
+    Deliver(x, i, grad);
+    given.push_back(x);
+  }
 }
 
 }  // namespace paradnn::onednn

@@ -4,15 +4,17 @@
 
 namespace paradnn::onednn {
 
-void OnednnRunner::BuildEltwise(int i, const Layer& l, dnnl::algorithm alg) {
+void OnednnRunner::BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
+                                float alpha, float beta) {
   const int x = l.inputs[0];
   const memory::desc md = out_[x].get_desc();
-  const auto pd = EltwisePd(engine_, Forward(), alg, md);
+  const auto pd = EltwisePd(engine_, Forward(), alg, md, alpha, beta);
   SetOut(i, pd.dst_desc());
   Run(forward_, dnnl::eltwise_forward(pd),
       {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}});
   if (!Grad(x)) return;
-  const auto bpd = EltwiseBackwardPd(engine_, alg, pd.dst_desc(), md, pd);
+  const auto bpd =
+      EltwiseBackwardPd(engine_, alg, pd.dst_desc(), md, pd, alpha, beta);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::eltwise_backward(bpd),
       {{DNNL_ARG_SRC, out_[x]},
@@ -36,6 +38,59 @@ void OnednnRunner::BuildAdd(int i, const Layer& l) {
   for (int x : {a, b}) {
     if (Grad(x)) Deliver(x, i, diff_[i]);
   }
+}
+
+// x [N, C, H, W] times s [N, C] broadcast over H and W. Backward: x's
+// gradient is the output's times s; s's is the sum over H and W of the
+// output's gradient times x, an average pool of their product scaled by
+// H x W (oneDNN's pooling has jit kernels for the blocked formats a
+// convolution writes; its reduction falls back to reference code there).
+void OnednnRunner::BuildChannelMul(int i, const Layer& l) {
+  const int x = l.inputs[0], s = l.inputs[1];
+  const memory::desc md = out_[x].get_desc();
+  const Dims dims = DimsOf(md);
+  const Dims window = {dims[2], dims[3]}, ones = {1, 1}, none = {0, 0};
+  const auto pool_pd = PoolingPd(
+      engine_, dnnl::prop_kind::forward_inference,
+      dnnl::algorithm::pooling_avg_exclude_padding, md,
+      memory::desc({dims[0], dims[1], 1, 1}, dt_, Tag::any), ones, window,
+      none);
+  // The factors in the format that pool writes, x's own (channels in
+  // blocks after a convolution): oneDNN's jit kernels broadcast them
+  // there; from plain [N, C, 1, 1] into a blocked x it runs its reference
+  // code, 30-40x slower.
+  const memory::desc scale_md = pool_pd.dst_desc();
+  const memory scale = Input(s, scale_md);
+  SetOut(i, md);
+  const auto pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, scale_md,
+                           md);
+  Run(forward_, dnnl::binary(pd),
+      {{DNNL_ARG_SRC_0, out_[x]},
+       {DNNL_ARG_SRC_1, scale},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return;
+  if (Grad(x)) {
+    memory grad = GradTarget(x, i, md);
+    Run(backward_[i], dnnl::binary(pd),
+        {{DNNL_ARG_SRC_0, diff_[i]},
+         {DNNL_ARG_SRC_1, scale},
+         {DNNL_ARG_DST, grad}});
+    Deliver(x, i, grad);
+  }
+  if (!Grad(s)) return;
+  memory product = Make(md);
+  const auto ppd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md);
+  Run(backward_[i], dnnl::binary(ppd),
+      {{DNNL_ARG_SRC_0, diff_[i]},
+       {DNNL_ARG_SRC_1, out_[x]},
+       {DNNL_ARG_DST, product}});
+  memory mean = Make(scale_md);
+  Run(backward_[i], dnnl::pooling_forward(pool_pd),
+      {{DNNL_ARG_SRC, product}, {DNNL_ARG_DST, mean}});
+  memory grad = GradTarget(s, i, diff_[s].get_desc());
+  Reorder(backward_[i], mean, grad, false,
+          static_cast<float>(dims[2] * dims[3]));
+  Deliver(s, i, grad);
 }
 
 // x + a [length, units] table broadcast over the batch; the table's

@@ -535,7 +535,34 @@ void OnednnRunner::Build(int i) {
       BuildEmbeddingBag(i, l);
       break;
     case Op::kConcat:
-      BuildConcat(i, l);
+      if (l.axis + 1 == static_cast<int64_t>(l.shape.size())) {
+        BuildConcat(i, l);
+      } else {
+        BuildConcatAlong(i, l);
+      }
+      break;
+    case Op::kAvgPool:
+      BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, l.kernel,
+                l.stride, l.pad);
+      break;
+    case Op::kFlatten:
+      BuildFlatten(i, l);
+      break;
+    case Op::kSigmoid:
+      BuildEltwise(i, l, dnnl::algorithm::eltwise_logistic);
+      break;
+    case Op::kSilu:
+      BuildEltwise(i, l, dnnl::algorithm::eltwise_swish, 1.f);
+      break;
+    case Op::kRelu6:
+      BuildEltwise(i, l, dnnl::algorithm::eltwise_clip, 0.f, 6.f);
+      break;
+    case Op::kHardSwish:
+      BuildEltwise(i, l, dnnl::algorithm::eltwise_hardswish, kHardSwishAlpha,
+                   kHardSwishBeta);
+      break;
+    case Op::kChannelMul:
+      BuildChannelMul(i, l);
       break;
     case Op::kCross:
       BuildCross(i, l);

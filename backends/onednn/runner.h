@@ -295,7 +295,15 @@ class OnednnRunner : public Runner {
 
   void BuildBatchNorm(int i, const Layer& l);
 
-  void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg);
+  // alpha and beta as the algorithm reads them (EltwisePd).
+  void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
+                    float alpha = 0.f, float beta = 0.f);
+
+  // [N, C, H, W] -> [N, C x H x W] in LibTorch's order.
+  void BuildFlatten(int i, const Layer& l);
+
+  // x [N, C, H, W] times s [N, C] broadcast over H and W.
+  void BuildChannelMul(int i, const Layer& l);
 
   void BuildPool(int i, const Layer& l, dnnl::algorithm alg, int64_t kernel,
                  int64_t stride, int64_t pad);
@@ -328,6 +336,10 @@ class OnednnRunner : public Runner {
   // Plain rows of each input copied side by side; backward hands each
   // input its columns of the gradient.
   void BuildConcat(int i, const Layer& l);
+  // Along another dimension than the last (a CNN's channels): oneDNN's
+  // concat, in the format it picks; backward reorders each input's part
+  // of the gradient out of it.
+  void BuildConcatAlong(int i, const Layer& l);
 
   // x0 * (W x + b) + x as inner products (V, then U with the bias, or W)
   // and binary primitives, on plain [batch, units].

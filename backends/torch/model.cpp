@@ -36,12 +36,18 @@ TorchModel::TorchModel(const Graph& g)
                                                l.units, l.kernel)
                           .stride(l.stride)
                           .padding(l.pad)
-                          .bias(false)));
+                          .groups(l.groups)
+                          .bias(l.bias)));
         m.base = m.conv.get();
         break;
       case Op::kBatchNorm:
         m.bn = register_module(name, torch::nn::BatchNorm2d(l.units));
         m.base = m.bn.get();
+        if (l.values.size() == 4) {  // running statistics from a file
+          torch::NoGradGuard no_grad;
+          m.bn->running_mean.copy_(torch::tensor(*l.values[2]));
+          m.bn->running_var.copy_(torch::tensor(*l.values[3]));
+        }
         break;
       case Op::kEmbedding:
         m.embedding =
@@ -264,7 +270,7 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kConcat: {
         std::vector<torch::Tensor> parts;
         for (int in : l.inputs) parts.push_back(values_[in]);
-        y = torch::cat(parts, -1);
+        y = torch::cat(parts, l.axis);
         break;
       }
       case Op::kCross: {
@@ -276,6 +282,28 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         y = x * wx + xl;
         break;
       }
+      case Op::kAvgPool:
+        y = torch::avg_pool2d(x, l.kernel, l.stride, l.pad, /*ceil_mode=*/false,
+                              /*count_include_pad=*/false);
+        break;
+      case Op::kFlatten:
+        y = x.flatten(1);
+        break;
+      case Op::kSigmoid:
+        y = torch::sigmoid(x);
+        break;
+      case Op::kSilu:
+        y = torch::silu(x);
+        break;
+      case Op::kRelu6:
+        y = torch::hardtanh(x, 0, 6);  // PyTorch's ReLU6
+        break;
+      case Op::kHardSwish:
+        y = torch::hardswish(x);
+        break;
+      case Op::kChannelMul:
+        y = x * values_[l.inputs[1]].unsqueeze(-1).unsqueeze(-1);
+        break;
     }
     // Drop each activation after its last reader, as eager Python frees
     // them; autograd keeps what backward needs.

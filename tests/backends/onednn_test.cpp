@@ -153,6 +153,38 @@ TEST_CASE(
   }
 }
 
+// The layers of mobile and densely connected CNNs, each where its
+// backward has work to do: a grouped and a depthwise convolution with
+// biases, a squeeze-and-excitation (a per-channel product whose factors
+// come from the same maps), every activation, average pools with and
+// without padding, a concat of channels (one input twice, channel counts
+// that split oneDNN's blocks of 16), a flatten of feature maps.
+TEST_CASE("oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph g;
+  const int image = g.Input({3, 6, 9, 9});
+  const int grouped = g.Relu6(g.Conv2d(image, 12, 3, 1, 1, 3, true));
+  const int depthwise = g.Silu(g.Conv2d(grouped, 12, 3, 2, 1, 12, true));
+  const int squeezed = g.Dense(g.GlobalAvgPool(depthwise), 4);
+  const int excited = g.Sigmoid(g.Dense(g.HardSwish(squeezed), 12));
+  const int scaled = g.ChannelMul(depthwise, excited);
+  const int joined = g.Concat({scaled, g.Conv2d(scaled, 5, 1, 1, 0), scaled}, 1);
+  const int pooled = g.AvgPool(g.AvgPool(joined, 3, 1, 1), 2, 2, 0);
+  g.SoftmaxCrossEntropy(g.Dense(g.Flatten(pooled), 7));
+  CHECK(g.layer(joined).shape == Shape{3, 29, 5, 5});
+  CHECK(g.layer(pooled).shape == Shape{3, 29, 2, 2});
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    Case c = ParseCaseName(
+        "FC/layers:1/nodes:1/input:1/output:1/batch:1/"
+        "torch/fp32/train");
+    c.mode = mode;
+    INFO(ToString(mode));
+    StepBoth(*onednn, *torch, c, g);
+  }
+}
+
 TEST_CASE("oneDNN's decoder matches LibTorch's in fp32: prefill and decode",
           "[onednn][llm]") {
   // Multi-head, grouped-query and multi-query attention; a prompt shorter

@@ -62,7 +62,7 @@ TEST_CASE("the layers bricks do not cover, by model", "[bricks]") {
                                  "swiglu", "last_position"});
   CHECK(uncovered("DLRM/tables:2/rows:10/dim:4/hotness:2/dense:3/bottom:4/"
                   "top:4/cross:1/rank:2/batch:2") ==
-        std::vector<std::string>{"embedding_bag", "concat", "cross"});
+        std::vector<std::string>{"embedding_bag", "cross"});
 }
 
 TEST_CASE("unique layers across a hand-built sweep", "[bricks]") {
@@ -128,6 +128,38 @@ TEST_CASE("brick names round-trip", "[bricks]") {
       }
     }
   }
+  // The layers of mobile and dense CNNs: a convolution's groups and bias
+  // are in its key where it has them only.
+  Graph g;
+  const int image = g.Input({2, 8, 9, 9});
+  const int depthwise = g.Silu(g.Conv2d(image, 8, 3, 1, 1, 8, true));
+  const int excited =
+      g.Sigmoid(g.Dense(g.HardSwish(g.GlobalAvgPool(depthwise)), 8));
+  const int scaled = g.ChannelMul(depthwise, excited);
+  const int joined =
+      g.Concat({g.Relu6(scaled), g.Conv2d(scaled, 4, 1, 1, 0)}, 1);
+  g.SoftmaxCrossEntropy(g.Dense(g.Flatten(g.AvgPool(joined, 3, 2, 1)), 5));
+  std::vector<std::string> keys;
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    for (const Brick& b : BricksOf(g, mode)) {
+      const BrickCase bc{b, "onednn", DType::kFp32, mode};
+      INFO(bc.Name());
+      CHECK(ParseBrickName(bc.Name()).Name() == bc.Name());
+      CHECK(ParseBrickName(bc.Name()).brick == b);
+      keys.push_back(b.Key());
+    }
+  }
+  CHECK(UncoveredLayers(g).empty());
+  CHECK(keys[0] ==
+        "conv2d/in:2x8x9x9/units:8/kernel:3/stride:1/pad:1/groups:8/bias:1/"
+        "grad:0");
+  CHECK(keys[6] == "channel_mul/in:2x8x9x9,2x8/grad:1");
+  CHECK(keys[8] == "conv2d/in:2x8x9x9/units:4/kernel:1/stride:1/pad:0/grad:1");
+  CHECK(keys[9] == "concat/in:2x8x9x9,2x4x9x9/axis:1/grad:1");
+  CHECK(keys[10] == "avgpool2d/in:2x12x9x9/kernel:3/stride:2/pad:1/grad:1");
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/concat/in:2x8x9x9/axis:1/grad:1/torch/fp32/train"),
+      ContainsSubstring("1 input shape, concat takes two or more"));
   CHECK_THROWS_WITH(
       ParseBrickName("BRICK/softmax/in:8x10/grad:0/torch/fp32/train"),
       ContainsSubstring("'softmax' is not a layer type"));

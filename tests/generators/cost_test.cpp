@@ -47,6 +47,27 @@ TEST_CASE("FC: a model small enough to count every number", "[cost]") {
   CHECK(CostOf("FC", v, Mode::kInfer, DType::kBf16).bytes == 2 * 85);
 }
 
+TEST_CASE("grouped and depthwise convolutions, biases, a flatten", "[cost]") {
+  // [2, 4, 6, 6] -> conv 8 (3x3, pad 1, 2 groups, bias) -> flatten ->
+  // dense 3; then the same maps through a depthwise 3x3.
+  Graph g;
+  const int conv = g.Conv2d(g.Input({2, 4, 6, 6}), 8, 3, 1, 1, 2, true);
+  g.Dense(g.Flatten(conv), 3);
+  Cost c = ComputeCost(g, Mode::kInfer, DType::kFp32);
+  // 8 filters of 2 channels x 9 and 8 biases; 288 x 3 and 3.
+  CHECK(c.params == 8 * 2 * 9 + 8 + 288 * 3 + 3);
+  // Each of 2 x 8 x 36 outputs reads its group's 2 channels x 9.
+  CHECK(c.flops == 2 * 576 * 18 + 2 * 2 * 288 * 3);
+  // Weights, the input and the two layers' outputs; the flatten is a view.
+  CHECK(c.bytes == 4 * (1019 + 288 + 576 + 6));
+  CHECK(c.elementwise == 576 + 6);  // the biases
+  Graph d;
+  d.Conv2d(d.Input({2, 8, 6, 6}), 8, 3, 1, 1, 8, false);
+  c = ComputeCost(d, Mode::kInfer, DType::kFp32);
+  CHECK(c.params == 8 * 9);
+  CHECK(c.flops == 2 * 576 * 9);
+}
+
 TEST_CASE("CNN residual: hand-counted ResNet", "[cost]") {
   std::vector<std::string> v = {"residual", "1", "4", "32", "10", "2"};
   Cost infer = CostOf("CNN", v, Mode::kInfer);

@@ -244,9 +244,10 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
   CHECK(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                        "  - {op: dens, units: nodes}\n") ==
         "f.yaml:5: 'dens' is not an operation: expected one of add, "
-        "attention, avgpool, batchnorm, cached_attention, concat, conv2d, "
-        "cross, dense, embedding, embedding_bag, gelu, input, last_position, "
-        "layernorm, maxpool, positional, recurrent, relu, rmsnorm, rope, "
+        "attention, avgpool, avgpool2d, batchnorm, cached_attention, "
+        "channel_mul, concat, conv2d, cross, dense, embedding, embedding_bag, "
+        "flatten, gelu, hardswish, input, last_position, layernorm, maxpool, "
+        "positional, recurrent, relu, relu6, rmsnorm, rope, sigmoid, silu, "
         "softmax_xent, swiglu, tokens");
   CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                             "  - {op: dense, units: width}\n"),

@@ -61,29 +61,128 @@ TEST_CASE("ONNX: a residual network maps layer by layer, at any batch",
 
 TEST_CASE("ONNX: a node the graph cannot express is named, with why",
           "[onnx]") {
-  const OnnxModel m = ReadOnnx(ResidualNet(/*conv_bias=*/true), 1);
+  const OnnxModel m = ReadOnnx(ResidualNet(/*dilated=*/true), 1);
   CHECK_FALSE(m.graph);
-  CHECK(m.nodes[0].unsupported ==
-        "Conv conv1: a bias: the graph's convolution has none");
+  CHECK(m.nodes[0].unsupported == "Conv conv1: dilations [2, 2]");
   CHECK(m.why_no_graph == m.nodes[0].unsupported);
   // The others are checked by their operator: none is refused.
   for (size_t i = 1; i < m.nodes.size(); ++i) {
     CHECK(m.nodes[i].unsupported.empty());
   }
-  // A flatten of a feature map, and an operator the graph has none of.
+  // An operator the graph has none of, a clip other than ReLU6's, a
+  // product by a constant, a padding of its own.
   ModelWriter w;
   w.Input("x", {1, 4, 2, 2});
-  w.Weights("fc_w", {16, 3});
-  w.Node("Sigmoid", "gate", {"x"}, {"s"});
-  w.Node("Flatten", "flat", {"x"}, {"f"});
+  w.Weights("lo", {}, -1);
+  w.Weights("hi", {}, 1);
+  w.Weights("k", {4, 1, 1});
+  w.Weights("widths", {8}, 1);
+  w.Node("Tanh", "squash", {"x"}, {"t"});
+  w.Node("Clip", "clamp", {"x", "lo", "hi"}, {"c"});
+  w.Node("Mul", "scale", {"x", "k"}, {"m"});
+  w.Node("Pad", "pad", {"x", "widths"}, {"p"});
+  w.Output("p", {1, 4, 4, 4});
+  const OnnxModel n = ReadOnnx(w.Write("unsupported.onnx"), 1);
+  REQUIRE(n.nodes.size() == 4);
+  CHECK(n.nodes[0].unsupported ==
+        "Tanh squash: no operation of the layer graph expresses ONNX's "
+        "Tanh");
+  CHECK(n.nodes[1].unsupported ==
+        "Clip clamp: a clip to [-1.000000, 1.000000]: the graph's is "
+        "ReLU6's [0, 6]");
+  CHECK_THAT(n.nodes[2].unsupported,
+             ContainsSubstring("Mul scale: a constant factor"));
+  CHECK_THAT(n.nodes[3].unsupported,
+             ContainsSubstring("Pad pad: a padding of its own"));
+  CHECK_FALSE(n.graph);
+  CHECK_THAT(n.why_no_graph, ContainsSubstring("Tanh"));
+}
+
+// The nodes of mobile and densely connected CNNs as PyTorch exports them:
+// a grouped convolution with a bias, ReLU6 as a clip to constants, a
+// depthwise one, SiLU as a sigmoid and a product, squeeze-and-excitation
+// (a global pool, 1x1 convolutions of [N, C, 1, 1], a sigmoid, a product
+// of the maps), a zero padding before an average pool, a concat of
+// channels, hard-swish, a flatten of feature maps; a bias shared through
+// an Identity.
+TEST_CASE("ONNX: mobile and dense CNNs' nodes map onto their layers",
+          "[onnx]") {
+  ModelWriter w(14);  // HardSwish's first opset
+  w.Input("x", {1, 4, 8, 8});
+  w.Weights("gw", {8, 2, 3, 3});
+  w.Weights("gb", {8});
+  w.Weights("zero", {}, 0);
+  w.Weights("six", {}, 6);
+  w.Weights("dw", {8, 1, 3, 3});
+  w.Weights("db", {8});
+  w.Weights("sw", {2, 8, 1, 1});
+  w.Weights("sb", {2});
+  w.Weights("ew", {8, 2, 1, 1});
+  w.Weights("widths", {8}, 0);
+  w.Weights("fc_w", {384, 3});
+  onnx::NodeProto* g = w.Node("Conv", "grouped", {"x", "gw", "gb"}, {"g"});
+  ModelWriter::Ints(g, "kernel_shape", {3, 3});
+  ModelWriter::Ints(g, "pads", {1, 1, 1, 1});
+  ModelWriter::Int(g, "group", 2);
+  w.Node("Clip", "relu6", {"g", "zero", "six"}, {"r"});
+  w.Node("Identity", "shared", {"db"}, {"db2"});
+  onnx::NodeProto* d = w.Node("Conv", "depthwise", {"r", "dw", "db2"}, {"d"});
+  ModelWriter::Ints(d, "kernel_shape", {3, 3});
+  ModelWriter::Ints(d, "pads", {1, 1, 1, 1});
+  ModelWriter::Int(d, "group", 8);
+  w.Node("Sigmoid", "sig", {"d"}, {"ds"});
+  w.Node("Mul", "silu", {"d", "ds"}, {"a"});
+  w.Node("GlobalAveragePool", "squeeze", {"a"}, {"q"});
+  w.Node("Conv", "reduce", {"q", "sw", "sb"}, {"q1"});
+  w.Node("Relu", "relu", {"q1"}, {"q2"});
+  w.Node("Conv", "expand", {"q2", "ew"}, {"q3"});
+  w.Node("Sigmoid", "gate", {"q3"}, {"s"});
+  w.Node("Mul", "excite", {"a", "s"}, {"e"});
+  w.Node("Pad", "nopad", {"e", "widths"}, {"p"});
+  onnx::NodeProto* pool = w.Node("AveragePool", "pool", {"p"}, {"o"});
+  ModelWriter::Ints(pool, "kernel_shape", {2, 2});
+  ModelWriter::Ints(pool, "strides", {2, 2});
+  onnx::NodeProto* cat = w.Node("Concat", "join", {"o", "o", "o"}, {"j"});
+  ModelWriter::Int(cat, "axis", 1);
+  w.Node("HardSwish", "hswish", {"j"}, {"h"});
+  w.Node("Flatten", "flat", {"h"}, {"f"});
   w.Node("MatMul", "fc", {"f", "fc_w"}, {"y"});
   w.Output("y", {1, 3});
-  const OnnxModel n = ReadOnnx(w.Write("flatten.onnx"), 1);
-  CHECK(n.nodes[0].unsupported ==
-        "Sigmoid gate: no operation of the layer graph expresses ONNX's "
-        "Sigmoid");
-  CHECK_FALSE(n.graph);
-  CHECK_THAT(n.why_no_graph, ContainsSubstring("Sigmoid"));
+  const OnnxModel m = ReadOnnx(w.Write("mobile.onnx"), 5);
+  for (const OnnxNode& n : m.nodes) {
+    INFO(n.op_type << " " << n.name);
+    CHECK(n.unsupported.empty());
+  }
+  REQUIRE(m.graph);
+  const Graph& graph = *m.graph;
+  const std::vector<Op> ops = {
+      Op::kInput,      Op::kConv2d,  Op::kRelu6,         Op::kConv2d,
+      Op::kSilu,       Op::kGlobalAvgPool, Op::kDense,   Op::kReLU,
+      Op::kDense,      Op::kSigmoid, Op::kChannelMul,    Op::kAvgPool,
+      Op::kConcat,     Op::kHardSwish, Op::kFlatten,     Op::kDense,
+      Op::kSoftmaxCrossEntropy};
+  REQUIRE(graph.size() == static_cast<int>(ops.size()));
+  for (int i = 0; i < graph.size(); ++i) {
+    INFO("layer " << i);
+    CHECK(graph.layer(i).op == ops[i]);
+  }
+  CHECK(graph.layer(1).groups == 2);
+  CHECK(graph.layer(1).bias);
+  CHECK(graph.layer(3).groups == 8);
+  CHECK(graph.layer(3).bias);
+  CHECK(graph.layer(6).bias);
+  CHECK_FALSE(graph.layer(8).bias);
+  CHECK(graph.layer(10).inputs == std::vector<int>{4, 9});
+  CHECK(graph.layer(11).shape == Shape{5, 8, 4, 4});
+  CHECK(graph.layer(12).shape == Shape{5, 24, 4, 4});
+  CHECK(graph.layer(14).shape == Shape{5, 384});
+  // Weights as the file holds them: 8*2*9 + 8, 8*9 + 8, 2*8 + 2, 8*2,
+  // 384*3 (the flatten of 24x4x4).
+  const int64_t params = 152 + 80 + 18 + 16 + 1152;
+  CHECK(m.initializer_params == params);
+  int64_t graph_params = 0;
+  for (const ParamTensor& p : graph.Params()) graph_params += Elements(p.shape);
+  CHECK(graph_params == params);
 }
 
 TEST_CASE("ONNX: a product and its bias add make one dense layer", "[onnx]") {

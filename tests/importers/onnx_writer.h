@@ -16,10 +16,10 @@ namespace paradnn::test {
 // A model of one graph, written to the scratch folder as `name`.
 class ModelWriter {
  public:
-  ModelWriter() {
+  explicit ModelWriter(int opset = 13) {
     m_.set_ir_version(8);
     m_.set_producer_name("paradnn-test");
-    m_.add_opset_import()->set_version(13);
+    m_.add_opset_import()->set_version(opset);
   }
 
   void Input(const std::string& name, std::initializer_list<int64_t> dims) {
@@ -28,7 +28,9 @@ class ModelWriter {
   void Output(const std::string& name, std::initializer_list<int64_t> dims) {
     Value(g()->add_output(), name, dims);
   }
-  void Weights(const std::string& name, std::initializer_list<int64_t> dims) {
+  // Every value `value`; no dims: a scalar.
+  void Weights(const std::string& name, std::initializer_list<int64_t> dims,
+               float value = 0.5f) {
     onnx::TensorProto* t = g()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
@@ -37,7 +39,7 @@ class ModelWriter {
       t->add_dims(d);
       n *= d;
     }
-    for (int64_t i = 0; i < n; ++i) t->add_float_data(0.5f);
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(value);
   }
   onnx::NodeProto* Node(const std::string& op, const std::string& name,
                         std::initializer_list<std::string> inputs,
@@ -88,11 +90,10 @@ class ModelWriter {
 // A small residual network: conv 3->8 (3x3, pad 1), batch norm, relu, a
 // residual add, max pool, global average pool, flatten, a dense layer to
 // 10 classes as Gemm with a bias, on 3x16x16 images.
-inline std::string ResidualNet(bool conv_bias = false) {
+inline std::string ResidualNet(bool dilated = false) {
   ModelWriter w;
   w.Input("x", {1, 3, 16, 16});
   w.Weights("w1", {8, 3, 3, 3});
-  if (conv_bias) w.Weights("b1", {8});
   w.Weights("s1", {8});
   w.Weights("t1", {8});
   w.Weights("m1", {8});
@@ -100,11 +101,12 @@ inline std::string ResidualNet(bool conv_bias = false) {
   w.Weights("w2", {8, 8, 3, 3});
   w.Weights("fc_w", {10, 8});
   w.Weights("fc_b", {10});
-  onnx::NodeProto* c1 = conv_bias
-                            ? w.Node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"})
-                            : w.Node("Conv", "conv1", {"x", "w1"}, {"c1"});
+  onnx::NodeProto* c1 = w.Node("Conv", "conv1", {"x", "w1"}, {"c1"});
   ModelWriter::Ints(c1, "kernel_shape", {3, 3});
-  ModelWriter::Ints(c1, "pads", {1, 1, 1, 1});
+  // Dilated, the kernel reaches 5x5: pads of 2 keep the image's size.
+  ModelWriter::Ints(c1, "pads", {1 + dilated, 1 + dilated, 1 + dilated,
+                                 1 + dilated});
+  if (dilated) ModelWriter::Ints(c1, "dilations", {2, 2});
   w.Node("BatchNormalization", "bn1", {"c1", "s1", "t1", "m1", "v1"}, {"n1"});
   w.Node("Relu", "relu1", {"n1"}, {"r1"});
   onnx::NodeProto* c2 = w.Node("Conv", "conv2", {"r1", "w2"}, {"c2"});
@@ -119,7 +121,7 @@ inline std::string ResidualNet(bool conv_bias = false) {
   onnx::NodeProto* fc = w.Node("Gemm", "fc", {"f", "fc_w", "fc_b"}, {"y"});
   ModelWriter::Int(fc, "transB", 1);
   w.Output("y", {1, 10});
-  return w.Write(conv_bias ? "residual_bias.onnx" : "residual.onnx");
+  return w.Write(dilated ? "residual_dilated.onnx" : "residual.onnx");
 }
 
 }  // namespace paradnn::test
