@@ -1,9 +1,10 @@
 # The family files built into the library (families/*.yaml), as one
 # generated source: paradnn_embed_families(OUT) writes OUT from
-# generators/families.cpp.in, in the order FC, CNN, RNN, DLRM.
+# generators/families.cpp.in, in the order FC, CNN, RNN, DLRM and the CNNs
+# ONNX files bring: VGG, MOBILENET_V2, EFFICIENTNET.
 function(paradnn_embed_families root out)
   set(entries "")
-  foreach(name fc cnn rnn dlrm)
+  foreach(name fc cnn rnn dlrm vgg mobilenet_v2 efficientnet)
     set(file ${root}/families/${name}.yaml)
     file(READ ${file} text)
     string(APPEND entries

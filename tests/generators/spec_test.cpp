@@ -42,9 +42,11 @@ TEST_CASE("every family's name starts with its prefix and keys in order",
   for (const FamilyDef& f : Families()) {
     std::vector<std::string> values;
     for (const ParamDef& p : f.params) {
-      // Heads of an even size for the decoder's rotary positions.
+      // Heads of an even size for the decoder's rotary positions; images
+      // that VGG's five pools and adaptive pool divide.
       const char* number = p.key == "d_model"                        ? "2"
                            : p.key == "heads" || p.key == "kv_heads" ? "1"
+                           : p.key == "image"                        ? "224"
                                                                      : "3";
       values.push_back(p.choices.empty() ? number : p.choices.back());
     }
@@ -118,7 +120,8 @@ TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
       ContainsSubstring("'maybe'") && ContainsSubstring("false, true"));
   CHECK_THROWS_WITH(ParseCaseName("MLP/layers:4"),
                     ContainsSubstring("'MLP' is not a model family") &&
-                        ContainsSubstring("FC, CNN, RNN, DLRM, TRANSFORMER, LLM"));
+                        ContainsSubstring("FC, CNN, RNN, DLRM, VGG, MOBILENET_V2, "
+                                          "EFFICIENTNET, TRANSFORMER, LLM"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/torch/fp32/train"),
       ContainsSubstring(

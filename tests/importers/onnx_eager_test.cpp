@@ -29,11 +29,12 @@ std::vector<float> ReadFloats(const std::string& path, size_t n) {
 }
 
 // Exports torchvision's `name` (seeded, untrained) as `kind` ("train": a
-// training export, batch norm and dropout kept; "eval": an inference export,
+// training export, batch norm kept, the random layers (dropout, stochastic
+// depth) in eval mode, as the graph has them; "eval": an inference export,
 // batch norm folded into the convolutions) and runs it in PyTorch eager on
 // the input paradnn's graphs are fed: its logits in training mode (batch
-// norm on the batch's statistics; dropout off, as the graph has none) and
-// in eval mode, after the export (whose trace in training mode moved the
+// norm on the batch's statistics; the random layers in eval mode) and in
+// eval mode, after the export (whose trace in training mode moved the
 // running statistics the file holds).
 struct Reference {
   std::string file;
@@ -51,11 +52,15 @@ Reference Export(const std::string& name, const std::string& kind) {
       "torch.manual_seed(0)\n"
       "m = torchvision.models." + name + "()\n"
       "train = '" + kind + "' == 'train'\n"
+      "random = (torch.nn.Dropout, torchvision.ops.StochasticDepth)\n"
+      "def eval_random():\n"
+      "  for d in m.modules():\n"
+      "    if isinstance(d, random): d.eval()\n"
       "m.train(train)\n"
+      "eval_random()\n"
       "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" + base +
-      ".onnx', training=torch.onnx.TrainingMode.TRAINING if train else "
-      "torch.onnx.TrainingMode.EVAL, do_constant_folding=not train, "
-      "opset_version=13)\n"
+      ".onnx', training=torch.onnx.TrainingMode.PRESERVE, "
+      "do_constant_folding=not train, opset_version=13)\n"
       "x = torch.from_file('" + base + ".input', size=" +
       std::to_string(x.size()) + ").view(" + std::to_string(kBatch) +
       ", 3, 224, 224)\n"
@@ -63,8 +68,7 @@ Reference Export(const std::string& name, const std::string& kind) {
       "  m.eval()\n"
       "  m(x).numpy().tofile('" + base + ".infer')\n"
       "  m.train()\n"
-      "  for d in m.modules():\n"
-      "    if isinstance(d, torch.nn.Dropout): d.eval()\n"
+      "  eval_random()\n"
       "  m(x).numpy().tofile('" + base + ".train')\n";
   std::ofstream(base + ".py") << script;
   const std::string cmd =
@@ -131,11 +135,9 @@ TEST_CASE("ONNX with its weights: MobileNetV2 gives PyTorch eager's logits",
   CheckBoth("mobilenet_v2", "eval", {Mode::kInfer});
 }
 
-// torchvision's EfficientNet trains with stochastic depth, random per
-// example, which the exporter writes as random operators: its inference
-// export, batch norm folded in.
 TEST_CASE("ONNX with its weights: EfficientNet-B0 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
+  CheckBoth("efficientnet_b0", "train", {Mode::kTrain, Mode::kInfer});
   CheckBoth("efficientnet_b0", "eval", {Mode::kInfer});
 }
 

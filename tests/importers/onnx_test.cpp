@@ -233,8 +233,9 @@ TEST_CASE("ONNX: a file that is not a model is an error naming it", "[onnx]") {
 
 // torchvision's model `name`, untrained, exported by PyTorch's own ONNX
 // exporter in training mode (batch norm kept, with its running statistics
-// as outputs), and its parameter count as torchvision has it (the sum of
-// numel over parameters()).
+// as outputs) but for its random layers (dropout, stochastic depth: their
+// eval mode, which the graph has), and its parameter count as torchvision
+// has it (the sum of numel over parameters()).
 std::pair<std::string, int64_t> Torchvision(const std::string& name) {
   const std::string file = test::Scratch("onnx/" + name + ".onnx").string();
   const std::string count = test::Scratch("onnx/" + name + ".params").string();
@@ -245,10 +246,13 @@ std::pair<std::string, int64_t> Torchvision(const std::string& name) {
       "m = torchvision.models." +
       name +
       "()\nm.train()\n"
+      "for d in m.modules():\n"
+      "  if isinstance(d, (torch.nn.Dropout, torchvision.ops.StochasticDepth)): "
+      "d.eval()\n"
       "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" +
       file +
       "', "
-      "training=torch.onnx.TrainingMode.TRAINING, "
+      "training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=False, opset_version=13)\n"
       "open('" +
       count +
@@ -267,14 +271,19 @@ std::pair<std::string, int64_t> Torchvision(const std::string& name) {
   return {file, params};
 }
 
-TEST_CASE(
-    "ONNX: torchvision's ResNet-50 as PyTorch exports it has torchvision's "
-    "parameters and is the CNN family's ResNet-50",
-    "[onnx][torchvision]") {
-  const auto [file, params] = Torchvision("resnet50");
-  REQUIRE(params == 25557032);  // torchvision's, counted by PyTorch
+// Every node of torchvision's `name` maps, and the graph has torchvision's
+// parameters; with `family`, the family's case of that name has the file's
+// costs, to the FLOP and byte, in training and inference.
+void CheckTorchvision(const std::string& name, int64_t torchvision_params,
+                      const std::string& family = "") {
+  INFO(name);
+  const auto [file, params] = Torchvision(name);
+  REQUIRE(params == torchvision_params);  // torchvision's, counted by PyTorch
   const OnnxModel m = ReadOnnx(file, 8);
-  for (const OnnxNode& n : m.nodes) CHECK(n.unsupported.empty());
+  for (const OnnxNode& n : m.nodes) {
+    INFO(n.op_type << " " << n.name);
+    CHECK(n.unsupported.empty());
+  }
   REQUIRE(m.graph);
   CHECK(m.initializer_params == params);
   int64_t graph_params = 0;
@@ -282,19 +291,47 @@ TEST_CASE(
     graph_params += Elements(p.shape);
   }
   CHECK(graph_params == params);
-  // The same layers as the family's: the same costs, to the FLOP.
-  const Graph family =
-      ParseCaseName(
-          "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/"
-          "output:1000/batch:8/torch/fp32/train")
-          .model.BuildGraph();
+  if (family.empty()) return;
+  const Graph built = ParseCaseName(family).model.BuildGraph();
   for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
     const Cost a = ComputeCost(*m.graph, mode, DType::kFp32);
-    const Cost b = ComputeCost(family, mode, DType::kFp32);
+    const Cost b = ComputeCost(built, mode, DType::kFp32);
     CHECK(a.flops == b.flops);
     CHECK(a.bytes == b.bytes);
+    CHECK(a.elementwise == b.elementwise);
     CHECK(a.params == b.params);
   }
+}
+
+TEST_CASE(
+    "ONNX: torchvision's ResNet-50 as PyTorch exports it has torchvision's "
+    "parameters and is the CNN family's ResNet-50",
+    "[onnx][torchvision]") {
+  CheckTorchvision("resnet50", 25557032,
+                   "CNN/block:bottleneck/blocks:3-4-6-3/filters:64/image:224/"
+                   "output:1000/batch:8/torch/fp32/train");
+}
+
+TEST_CASE(
+    "ONNX: torchvision's VGG-16, MobileNetV2 and EfficientNet-B0 have "
+    "torchvision's parameters and their families' costs",
+    "[onnx][torchvision]") {
+  CheckTorchvision("vgg16", 138357544,
+                   "VGG/blocks:2-2-3-3-3/image:224/output:1000/batch:8/torch/"
+                   "fp32/train");
+  CheckTorchvision("mobilenet_v2", 3504872,
+                   "MOBILENET_V2/expand:6/image:224/output:1000/batch:8/torch/"
+                   "fp32/train");
+  CheckTorchvision("efficientnet_b0", 5288548,
+                   "EFFICIENTNET/width:100/depth:100/image:224/output:1000/"
+                   "batch:8/torch/fp32/train");
+}
+
+TEST_CASE("ONNX: torchvision's AlexNet and DenseNet-121 have torchvision's "
+          "parameters",
+          "[onnx][torchvision]") {
+  CheckTorchvision("alexnet", 61100840);
+  CheckTorchvision("densenet121", 7978856);
 }
 
 }  // namespace
