@@ -234,9 +234,15 @@ TEST_CASE("ONNX: a file that is not a model is an error naming it", "[onnx]") {
 // torchvision's model `name`, untrained, exported by PyTorch's own ONNX
 // exporter in training mode (batch norm kept, with its running statistics
 // as outputs) but for its random layers (dropout, stochastic depth: their
-// eval mode, which the graph has), and its parameter count as torchvision
-// has it (the sum of numel over parameters()).
-std::pair<std::string, int64_t> Torchvision(const std::string& name) {
+// eval mode, which the graph has); its parameter count as torchvision has
+// it (the sum of numel over parameters()) and the FLOPs PyTorch's profiler
+// counts for its matrix operations (convolutions, products) in an
+// inference step of 8 examples.
+struct Exported {
+  std::string file;
+  int64_t params = 0, flops = 0;
+};
+Exported Torchvision(const std::string& name) {
   const std::string file = test::Scratch("onnx/" + name + ".onnx").string();
   const std::string count = test::Scratch("onnx/" + name + ".params").string();
   const std::string log = test::Scratch("onnx/" + name + ".log").string();
@@ -254,10 +260,15 @@ std::pair<std::string, int64_t> Torchvision(const std::string& name) {
       "', "
       "training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=False, opset_version=13)\n"
+      "m.eval()\n"
+      "with torch.no_grad(), torch.profiler.profile(with_flops=True) as p:\n"
+      "  m(torch.randn(8, 3, 224, 224))\n"
+      "matrix = ('aten::conv2d', 'aten::addmm', 'aten::mm', 'aten::bmm')\n"
+      "flops = sum(e.flops for e in p.key_averages() if e.key in matrix)\n"
       "open('" +
       count +
-      "', 'w').write(str(sum(p.numel() for p in "
-      "m.parameters())))\" > " +
+      "', 'w').write('%d %d' % (sum(p.numel() for p in "
+      "m.parameters()), flops))\" > " +
       log + " 2>&1";
   {
     INFO("exporting " + name +
@@ -266,20 +277,21 @@ std::pair<std::string, int64_t> Torchvision(const std::string& name) {
          log);
     REQUIRE(std::system(cmd.c_str()) == 0);
   }
-  int64_t params = 0;
-  std::ifstream(count) >> params;
-  return {file, params};
+  Exported out{file};
+  std::ifstream(count) >> out.params >> out.flops;
+  return out;
 }
 
 // Every node of torchvision's `name` maps, and the graph has torchvision's
-// parameters; with `family`, the family's case of that name has the file's
+// parameters and the profiler's FLOPs; with `family`, the family's case of that name has the file's
 // costs, to the FLOP and byte, in training and inference.
 void CheckTorchvision(const std::string& name, int64_t torchvision_params,
                       const std::string& family = "") {
   INFO(name);
-  const auto [file, params] = Torchvision(name);
+  const Exported e = Torchvision(name);
+  const int64_t params = e.params;
   REQUIRE(params == torchvision_params);  // torchvision's, counted by PyTorch
-  const OnnxModel m = ReadOnnx(file, 8);
+  const OnnxModel m = ReadOnnx(e.file, 8);
   for (const OnnxNode& n : m.nodes) {
     INFO(n.op_type << " " << n.name);
     CHECK(n.unsupported.empty());
@@ -291,6 +303,7 @@ void CheckTorchvision(const std::string& name, int64_t torchvision_params,
     graph_params += Elements(p.shape);
   }
   CHECK(graph_params == params);
+  CHECK(ComputeCost(*m.graph, Mode::kInfer, DType::kFp32).flops == e.flops);
   if (family.empty()) return;
   const Graph built = ParseCaseName(family).model.BuildGraph();
   for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
