@@ -88,6 +88,19 @@ Stepped StepBoth(const Backend& onednn, const Backend& torch, const Case& c,
   return s;
 }
 
+// A graph built by hand, stepped on both backends in training and in
+// inference (StepBoth), as an fp32 case.
+void StepBothModes(const Backend& onednn, const Backend& torch,
+                   const Graph& g) {
+  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    Case c = ParseCaseName(
+        "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/train");
+    c.mode = mode;
+    INFO(ToString(mode));
+    StepBoth(onednn, torch, c, g);
+  }
+}
+
 TEST_CASE("the table of built-in backends says what oneDNN's says",
           "[onednn][bricks]") {
   // Bricks are made before any module loads, from the table.
@@ -143,14 +156,7 @@ TEST_CASE(
   const int crossed = g.Cross(joined, joined, 0);
   g.SoftmaxCrossEntropy(g.Dense(crossed, 4));
   CHECK(g.layer(joined).shape == Shape{6, 21});
-  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
-    Case c = ParseCaseName(
-        "FC/layers:1/nodes:1/input:1/output:1/batch:1/"
-        "torch/fp32/train");
-    c.mode = mode;
-    INFO(ToString(mode));
-    StepBoth(*onednn, *torch, c, g);
-  }
+  StepBothModes(*onednn, *torch, g);
 }
 
 // The layers of mobile and densely connected CNNs, each where its
@@ -175,14 +181,7 @@ TEST_CASE("oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs"
   g.SoftmaxCrossEntropy(g.Dense(g.Flatten(pooled), 7));
   CHECK(g.layer(joined).shape == Shape{3, 29, 5, 5});
   CHECK(g.layer(pooled).shape == Shape{3, 29, 2, 2});
-  for (Mode mode : {Mode::kTrain, Mode::kInfer}) {
-    Case c = ParseCaseName(
-        "FC/layers:1/nodes:1/input:1/output:1/batch:1/"
-        "torch/fp32/train");
-    c.mode = mode;
-    INFO(ToString(mode));
-    StepBoth(*onednn, *torch, c, g);
-  }
+  StepBothModes(*onednn, *torch, g);
 }
 
 TEST_CASE("oneDNN's decoder matches LibTorch's in fp32: prefill and decode",
