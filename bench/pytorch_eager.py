@@ -2,7 +2,10 @@
 """The models of paradnn's case names, written the usual way in PyTorch eager
 Python, timed per step. Prints JSON {case name: seconds per step}; with
 BENCHMARK_OUT set (as `paradnn compare --run-a` sets it), also writes the
-times there as Google Benchmark JSON, one run per case.
+times there as Google Benchmark JSON, one run per case. An ONNX file's case
+(NAME.onnx/batch:B/...) is torchvision's model NAME on 224x224 images, the
+file being its export (bench/onnx_models.sh); its random layers (dropout,
+stochastic depth) train in eval mode, as the file's graph has them.
 
     /usr/bin/python3 bench/pytorch_eager.py --threads 2 NAME [NAME ...]
 """
@@ -200,6 +203,11 @@ def build(family, p):
         length = int(p["context"]) if p["phase"] == "prefill" else 1
         x = torch.randint(classes, (length, int(p["batch"])))
         rows = int(p["batch"])
+    elif family.endswith(".onnx"):
+        import torchvision
+        model = getattr(torchvision.models, family[:-len(".onnx")])()
+        x = torch.rand(int(p["batch"]), 3, 224, 224) * 2 - 1
+        classes, rows = 1000, int(p["batch"])
     else:
         model = Rnn(p)
         classes = int(p["vocab"])
@@ -218,6 +226,9 @@ def time_case(name, min_seconds):
     loss_fn = nn.CrossEntropyLoss()
     if mode == "train":
         model.train()
+        for m in model.modules():
+            if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
+                m.eval()
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
         def step():

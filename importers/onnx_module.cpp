@@ -413,6 +413,17 @@ class Mapper {
       }
       return "";
     }
+    if (op == "ReduceMean") {
+      // Over the feature maps' height and width: a global average pool.
+      std::vector<int64_t> axes = a.Ints("axes");
+      for (int64_t& x : axes) x = x < 0 ? x + 4 : x;
+      std::sort(axes.begin(), axes.end());
+      return axes == std::vector<int64_t>{2, 3}
+                 ? ""
+                 : where + ": a mean over axes " + ToString(a.Ints("axes")) +
+                       " (the graph's is a global pool's, over height and "
+                       "width)";
+    }
     if (op == "Pad") {
       const auto it = n.input_size() > 1 ? values_.find(n.input(1))
                                          : values_.end();
@@ -549,7 +560,7 @@ class Mapper {
                   {n.input(3), false},
                   {n.input(4), false}});
       Bind(n.output(0), norm);
-    } else if (op == "GlobalAveragePool") {
+    } else if (op == "GlobalAveragePool" || op == "ReduceMean") {
       Bind(n.output(0), graph_.GlobalAvgPool(x));
     } else if (op == "Identity" || op == "Dropout" || op == "Pad") {
       if (x >= 0) Bind(n.output(0), x);

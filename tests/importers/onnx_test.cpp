@@ -347,5 +347,19 @@ TEST_CASE("ONNX: torchvision's AlexNet and DenseNet-121 have torchvision's "
   CheckTorchvision("densenet121", 7978856);
 }
 
+// Grouped bottlenecks (ResNeXt), squeeze-and-excitation with ReLU
+// (RegNetY), a global pool written as a mean (MNASNet).
+TEST_CASE("ONNX: torchvision's ResNet-18, ResNeXt-50, RegNetY-400MF and "
+          "MNASNet have torchvision's parameters",
+          "[onnx][torchvision]") {
+  // Not the CNN family's residual ResNet: that projects the first
+  // block's shortcut in every group, as TensorFlow's official model does,
+  // torchvision's not in the first.
+  CheckTorchvision("resnet18", 11689512);
+  CheckTorchvision("resnext50_32x4d", 25028904);
+  CheckTorchvision("regnet_y_400mf", 4344144);
+  CheckTorchvision("mnasnet1_0", 4383312);
+}
+
 }  // namespace
 }  // namespace paradnn
