@@ -21,6 +21,7 @@
 #include "analysis/report.h"
 #include "core/flags.h"
 #include "generators/cost.h"
+#include "generators/declared.h"
 #include "importers/onnx.h"
 #include "machine/host.h"
 #include "paradnn/paradnn.h"
@@ -87,8 +88,11 @@ int MlperfSummary(const Command& self, int argc, char** argv) {
 // nothing was run.
 std::string RunTwins(const std::vector<paradnn::TwinComparison>& twins,
                      const std::string& backend, int steps,
+                     const std::vector<std::string>& files,
                      const std::string& out) {
   std::string cases;
+  for (const std::string& f : files) cases += " --paradnn_families=" + f;
+  const size_t families = cases.size();
   for (const paradnn::TwinComparison& t : twins) {
     if (!t.here.empty()) continue;
     int64_t batch = t.twin.Int("batch");
@@ -113,7 +117,7 @@ std::string RunTwins(const std::vector<paradnn::TwinComparison>& twins,
     cases += " --paradnn_case=" + paradnn::RunModel(*t.model, batch).Name() +
              "/" + backend + "/fp32/train";
   }
-  if (cases.empty()) return "";
+  if (cases.size() == families) return "";
   const std::string file = out + "/twins.json";
   const std::string cmd =
       std::filesystem::read_symlink("/proc/self/exe").string() + cases +
@@ -130,10 +134,22 @@ int MlperfReport(const Command& self, int argc, char** argv) {
   std::string mlperf, results, out, backend = "onednn";
   bool run = false;
   int steps = 3;
+  std::vector<std::pair<std::string, std::string>> twins;  // benchmark, file
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--run") {
       run = true;
+      continue;
+    }
+    if (flag == "--twin" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+        std::cerr << "paradnn mlperf-report: --twin " << v
+                  << ": expected BENCHMARK=FILE.onnx\n";
+        return UsageError(self);
+      }
+      twins.emplace_back(v.substr(0, eq), v.substr(eq + 1));
       continue;
     }
     if (flag == "--steps" && i + 1 < argc) {
@@ -160,13 +176,20 @@ int MlperfReport(const Command& self, int argc, char** argv) {
     return 2;
   }
   try {
+    std::vector<std::string> files;
+    for (const auto& [benchmark, file] : twins) {
+      const std::string family = paradnn::LoadFamilyFile(file);
+      paradnn::UseTwin(benchmark, family + "/batch:1", file);
+      files.push_back(std::filesystem::absolute(file).string());
+    }
     const auto real = paradnn::SummarizeMlperf(mlperf);
     auto synthetic = paradnn::ReadResults(results).cases;
     std::filesystem::create_directories(out);
     std::vector<std::string> more;
     if (run) {
       const std::string twins =
-          RunTwins(paradnn::CompareTwins(real, synthetic), backend, steps, out);
+          RunTwins(paradnn::CompareTwins(real, synthetic), backend, steps,
+                   files, out);
       if (!twins.empty()) {
         for (const auto& c : paradnn::ReadResults(twins).cases) {
           synthetic.push_back(c);
@@ -547,6 +570,7 @@ const Command kCommands[] = {
      MlperfSummary},
     {"mlperf-report", "put MLPerf results beside synthetic results",
      "mlperf-report --mlperf DIR --results RESULTS.json -o OUT\n"
+     "               [--twin BENCHMARK=FILE.onnx ...]\n"
      "               [--run [--backend NAME] [--steps N]]\n\n"
      "Writes OUT/side_by_side.md and .csv: each MLPerf result under DIR\n"
      "beside its model's synthetic twin (sizes against the published ones,\n"
@@ -559,7 +583,11 @@ const Command kCommands[] = {
      "                 cost model's memory estimate fits), into "
      "OUT/twins.json\n"
      "  --backend NAME the twins' backend (default: onednn)\n"
-     "  --steps N      timed steps per twin (default: 3)\n",
+     "  --steps N      timed steps per twin (default: 3)\n"
+     "  --twin BENCHMARK=FILE.onnx\n"
+     "                 the model of an ONNX file as BENCHMARK's twin (resnet,\n"
+     "                 bert, ...) in place of the built-in one; the page\n"
+     "                 names the file and the twin it replaced\n",
      MlperfReport},
     {"help", "this text, or a command's: paradnn help COMMAND",
      "help [COMMAND]\n", HelpCommand},

@@ -14,10 +14,13 @@
 namespace paradnn {
 using nlohmann::json;
 
-const std::vector<ReferenceModel>& ReferenceModels() {
+namespace {
+
+// The table, and the twins UseTwin put in it.
+std::vector<ReferenceModel>& Models() {
   // Training FLOPs per sample = 3 x forward (forward, input and weight
   // gradients), as paradnn's cost model counts them.
-  static const std::vector<ReferenceModel> models = {
+  static std::vector<ReferenceModel> models = {
       {"resnet", "ResNet-50 v1.5, 224x224", 25557032, 3 * 2 * 4.089184256e9,
        "torchvision resnet50: 25,557,032 parameters, 4.089 GMACs forward "
        "(fvcore)",
@@ -103,6 +106,43 @@ const std::vector<ReferenceModel>& ReferenceModels() {
        0, 0, "", ""},
   };
   return models;
+}
+
+}  // namespace
+
+const std::vector<ReferenceModel>& ReferenceModels() { return Models(); }
+
+void UseTwin(const std::string& benchmark, const std::string& model,
+             const std::string& source) {
+  for (ReferenceModel& m : Models()) {
+    if (m.benchmark != benchmark) continue;
+    const std::string built_in =
+        m.twin.empty() ? "none" : "`" + m.twin + "`";
+    m.twin = model;
+    m.runs_as.clear();
+    m.runs_as_why.clear();
+    m.differences = "the model of " + source +
+                    ", its layers as the file has them, in place of the "
+                    "built-in twin (" +
+                    built_in + ")";
+    // The sizes' distance from the published ones, as measured.
+    const Cost c = ComputeCost(TwinModel(m, 1).BuildGraph(), Mode::kTrain,
+                               DType::kFp32);
+    m.tolerance = std::abs(static_cast<double>(c.params) / m.params - 1);
+    if (m.train_flop_per_sample) {
+      m.tolerance = std::max(
+          m.tolerance,
+          std::abs(static_cast<double>(c.flops) / *m.train_flop_per_sample -
+                   1));
+    }
+    return;
+  }
+  std::string known;
+  for (const ReferenceModel& m : Models()) {
+    known += (known.empty() ? "" : ", ") + m.benchmark;
+  }
+  throw SpecError("'" + benchmark + "' is no MLPerf benchmark paradnn knows: " +
+                  known);
 }
 
 const ReferenceModel* FindReference(const std::string& benchmark) {

@@ -40,6 +40,13 @@ struct ReferenceModel {
   std::string runs_as_why;
 };
 const std::vector<ReferenceModel>& ReferenceModels();
+// Makes `model` (a canonical model name at batch 1 of a family this process
+// knows: an ONNX file's, "resnet50.onnx/batch:1") the twin of `benchmark`
+// in place of the built-in one, its differences naming `source` (the file)
+// and the twin it replaced, its tolerance the distance of its sizes from
+// the published ones. Throws SpecError for a benchmark not in the table.
+void UseTwin(const std::string& benchmark, const std::string& model,
+             const std::string& source);
 // The model of a benchmark (submission_benchmark), or nullptr.
 const ReferenceModel* FindReference(const std::string& benchmark);
 

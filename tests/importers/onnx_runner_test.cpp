@@ -126,5 +126,42 @@ TEST_CASE("ONNX files as cases: a sweep's grids and names that round-trip",
   CHECK(one["benchmarks"][0]["params"].get<double>() == 898);
 }
 
+// MLPerf's ResNet-50 result (tests/data/mlperf: global batch 3,200 over 8
+// accelerators) beside an ONNX file's model instead of the CNN family's
+// twin: the page names the file and the twin it replaced, the twin is at
+// the submission's batch per accelerator, and the file's training case in
+// the results is "here".
+TEST_CASE("mlperf-report: an ONNX file as a benchmark's twin", "[onnx]") {
+  const std::string file = ResidualNet();
+  const std::string results = test::Scratch("onnx/twin.json").string();
+  Run r = Runner("--paradnn_families=" + file +
+                 " --paradnn_case=residual.onnx/batch:2/onednn/fp32/train"
+                 " --paradnn_rounds=1 --paradnn_steps=2 --benchmark_out=" +
+                 results + " --benchmark_out_format=json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string out = test::Scratch("onnx/mlperf").string();
+  const std::string data = std::string(PARADNN_SOURCE_DIR) + "/tests/data/mlperf";
+  r = Runner("mlperf-report --mlperf " + data + " --results " + results +
+             " --twin resnet=" + file + " -o " + out);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  std::ifstream in(out + "/side_by_side.md");
+  std::stringstream page;
+  page << in.rdbuf();
+  CHECK_THAT(page.str(), ContainsSubstring("Twin: `residual.onnx/batch:400`"));
+  CHECK_THAT(page.str(),
+             ContainsSubstring("the model of " + file +
+                               ", its layers as the file has them, in place "
+                               "of the built-in twin (`CNN/block:bottleneck/"));
+  CHECK_THAT(page.str(),
+             ContainsSubstring("| `residual.onnx/batch:2/onednn/fp32/train` | 2 |"));
+  r = Runner("mlperf-report --mlperf " + data + " --results " + results +
+             " --twin nosuch=" + file + " -o " + out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.err, ContainsSubstring("'nosuch' is no MLPerf benchmark paradnn "
+                                      "knows: resnet, bert"));
+}
+
 }  // namespace
 }  // namespace paradnn
