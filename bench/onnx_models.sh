@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Real models from ONNX files: torchvision's ResNet-50, MobileNetV2,
-# EfficientNet-B0, DenseNet-121 and AlexNet (untrained), exported by
-# PyTorch's own exporter in training mode (random layers in eval mode), run
-# as paradnn cases at `batch` examples, train and infer:
+# MobileNetV3-Small, EfficientNet-B0, DenseNet-121 and AlexNet (untrained),
+# exported by PyTorch's own exporter (bench/torchvision_onnx.sh), run as
+# paradnn cases at `batch` examples, train and infer:
 #  1. LibTorch against the same torchvision models in PyTorch eager, fp32,
 #     in rounds that take turns (paradnn compare --run-a/--run-b, fresh
 #     processes each round): paradnn's time over eager's per case with its
-#     90% interval, and the geometric mean per mode (target <= 0.95);
+#     interval, and the geometric mean per model and mode (target <= 0.95);
 #  2. oneDNN over LibTorch in fp32 (target <= 0.8 per model) and bf16 over
 #     fp32 on oneDNN (target < 1), from one run of rounds of both backends
 #     and both types (--paradnn_rounds: every case in a fresh process each
@@ -20,31 +20,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 batch=${1:-8}
 rounds=${2:-3}
 threads=${3:-$(nproc)}
-models=(resnet50 mobilenet_v2 efficientnet_b0 densenet121 alexnet)
+models=(resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 densenet121
+        alexnet)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for m in "${models[@]}"; do
-  /usr/bin/python3 - "$work/$m.onnx" "$m" >/dev/null 2>&1 <<'PY'
-import sys, torch, torchvision
-m = getattr(torchvision.models, sys.argv[2])()
-m.train()
-for d in m.modules():
-    if isinstance(d, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
-        d.eval()
-torch.onnx.export(m, torch.randn(1, 3, 224, 224), sys.argv[1],
-                  training=torch.onnx.TrainingMode.PRESERVE,
-                  do_constant_folding=False, opset_version=13)
-PY
-done
-{
-  echo "sweeps:"
-  for m in "${models[@]}"; do
-    printf '  - onnx: %s.onnx\n    batch: [%s]\n' "$m" "$batch"
-  done
-  echo "backends: [torch, onednn]"
-  echo "dtypes: [fp32, bf16]"
-  echo "modes: [train, infer]"
-} >"$work/models.yaml"
+"$root/bench/torchvision_onnx.sh" "$work" "$batch" "${models[@]}"
 
 echo "== LibTorch over PyTorch eager, fp32 (below 1: paradnn faster)"
 cases=()
@@ -60,10 +40,12 @@ for c in "${cases[@]}"; do args+=(--paradnn_case="$c"); done
   --run-b "$root/build/paradnn ${families[*]} ${args[*]} --paradnn_threads=$threads --paradnn_progress=false --benchmark_min_time=0.25" \
   2>/dev/null
 
+# A case that fails is named in the run's summary; the others compare.
 "$root/build/paradnn" --paradnn_config="$work/models.yaml" \
-  --paradnn_rounds="$rounds" --paradnn_threads="$threads" \
-  --paradnn_progress=false --benchmark_out="$work/both.json" \
-  --benchmark_out_format=json >/dev/null 2>&1
+  --paradnn_dtypes=fp32,bf16 --paradnn_rounds="$rounds" \
+  --paradnn_threads="$threads" --paradnn_progress=false \
+  --benchmark_out="$work/both.json" --benchmark_out_format=json \
+  >/dev/null 2>"$work/both.err" || grep -E "ERROR|failed" "$work/both.err"
 echo "== oneDNN over LibTorch, fp32 (below 1: oneDNN faster)"
 "$root/build/paradnn" compare "$work/both.json" --a /torch/fp32/ --b /onednn/fp32/
 echo "== bf16 over fp32 on oneDNN (below 1: bf16 faster)"

@@ -17,14 +17,14 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
   static const std::map<Op, std::vector<std::string>> attributes = {
       {Op::kDense, {"units", "bias"}},
       {Op::kConv2d, {"units", "kernel", "stride", "pad", "groups?", "bias?"}},
-      {Op::kBatchNorm, {}},
+      {Op::kBatchNorm, {"eps?"}},
       {Op::kReLU, {}},
       {Op::kMaxPool, {"kernel", "stride", "pad"}},
       {Op::kAdd, {}},
       {Op::kGlobalAvgPool, {}},
       {Op::kEmbedding, {"vocab", "units"}},
       {Op::kRecurrent, {"cell", "units"}},
-      {Op::kLayerNorm, {}},
+      {Op::kLayerNorm, {"eps?"}},
       {Op::kGelu, {}},
       {Op::kPositional, {}},
       {Op::kAttention, {"heads", "causal"}},
@@ -35,6 +35,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kSilu, {}},
       {Op::kRelu6, {}},
       {Op::kHardSwish, {}},
+      {Op::kHardSigmoid, {}},
       {Op::kChannelMul, {}},
       {Op::kConcat, {"axis"}},
   };
@@ -51,6 +52,7 @@ std::pair<std::string, bool> AttributeName(const std::string& a) {
 bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "groups") return b.groups == 1;
   if (a == "bias") return !b.bias;
+  if (a == "eps") return b.epsilon == kNormEpsilon;
   return false;
 }
 
@@ -70,6 +72,17 @@ int64_t PositiveInt(const std::string& key, const std::string& v,
   }
   throw SpecError("'" + v + "' is not a valid " + key +
                   ": expected an integer of at least " + std::to_string(min));
+}
+
+double PositiveReal(const std::string& key, const std::string& v) {
+  try {
+    size_t end = 0;
+    const double x = std::stod(v, &end);
+    if (end == v.size() && x > 0) return x;
+  } catch (const std::exception&) {
+  }
+  throw SpecError("'" + v + "' is not a valid " + key +
+                  ": expected a positive number");
 }
 
 Shape ParseShape(const std::string& text) {
@@ -103,6 +116,11 @@ std::string AttributeText(const Brick& b) {
     if (a == "causal") text += b.causal ? "1" : "0";
     if (a == "groups") text += std::to_string(b.groups);
     if (a == "axis") text += std::to_string(b.axis);
+    if (a == "eps") {
+      std::ostringstream eps;
+      eps << b.epsilon;
+      text += eps.str();
+    }
   }
   return text;
 }
@@ -144,6 +162,7 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
     if (a == "groups") b->groups = PositiveInt(a, v);
     if (a == "axis") b->axis = PositiveInt(a, v, 0);
+    if (a == "eps") b->epsilon = PositiveReal(a, v);
     if (a == "cell") {
       if (v == "rnn")
         b->cell = Cell::kRnn;
@@ -161,7 +180,8 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
 // The elementwise functions of one tensor (activations).
 bool IsActivation(Op op) {
   return op == Op::kReLU || op == Op::kGelu || op == Op::kSigmoid ||
-         op == Op::kSilu || op == Op::kRelu6 || op == Op::kHardSwish;
+         op == Op::kSilu || op == Op::kRelu6 || op == Op::kHardSwish ||
+         op == Op::kHardSigmoid;
 }
 
 // How many layers read each layer's output.
@@ -182,7 +202,7 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.Conv2d(in[0], b.units, b.kernel, b.stride, b.pad, b.groups,
                       b.bias);
     case Op::kBatchNorm:
-      return g.BatchNorm(in[0]);
+      return g.BatchNorm(in[0], b.epsilon);
     case Op::kReLU:
       return g.ReLU(in[0]);
     case Op::kMaxPool:
@@ -196,7 +216,7 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kRecurrent:
       return g.Recurrent(in[0], b.cell, b.units);
     case Op::kLayerNorm:
-      return g.LayerNorm(in[0]);
+      return g.LayerNorm(in[0], b.epsilon);
     case Op::kGelu:
       return g.Gelu(in[0]);
     case Op::kPositional:
@@ -224,6 +244,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.Relu6(in[0]);
     case Op::kHardSwish:
       return g.HardSwish(in[0]);
+    case Op::kHardSigmoid:
+      return g.HardSigmoid(in[0]);
     case Op::kChannelMul:
       return g.ChannelMul(in[0], in[1]);
     case Op::kConcat:
@@ -368,6 +390,7 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.causal = l.causal;
     b.groups = l.groups;
     b.axis = l.axis;
+    b.epsilon = l.epsilon;
     const bool reads_previous =
         previous >= 0 && l.inputs.size() == 1 && l.inputs[0] == previous &&
         readers[previous] == 1 && l.op != Op::kEmbedding;

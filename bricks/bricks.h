@@ -21,6 +21,7 @@ struct Brick {
   bool causal = false;
   int64_t groups = 1;  // a convolution's
   int64_t axis = 0;    // a concat's
+  double epsilon = kNormEpsilon;  // a normalization's
   // Whether backward computes the gradient of the input, as it does inside
   // the model unless the input is the model's data.
   bool input_grad = false;

@@ -65,6 +65,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
     case Op::kSilu:
     case Op::kRelu6:
     case Op::kHardSwish:
+    case Op::kHardSigmoid:
     case Op::kChannelMul:
     case Op::kBatchNorm:
     case Op::kLayerNorm:

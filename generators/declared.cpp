@@ -99,6 +99,7 @@ const std::map<std::string, OpInfo>& Ops() {
       {"silu", {Op::kSilu, 1, {}}},
       {"relu6", {Op::kRelu6, 1, {}}},
       {"hardswish", {Op::kHardSwish, 1, {}}},
+      {"hardsigmoid", {Op::kHardSigmoid, 1, {}}},
       {"channel_mul", {Op::kChannelMul, 2, {}}},
   };
   return ops;

@@ -280,6 +280,9 @@ class Builder {
         case Op::kHardSwish:
           made = g_.HardSwish(in[0]);
           break;
+        case Op::kHardSigmoid:
+          made = g_.HardSigmoid(in[0]);
+          break;
         case Op::kChannelMul:
           made = g_.ChannelMul(in[0], in[1]);
           break;

@@ -97,6 +97,8 @@ const char* ToString(Op op) {
       return "hardswish";
     case Op::kChannelMul:
       return "channel_mul";
+    case Op::kHardSigmoid:
+      return "hardsigmoid";
   }
   return "?";
 }
@@ -240,6 +242,7 @@ int Graph::Sigmoid(int x) { return SameShape(Op::kSigmoid, x); }
 int Graph::Silu(int x) { return SameShape(Op::kSilu, x); }
 int Graph::Relu6(int x) { return SameShape(Op::kRelu6, x); }
 int Graph::HardSwish(int x) { return SameShape(Op::kHardSwish, x); }
+int Graph::HardSigmoid(int x) { return SameShape(Op::kHardSigmoid, x); }
 
 int Graph::ChannelMul(int x, int s) {
   const Shape& in = layer(x).shape;
@@ -259,9 +262,11 @@ int Graph::SameShape(Op op, int x) {
   return Append(std::move(l));
 }
 
-int Graph::BatchNorm(int x) {
+int Graph::BatchNorm(int x, double epsilon) {
+  Require(epsilon > 0, "a normalization's epsilon must be positive");
   const int i = SameShape(Op::kBatchNorm, x);
   layers_[i].units = layers_[i].shape.at(1);
+  layers_[i].epsilon = epsilon;
   return i;
 }
 
@@ -315,9 +320,11 @@ int Graph::Recurrent(int x, Cell cell, int64_t hidden) {
   return Append(std::move(l));
 }
 
-int Graph::LayerNorm(int x) {
+int Graph::LayerNorm(int x, double epsilon) {
+  Require(epsilon > 0, "a normalization's epsilon must be positive");
   const int i = SameShape(Op::kLayerNorm, x);
   layers_[i].units = layers_[i].shape.back();
+  layers_[i].epsilon = epsilon;
   return i;
 }
 

@@ -71,10 +71,15 @@ enum class Op {
   kSilu,        // x * sigmoid(x)
   kRelu6,       // min(max(x, 0), 6)
   kHardSwish,   // x * relu6(x + 3) / 6
+  kHardSigmoid, // relu6(x + 3) / 6
   kChannelMul,  // inputs[0] [N, C, H, W] x inputs[1] [N, C], per channel
 };
 
 const char* ToString(Op op);
+
+// Batch and layer normalization's epsilon unless a layer says otherwise
+// (LibTorch's default; an ONNX file gives its own, MobileNetV3's 1e-3).
+constexpr double kNormEpsilon = 1e-5;
 
 // Llama 3's RMSNorm epsilon and rotary base: the decoder layers' constants,
 // the same on every backend.
@@ -111,6 +116,7 @@ struct Layer {
   int64_t rank = 0;      // cross layer: W's rank (0: full)
   int64_t groups = 1;    // convolution: groups of channels
   int64_t axis = 0;      // concat: the dimension joined
+  double epsilon = kNormEpsilon;  // batch and layer norm: added to variance
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
   bool requires_grad = false;
@@ -157,7 +163,7 @@ class Graph {
   int Dense(int x, int64_t units, bool bias = true);
   int Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
              int64_t pad, int64_t groups = 1, bool bias = false);
-  int BatchNorm(int x);
+  int BatchNorm(int x, double epsilon = kNormEpsilon);
   int ReLU(int x);
   int MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad);
   // a is the tensor just written (the main path), b one from further back
@@ -166,7 +172,7 @@ class Graph {
   int GlobalAvgPool(int x);
   int Embedding(int tokens, int64_t units);
   int Recurrent(int x, Cell cell, int64_t hidden);
-  int LayerNorm(int x);
+  int LayerNorm(int x, double epsilon = kNormEpsilon);
   int Gelu(int x);
   int Positional(int x);
   int Attention(int q, int k, int v, int64_t heads, bool causal);
@@ -188,6 +194,7 @@ class Graph {
   int Silu(int x);
   int Relu6(int x);
   int HardSwish(int x);
+  int HardSigmoid(int x);
   // x [N, C, H, W] scaled per example and channel by s [N, C].
   int ChannelMul(int x, int s);
 

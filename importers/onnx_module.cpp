@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -61,6 +62,15 @@ class Attributes {
  private:
   std::map<std::string, const onnx::AttributeProto*> by_name_;
 };
+
+// A float attribute as the exporter wrote it (1e-5f is 1e-5, not
+// 9.99999975e-6): the shortest decimal that reads back as the float, so
+// that a file's default epsilon is the graph's.
+double AsWritten(float f) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof(text), f).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
 
 bool AllEqual(const std::vector<int64_t>& v, int64_t value) {
   for (int64_t x : v) {
@@ -454,6 +464,15 @@ class Mapper {
     static const std::set<std::string> kShapes = {"Flatten", "Reshape",
                                                   "Concat"};
     if (kShapes.count(op)) return "";
+    if (op == "HardSigmoid") {
+      // PyTorch's: relu6(x + 3) / 6 (ONNX's default alpha is 0.2).
+      const float alpha = a.Float("alpha", 0.2f), beta = a.Float("beta", 0.5f);
+      return std::abs(alpha - 1.f / 6.f) < 1e-6f && beta == 0.5f
+                 ? ""
+                 : where + ": alpha " + std::to_string(alpha) + ", beta " +
+                       std::to_string(beta) +
+                       ": the graph's hard sigmoid is PyTorch's (1/6, 1/2)";
+    }
     static const std::set<std::string> kSame = {
         "Relu",    "GlobalAveragePool", "Identity", "Dropout",
         "Sigmoid", "HardSwish"};
@@ -546,6 +565,8 @@ class Mapper {
       Bind(n.output(0), graph_.Relu6(x));
     } else if (op == "HardSwish") {
       Bind(n.output(0), graph_.HardSwish(x));
+    } else if (op == "HardSigmoid") {
+      Bind(n.output(0), graph_.HardSigmoid(x));
     } else if (op == "Mul") {
       const int y = second();
       const bool x_maps = ShapeOf(x).size() == 4;
@@ -553,7 +574,8 @@ class Mapper {
                                : graph_.ChannelMul(y, x));
     } else if (op == "BatchNormalization") {
       params_ += Count(n.input(1)) + Count(n.input(2));  // scale and shift
-      const int norm = graph_.BatchNorm(x);
+      const int norm =
+          graph_.BatchNorm(x, AsWritten(a.Float("epsilon", 1e-5f)));
       // Scale, shift, running mean and variance.
       Give(norm, {{n.input(1), false},
                   {n.input(2), false},

@@ -40,6 +40,44 @@ void OnednnRunner::BuildAdd(int i, const Layer& l) {
   }
 }
 
+void OnednnRunner::BuildHardSigmoid(int i, const Layer& l) {
+  constexpr float kSlope = 1.f / 6.f, kOffset = 0.5f;
+#if PARADNN_DNNL3
+  BuildEltwise(i, l, dnnl::algorithm::eltwise_hardsigmoid, kSlope, kOffset);
+#else
+  const int x = l.inputs[0];
+  const memory::desc md = out_[x].get_desc();
+  const auto line = EltwisePd(engine_, Forward(),
+                              dnnl::algorithm::eltwise_linear, md, kSlope,
+                              kOffset);
+  const auto clip = EltwisePd(engine_, Forward(), dnnl::algorithm::eltwise_clip,
+                              md, 0.f, 1.f);
+  memory linear = Make(md);
+  SetOut(i, md);
+  Run(forward_, dnnl::eltwise_forward(line),
+      {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, linear}});
+  Run(forward_, dnnl::eltwise_forward(clip),
+      {{DNNL_ARG_SRC, linear}, {DNNL_ARG_DST, out_[i]}});
+  if (!Grad(x)) return;
+  const auto clip_back = EltwiseBackwardPd(
+      engine_, dnnl::algorithm::eltwise_clip, md, md, clip, 0.f, 1.f);
+  const auto line_back =
+      EltwiseBackwardPd(engine_, dnnl::algorithm::eltwise_linear, md, md, line,
+                        kSlope, kOffset);
+  memory inner = Make(md);
+  Run(backward_[i], dnnl::eltwise_backward(clip_back),
+      {{DNNL_ARG_SRC, linear},
+       {DNNL_ARG_DIFF_DST, diff_[i]},
+       {DNNL_ARG_DIFF_SRC, inner}});
+  memory grad = GradTarget(x, i, md);
+  Run(backward_[i], dnnl::eltwise_backward(line_back),
+      {{DNNL_ARG_SRC, out_[x]},
+       {DNNL_ARG_DIFF_DST, inner},
+       {DNNL_ARG_DIFF_SRC, grad}});
+  Deliver(x, i, grad);
+#endif
+}
+
 // x [N, C, H, W] times s [N, C] broadcast over H and W. Backward: x's
 // gradient is the output's times s; s's is the sum over H and W of the
 // output's gradient times x, an average pool of their product scaled by

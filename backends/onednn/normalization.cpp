@@ -10,7 +10,7 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
                dnnl::normalization_flags::use_shift;
   if (!train_) flags = flags | dnnl::normalization_flags::use_global_stats;
   const auto pd = NormalizationPd<dnnl::batch_normalization_forward>(
-      engine_, Forward(), data_md, kBatchNormEpsilon, flags);
+      engine_, Forward(), data_md, static_cast<float>(l.epsilon), flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
@@ -38,7 +38,7 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
        {DNNL_ARG_VARIANCE, variance}});
   if (!train_) return;
   const auto bpd = NormalizationBackwardPd<dnnl::batch_normalization_backward>(
-      engine_, pd.dst_desc(), data_md, kBatchNormEpsilon, flags, pd);
+      engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::batch_normalization_backward(bpd),
       NormalizationBackward(x, i, mean, variance, grad,
@@ -68,7 +68,7 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   const auto flags = dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
   const auto pd = NormalizationPd<dnnl::layer_normalization_forward>(
-      engine_, Forward(), data_md, kLayerNormEpsilon, flags);
+      engine_, Forward(), data_md, static_cast<float>(l.epsilon), flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
@@ -89,7 +89,7 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   Run(forward_, dnnl::layer_normalization_forward(pd), args);
   if (!train_) return;
   const auto bpd = NormalizationBackwardPd<dnnl::layer_normalization_backward>(
-      engine_, pd.dst_desc(), data_md, kLayerNormEpsilon, flags, pd);
+      engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::layer_normalization_backward(bpd),
       NormalizationBackward(x, i, mean, variance, grad, true));

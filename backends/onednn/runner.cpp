@@ -561,6 +561,9 @@ void OnednnRunner::Build(int i) {
       BuildEltwise(i, l, dnnl::algorithm::eltwise_hardswish, kHardSwishAlpha,
                    kHardSwishBeta);
       break;
+    case Op::kHardSigmoid:
+      BuildHardSigmoid(i, l);
+      break;
     case Op::kChannelMul:
       BuildChannelMul(i, l);
       break;

@@ -41,8 +41,6 @@ inline bool IsReference(const dnnl::primitive_desc_base& pd) {
 }
 
 constexpr float kLearningRate = 0.01f;
-constexpr float kBatchNormEpsilon = 1e-5f;  // LibTorch's default
-constexpr float kLayerNormEpsilon = 1e-5f;  // LibTorch's default
 
 inline float Bf16ToFloat(uint16_t v) {
   uint32_t bits = static_cast<uint32_t>(v) << 16;
@@ -298,6 +296,10 @@ class OnednnRunner : public Runner {
   // alpha and beta as the algorithm reads them (EltwisePd).
   void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
                     float alpha = 0.f, float beta = 0.f);
+
+  // relu6(x + 3) / 6: oneDNN 3's hard sigmoid; in oneDNN 2, which has
+  // none, x / 6 + 1/2 clipped to [0, 1].
+  void BuildHardSigmoid(int i, const Layer& l);
 
   // [N, C, H, W] -> [N, C x H x W] in LibTorch's order.
   void BuildFlatten(int i, const Layer& l);

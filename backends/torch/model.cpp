@@ -10,7 +10,6 @@
 namespace paradnn {
 namespace {
 
-constexpr double kLayerNormEpsilon = 1e-5;
 
 }  // namespace
 
@@ -41,7 +40,9 @@ TorchModel::TorchModel(const Graph& g)
         m.base = m.conv.get();
         break;
       case Op::kBatchNorm:
-        m.bn = register_module(name, torch::nn::BatchNorm2d(l.units));
+        m.bn = register_module(
+            name, torch::nn::BatchNorm2d(
+                      torch::nn::BatchNormOptions(l.units).eps(l.epsilon)));
         m.base = m.bn.get();
         if (l.values.size() == 4) {  // running statistics from a file
           torch::NoGradGuard no_grad;
@@ -61,7 +62,7 @@ TorchModel::TorchModel(const Graph& g)
         m.layer_norm = register_module(
             name,
             torch::nn::LayerNorm(
-                torch::nn::LayerNormOptions({l.units}).eps(kLayerNormEpsilon)));
+                torch::nn::LayerNormOptions({l.units}).eps(l.epsilon)));
         m.base = m.layer_norm.get();
         break;
       case Op::kPositional:
@@ -296,10 +297,17 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         y = torch::silu(x);
         break;
       case Op::kRelu6:
-        y = torch::hardtanh(x, 0, 6);  // PyTorch's ReLU6
+        // PyTorch's ReLU6 is hardtanh(x, 0, 6), whose backward LibTorch
+        // 1.13 has no bf16 kernel for on CPUs; clamp's is elementwise
+        // arithmetic, the same values (but a gradient of 1, not 0, at
+        // exactly 0 and 6).
+        y = torch::clamp(x, 0, 6);
         break;
       case Op::kHardSwish:
         y = torch::hardswish(x);
+        break;
+      case Op::kHardSigmoid:
+        y = torch::hardsigmoid(x);
         break;
       case Op::kChannelMul:
         y = x * values_[l.inputs[1]].unsqueeze(-1).unsqueeze(-1);

@@ -174,7 +174,8 @@ TEST_CASE("oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs"
   const int grouped = g.Relu6(g.Conv2d(image, 12, 3, 1, 1, 3, true));
   const int depthwise = g.Silu(g.Conv2d(grouped, 12, 3, 2, 1, 12, true));
   const int squeezed = g.Dense(g.GlobalAvgPool(depthwise), 4);
-  const int excited = g.Sigmoid(g.Dense(g.HardSwish(squeezed), 12));
+  const int excited =
+      g.HardSigmoid(g.Sigmoid(g.Dense(g.HardSwish(squeezed), 12)));
   const int scaled = g.ChannelMul(depthwise, excited);
   const int joined = g.Concat({scaled, g.Conv2d(scaled, 5, 1, 1, 0), scaled}, 1);
   const int pooled = g.AvgPool(g.AvgPool(joined, 3, 1, 1), 2, 2, 0);

@@ -157,6 +157,15 @@ TEST_CASE("brick names round-trip", "[bricks]") {
   CHECK(keys[8] == "conv2d/in:2x8x9x9/units:4/kernel:1/stride:1/pad:0/grad:1");
   CHECK(keys[9] == "concat/in:2x8x9x9,2x4x9x9/axis:1/grad:1");
   CHECK(keys[10] == "avgpool2d/in:2x12x9x9/kernel:3/stride:2/pad:1/grad:1");
+  // A normalization's epsilon other than the default is in its key.
+  Graph n;
+  n.BatchNorm(n.Input({2, 4, 3, 3}), 0.001);
+  const Brick norm = BricksOf(n, Mode::kInfer).at(0);
+  CHECK(norm.Key() == "batchnorm/in:2x4x3x3/eps:0.001/grad:0");
+  const std::string norm_name =
+      BrickCase{norm, "torch", DType::kFp32, Mode::kInfer}.Name();
+  CHECK(ParseBrickName(norm_name).brick.epsilon == 0.001);
+  CHECK(ParseBrickName(norm_name).Name() == norm_name);
   CHECK_THROWS_WITH(
       ParseBrickName("BRICK/concat/in:2x8x9x9/axis:1/grad:1/torch/fp32/train"),
       ContainsSubstring("1 input shape, concat takes two or more"));

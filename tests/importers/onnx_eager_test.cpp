@@ -60,7 +60,7 @@ Reference Export(const std::string& name, const std::string& kind) {
       "eval_random()\n"
       "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" + base +
       ".onnx', training=torch.onnx.TrainingMode.PRESERVE, "
-      "do_constant_folding=not train, opset_version=13)\n"
+      "do_constant_folding=not train, opset_version=14)\n"
       "x = torch.from_file('" + base + ".input', size=" +
       std::to_string(x.size()) + ").view(" + std::to_string(kBatch) +
       ", 3, 224, 224)\n"
@@ -133,6 +133,12 @@ TEST_CASE("ONNX with its weights: MobileNetV2 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("mobilenet_v2", "train", {Mode::kTrain, Mode::kInfer});
   CheckBoth("mobilenet_v2", "eval", {Mode::kInfer});
+}
+
+TEST_CASE(
+    "ONNX with its weights: MobileNetV3-Small gives PyTorch eager's logits",
+    "[onnx][torchvision]") {
+  CheckBoth("mobilenet_v3_small", "train", {Mode::kTrain, Mode::kInfer});
 }
 
 TEST_CASE("ONNX with its weights: EfficientNet-B0 gives PyTorch eager's logits",

@@ -259,7 +259,7 @@ Exported Torchvision(const std::string& name) {
       file +
       "', "
       "training=torch.onnx.TrainingMode.PRESERVE, "
-      "do_constant_folding=False, opset_version=13)\n"
+      "do_constant_folding=False, opset_version=14)\n"
       "m.eval()\n"
       "with torch.no_grad(), torch.profiler.profile(with_flops=True) as p:\n"
       "  m(torch.randn(8, 3, 224, 224))\n"
@@ -359,6 +359,12 @@ TEST_CASE("ONNX: torchvision's ResNet-18, ResNeXt-50, RegNetY-400MF and "
   CheckTorchvision("resnext50_32x4d", 25028904);
   CheckTorchvision("regnet_y_400mf", 4344144);
   CheckTorchvision("mnasnet1_0", 4383312);
+}
+
+// Hard-swish and squeeze-and-excitation with a hard sigmoid.
+TEST_CASE("ONNX: torchvision's MobileNetV3-Small has torchvision's parameters",
+          "[onnx][torchvision]") {
+  CheckTorchvision("mobilenet_v3_small", 2542856);
 }
 
 }  // namespace

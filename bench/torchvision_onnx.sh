@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Exports torchvision's models (untrained, seeded) as DIR/NAME.onnx with
+# PyTorch's own exporter, in training mode with their random layers
+# (dropout, stochastic depth) in eval mode, as the layer graph has them, and
+# writes DIR/models.yaml: a sweep of those files at the batch sizes given,
+# on both backends, in fp32, train and infer (the other flags of a run
+# change that: --paradnn_dtypes=fp32,bf16 ...).
+#   bench/torchvision_onnx.sh DIR BATCHES NAME...   (BATCHES: "2, 8")
+set -euo pipefail
+dir=$1
+batches=$2
+shift 2
+mkdir -p "$dir"
+{
+  echo "backends: [torch, onednn]"
+  echo "dtypes: [fp32]"
+  echo "modes: [train, infer]"
+  echo "sweeps:"
+} >"$dir/models.yaml"
+for m in "$@"; do
+  /usr/bin/python3 - "$dir/$m.onnx" "$m" >"$dir/$m.log" 2>&1 <<'PY'
+import sys, torch, torchvision
+torch.manual_seed(0)
+m = getattr(torchvision.models, sys.argv[2])()
+m.train()
+for d in m.modules():
+    if isinstance(d, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
+        d.eval()
+torch.onnx.export(m, torch.randn(1, 3, 224, 224), sys.argv[1],
+                  training=torch.onnx.TrainingMode.PRESERVE,
+                  do_constant_folding=False, opset_version=14)
+PY
+  printf '  - onnx: %s.onnx\n    batch: [%s]\n' "$m" "$batches" >>"$dir/models.yaml"
+done
