@@ -85,25 +85,37 @@ void OnednnRunner::BuildHardSigmoid(int i, const Layer& l) {
 // convolution writes; its reduction falls back to reference code there).
 void OnednnRunner::BuildChannelMul(int i, const Layer& l) {
   const int x = l.inputs[0], s = l.inputs[1];
-  const memory::desc md = out_[x].get_desc();
-  const Dims dims = DimsOf(md);
+  const Dims dims = DimsOf(out_[x].get_desc());
   const Dims window = {dims[2], dims[3]}, ones = {1, 1}, none = {0, 0};
-  const auto pool_pd = PoolingPd(
-      engine_, dnnl::prop_kind::forward_inference,
-      dnnl::algorithm::pooling_avg_exclude_padding, md,
-      memory::desc({dims[0], dims[1], 1, 1}, dt_, Tag::any), ones, window,
-      none);
-  // The factors in the format that pool writes, x's own (channels in
-  // blocks after a convolution): oneDNN's jit kernels broadcast them
-  // there; from plain [N, C, 1, 1] into a blocked x it runs its reference
-  // code, 30-40x slower.
+  const memory::desc factors({dims[0], dims[1], 1, 1}, dt_, Tag::any);
+  // The factors in the format a global pool of the maps writes, the maps'
+  // own (channels in blocks after a convolution): oneDNN's jit kernels
+  // broadcast them there; from plain [N, C, 1, 1] into blocked maps it
+  // runs its reference code, 30-40x slower. In blocks of 8 (channels that
+  // 16 does not divide) it has no jit kernel either: there the maps are
+  // read channels-last, where it has (a reorder, 10x less than the
+  // reference code took in RegNetY's layers).
+  auto pool = [&](const memory::desc& maps) {
+    return PoolingPd(engine_, dnnl::prop_kind::forward_inference,
+                     dnnl::algorithm::pooling_avg_exclude_padding, maps,
+                     factors, ones, window, none);
+  };
+  memory::desc md = out_[x].get_desc();
+  auto pool_pd = pool(md);
+  auto pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md,
+                     pool_pd.dst_desc(), md);
+  if (IsReference(pd)) {
+    md = memory::desc(dims, dt_, Tag::acdb);
+    pool_pd = pool(md);
+    pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, pool_pd.dst_desc(),
+                  md);
+  }
   const memory::desc scale_md = pool_pd.dst_desc();
+  const memory maps = Input(x, md);
   const memory scale = Input(s, scale_md);
   SetOut(i, md);
-  const auto pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, scale_md,
-                           md);
   Run(forward_, dnnl::binary(pd),
-      {{DNNL_ARG_SRC_0, out_[x]},
+      {{DNNL_ARG_SRC_0, maps},
        {DNNL_ARG_SRC_1, scale},
        {DNNL_ARG_DST, out_[i]}});
   if (!train_) return;
@@ -120,7 +132,7 @@ void OnednnRunner::BuildChannelMul(int i, const Layer& l) {
   const auto ppd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md);
   Run(backward_[i], dnnl::binary(ppd),
       {{DNNL_ARG_SRC_0, diff_[i]},
-       {DNNL_ARG_SRC_1, out_[x]},
+       {DNNL_ARG_SRC_1, maps},
        {DNNL_ARG_DST, product}});
   memory mean = Make(scale_md);
   Run(backward_[i], dnnl::pooling_forward(pool_pd),

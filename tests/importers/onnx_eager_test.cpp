@@ -141,6 +141,13 @@ TEST_CASE(
   CheckBoth("mobilenet_v3_small", "train", {Mode::kTrain, Mode::kInfer});
 }
 
+// Squeeze-and-excitation over channel counts 16 does not divide (48, 104,
+// 208, 440), which oneDNN blocks by 8.
+TEST_CASE("ONNX with its weights: RegNetY-400MF gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("regnet_y_400mf", "train", {Mode::kTrain, Mode::kInfer});
+}
+
 TEST_CASE("ONNX with its weights: EfficientNet-B0 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("efficientnet_b0", "train", {Mode::kTrain, Mode::kInfer});
