@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real models from ONNX files: torchvision's ResNet-50, MobileNetV2,
-# MobileNetV3-Small, EfficientNet-B0, DenseNet-121 and AlexNet (untrained),
+# MobileNetV3-Small, EfficientNet-B0, DenseNet-121, AlexNet and ViT-B/16
+# (untrained),
 # exported by PyTorch's own exporter (bench/torchvision_onnx.sh), run as
 # paradnn cases at `batch` examples, train and infer:
 #  1. LibTorch against the same torchvision models in PyTorch eager, fp32,
@@ -21,7 +22,7 @@ batch=${1:-8}
 rounds=${2:-3}
 threads=${3:-$(nproc)}
 models=(resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 densenet121
-        alexnet)
+        alexnet vit_b_16)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$root/bench/torchvision_onnx.sh" "$work" "$batch" "${models[@]}"

@@ -38,6 +38,9 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kHardSigmoid, {}},
       {Op::kChannelMul, {}},
       {Op::kConcat, {"axis"}},
+      {Op::kSequence, {}},
+      {Op::kClassToken, {}},
+      {Op::kFirstToken, {}},
   };
   return attributes;
 }
@@ -250,6 +253,12 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.ChannelMul(in[0], in[1]);
     case Op::kConcat:
       return g.Concat(in, b.axis);
+    case Op::kSequence:
+      return g.Sequence(in[0]);
+    case Op::kClassToken:
+      return g.ClassToken(in[0]);
+    case Op::kFirstToken:
+      return g.FirstToken(in[0]);
     default:
       throw SpecError(std::string("'") + ToString(b.op) +
                       "' is not a brick layer");
@@ -320,8 +329,8 @@ BrickCase ParseBrickName(std::string_view name) {
     c.dtype = ParseDType(parts[k + 2]);
     c.mode = ParseMode(parts[k + 3]);
     const size_t want = b.op == Op::kAdd || b.op == Op::kChannelMul ? 2
-                        : b.op == Op::kAttention                  ? 3
-                                                                  : 1;
+                        : b.op == Op::kAttention                    ? 3
+                                                                    : 1;
     if (b.op == Op::kConcat && b.inputs.size() < 2) {
       throw SpecError(std::to_string(b.inputs.size()) +
                       " input shape, concat takes two or more");

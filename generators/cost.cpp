@@ -107,9 +107,14 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
 }
 
 // A flatten is a view of its input's values where they are laid out as
-// the graph's shapes say (LibTorch's tensors): it moves nothing.
+// the graph's shapes say (LibTorch's tensors), and so is a first token (the
+// first [batch, units] of [length, batch, units]): they move nothing.
+bool IsView(const Layer& l) {
+  return l.op == Op::kFlatten || l.op == Op::kFirstToken;
+}
+
 int64_t OutputBytes(const Layer& l, int64_t e) {
-  if (l.op == Op::kFlatten) return 0;
+  if (IsView(l)) return 0;
   return Elements(l.shape) * (l.op == Op::kTokens ? 8 : e);
 }
 
@@ -203,7 +208,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
       if (needs_grad[l.inputs.back()]) c.flops += fwd;
     }
     c.elementwise += ForwardElementwise(g, l);
-    if (needs_grad[i] && l.op != Op::kFlatten) gradient_bytes += out * e;
+    if (needs_grad[i] && !IsView(l)) gradient_bytes += out * e;
     // Recurrent layers keep every step's gate pre-activations, of the input
     // and of the hidden products, and the gates' activations for backward;
     // attention its scores and their softmax.

@@ -286,6 +286,15 @@ class Builder {
         case Op::kChannelMul:
           made = g_.ChannelMul(in[0], in[1]);
           break;
+        case Op::kSequence:
+          made = g_.Sequence(in[0]);
+          break;
+        case Op::kClassToken:
+          made = g_.ClassToken(in[0]);
+          break;
+        case Op::kFirstToken:
+          made = g_.FirstToken(in[0]);
+          break;
         case Op::kMeanLoss:
           break;
       }

@@ -99,6 +99,12 @@ const char* ToString(Op op) {
       return "channel_mul";
     case Op::kHardSigmoid:
       return "hardsigmoid";
+    case Op::kSequence:
+      return "sequence";
+    case Op::kClassToken:
+      return "class_token";
+    case Op::kFirstToken:
+      return "first_token";
   }
   return "?";
 }
@@ -214,8 +220,7 @@ int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
   Require(groups >= 1 && in % groups == 0 && channels % groups == 0,
           "a convolution of " + std::to_string(groups) + " groups of " +
               std::to_string(in) + " channels in and " +
-              std::to_string(channels) +
-              " out: the groups must divide both");
+              std::to_string(channels) + " out: the groups must divide both");
   layers_[i].units = channels;
   layers_[i].groups = groups;
   layers_[i].bias = bias;
@@ -223,8 +228,9 @@ int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
 }
 
 int Graph::AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
-  Require(pad < kernel, "an average pool's padding must be less than its "
-                        "window, or a window covers padding only");
+  Require(pad < kernel,
+          "an average pool's padding must be less than its "
+          "window, or a window covers padding only");
   return Windowed(Op::kAvgPool, x, layer(x).shape.at(1), kernel, stride, pad);
 }
 
@@ -252,6 +258,40 @@ int Graph::ChannelMul(int x, int s) {
   const int i = SameShape(Op::kChannelMul, x);
   layers_[i].inputs.push_back(s);
   return i;
+}
+
+int Graph::Sequence(int x) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 4, "a sequence of " + ToString(in) +
+                              ": expected feature maps [N, C, H, W]");
+  Layer l;
+  l.op = Op::kSequence;
+  l.inputs = {x};
+  l.shape = {in[2] * in[3], in[0], in[1]};
+  return Append(std::move(l));
+}
+
+int Graph::ClassToken(int x) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 3, "a class token before " + ToString(in) +
+                              ": expected [length, batch, units]");
+  Layer l;
+  l.op = Op::kClassToken;
+  l.inputs = {x};
+  l.shape = {in[0] + 1, in[1], in[2]};
+  l.units = in[2];
+  return Append(std::move(l));
+}
+
+int Graph::FirstToken(int x) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 3, "the first token of " + ToString(in) +
+                              ": expected [length, batch, units]");
+  Layer l;
+  l.op = Op::kFirstToken;
+  l.inputs = {x};
+  l.shape = {in[1], in[2]};
+  return Append(std::move(l));
 }
 
 int Graph::SameShape(Op op, int x) {
@@ -462,8 +502,9 @@ int Graph::Concat(const std::vector<int>& xs, int64_t axis) {
             "concat of shapes of different ranks");
     const int64_t width = s[axis];
     s[axis] = 0;
-    Require(s == others, "concat of shapes that differ in a dimension other "
-                         "than the one joined");
+    Require(s == others,
+            "concat of shapes that differ in a dimension other "
+            "than the one joined");
     shape[axis] += width;
   }
   Layer l;
@@ -528,10 +569,10 @@ std::vector<ParamTensor> Graph::Params() const {
         layers_[i].values;
     const size_t k = params.size() - first;
     if (k < given.size()) {
-      PARADNN_CHECK(given[k] != nullptr &&
-                        static_cast<int64_t>(given[k]->size()) ==
-                            Elements(p.shape),
-                    "a layer's given values do not fit its tensor");
+      PARADNN_CHECK(
+          given[k] != nullptr &&
+              static_cast<int64_t>(given[k]->size()) == Elements(p.shape),
+          "a layer's given values do not fit its tensor");
       p.values = given[k];
     }
     params.push_back(std::move(p));
@@ -565,6 +606,9 @@ std::vector<ParamTensor> Graph::Params() const {
         break;
       case Op::kPositional:
         add(i, "weight", {layer(l.inputs[0]).shape[0], l.units}, l.units);
+        break;
+      case Op::kClassToken:
+        add(i, "weight", {l.units}, l.units);
         break;
       case Op::kRmsNorm:
         add(i, "weight", {l.units}, 1);
@@ -612,7 +656,8 @@ std::vector<bool> Graph::NeedsGrad() const {
                      l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
                      l.op == Op::kRecurrent || l.op == Op::kLayerNorm ||
                      l.op == Op::kPositional || l.op == Op::kRmsNorm ||
-                     l.op == Op::kEmbeddingBag || l.op == Op::kCross;
+                     l.op == Op::kEmbeddingBag || l.op == Op::kCross ||
+                     l.op == Op::kClassToken;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

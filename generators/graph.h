@@ -19,9 +19,9 @@ const char* ToString(Mode m);
 int ElementSize(DType d);
 
 enum class Op {
-  kInput,      // float data fed to the model
-  kTokens,     // integer ids in [0, vocab), shape [length, batch]
-  kDense,      // y = x W^T (+ b) over the last dimension
+  kInput,   // float data fed to the model
+  kTokens,  // integer ids in [0, vocab), shape [length, batch]
+  kDense,   // y = x W^T (+ b) over the last dimension
   // NCHW, square kernel; `groups` groups of channels, each convolved with
   // its own filters (depthwise: one group per channel); a bias or none.
   kConv2d,
@@ -65,14 +65,18 @@ enum class Op {
   // > 0, else a full [units, units] matrix.
   kCross,
   // The layers of mobile and densely connected CNNs:
-  kAvgPool,     // square window; the padding is not counted in the mean
-  kFlatten,     // [N, d1, d2, ...] -> [N, d1 x d2 x ...]
-  kSigmoid,     // 1 / (1 + exp(-x))
-  kSilu,        // x * sigmoid(x)
-  kRelu6,       // min(max(x, 0), 6)
-  kHardSwish,   // x * relu6(x + 3) / 6
-  kHardSigmoid, // relu6(x + 3) / 6
-  kChannelMul,  // inputs[0] [N, C, H, W] x inputs[1] [N, C], per channel
+  kAvgPool,      // square window; the padding is not counted in the mean
+  kFlatten,      // [N, d1, d2, ...] -> [N, d1 x d2 x ...]
+  kSigmoid,      // 1 / (1 + exp(-x))
+  kSilu,         // x * sigmoid(x)
+  kRelu6,        // min(max(x, 0), 6)
+  kHardSwish,    // x * relu6(x + 3) / 6
+  kHardSigmoid,  // relu6(x + 3) / 6
+  kChannelMul,   // inputs[0] [N, C, H, W] x inputs[1] [N, C], per channel
+  // Vision transformers' layers:
+  kSequence,    // [N, C, H, W] -> [H x W, N, C]: each position a token
+  kClassToken,  // [L, N, E] -> [1 + L, N, E]: a trainable [E] token first
+  kFirstToken,  // [L, N, E] -> [N, E]: the first position (the class token)
 };
 
 const char* ToString(Op op);
@@ -197,10 +201,13 @@ class Graph {
   int HardSigmoid(int x);
   // x [N, C, H, W] scaled per example and channel by s [N, C].
   int ChannelMul(int x, int s);
+  int Sequence(int x);
+  int ClassToken(int x);
+  int FirstToken(int x);
 
   // Gives layer i the initial values a file holds (Layer::values).
-  void SetValues(int i,
-                 std::vector<std::shared_ptr<const std::vector<float>>> values) {
+  void SetValues(
+      int i, std::vector<std::shared_ptr<const std::vector<float>>> values) {
     layers_.at(i).values = std::move(values);
   }
 

@@ -570,6 +570,15 @@ void OnednnRunner::Build(int i) {
     case Op::kCross:
       BuildCross(i, l);
       break;
+    case Op::kSequence:
+      BuildSequence(i, l);
+      break;
+    case Op::kClassToken:
+      BuildClassToken(i, l);
+      break;
+    case Op::kFirstToken:
+      BuildFirstToken(i, l);
+      break;
   }
 }
 

@@ -320,6 +320,11 @@ class OnednnRunner : public Runner {
 
   void BuildLayerNorm(int i, const Layer& l);
 
+  // A vision transformer's token layers (tokens.cpp).
+  void BuildSequence(int i, const Layer& l);
+  void BuildClassToken(int i, const Layer& l);
+  void BuildFirstToken(int i, const Layer& l);
+
   // x + a [length, units] table broadcast over the batch; the table's
   // gradient is the output's summed over the batch.
   void BuildPositional(int i, const Layer& l);

@@ -8,10 +8,7 @@
 #include "generators/init.h"
 
 namespace paradnn {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 TorchModel::TorchModel(const Graph& g)
     : graph_(g), layers_(g.size()), last_use_(g.size(), -1) {
@@ -60,9 +57,8 @@ TorchModel::TorchModel(const Graph& g)
         break;
       case Op::kLayerNorm:
         m.layer_norm = register_module(
-            name,
-            torch::nn::LayerNorm(
-                torch::nn::LayerNormOptions({l.units}).eps(l.epsilon)));
+            name, torch::nn::LayerNorm(
+                      torch::nn::LayerNormOptions({l.units}).eps(l.epsilon)));
         m.base = m.layer_norm.get();
         break;
       case Op::kPositional:
@@ -103,6 +99,7 @@ TorchModel::TorchModel(const Graph& g)
         }
         break;
       case Op::kRmsNorm:
+      case Op::kClassToken:
         m.table = register_module(name, std::make_shared<torch::nn::Module>());
         m.positional =
             m.table->register_parameter("weight", torch::empty({l.units}));
@@ -313,6 +310,18 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         break;
       case Op::kChannelMul:
         y = x * values_[l.inputs[1]].unsqueeze(-1).unsqueeze(-1);
+        break;
+      case Op::kSequence:
+        // A view; the class token's concat after it copies, as eager's.
+        y = x.flatten(2).permute({2, 0, 1});
+        break;
+      case Op::kClassToken:
+        y = torch::cat(
+            {m.positional.view({1, 1, l.units}).expand({1, x.size(1), l.units}),
+             x});
+        break;
+      case Op::kFirstToken:
+        y = x.select(0, 0);
         break;
     }
     // Drop each activation after its last reader, as eager Python frees

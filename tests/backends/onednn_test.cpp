@@ -165,8 +165,9 @@ TEST_CASE(
 // come from the same maps), every activation, average pools with and
 // without padding, a concat of channels (one input twice, channel counts
 // that split oneDNN's blocks of 16), a flatten of feature maps.
-TEST_CASE("oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs",
-          "[onednn]") {
+TEST_CASE(
+    "oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs",
+    "[onednn]") {
   auto torch = MakeTorchBackend(false);
   auto onednn = MakeOnednnBackend();
   Graph g;
@@ -177,11 +178,36 @@ TEST_CASE("oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs"
   const int excited =
       g.HardSigmoid(g.Sigmoid(g.Dense(g.HardSwish(squeezed), 12)));
   const int scaled = g.ChannelMul(depthwise, excited);
-  const int joined = g.Concat({scaled, g.Conv2d(scaled, 5, 1, 1, 0), scaled}, 1);
+  const int joined =
+      g.Concat({scaled, g.Conv2d(scaled, 5, 1, 1, 0), scaled}, 1);
   const int pooled = g.AvgPool(g.AvgPool(joined, 3, 1, 1), 2, 2, 0);
   g.SoftmaxCrossEntropy(g.Dense(g.Flatten(pooled), 7));
   CHECK(g.layer(joined).shape == Shape{3, 29, 5, 5});
   CHECK(g.layer(pooled).shape == Shape{3, 29, 2, 2});
+  StepBothModes(*onednn, *torch, g);
+}
+
+// A vision transformer's layers: patches of the image as a sequence (from
+// maps in oneDNN's blocked format), the class token first, an encoder
+// layer, the class token's output; its every layer with a gradient to pass.
+TEST_CASE("oneDNN matches LibTorch in fp32: a vision transformer's layers",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph g;
+  const int image = g.Input({3, 3, 12, 8});
+  const int patches = g.Sequence(g.Conv2d(image, 16, 4, 4, 0, 1, true));
+  const int x = g.Positional(g.ClassToken(patches));
+  const int n = g.LayerNorm(x);
+  const int a = g.Dense(
+      g.Attention(g.Dense(n, 16), g.Dense(n, 16), g.Dense(n, 16), 2, false),
+      16);
+  const int y = g.Add(a, x);
+  const int out = g.Gelu(g.FirstToken(g.LayerNorm(y)));
+  g.SoftmaxCrossEntropy(g.Dense(out, 5));
+  CHECK(g.layer(patches).shape == Shape{6, 3, 16});
+  CHECK(g.layer(x).shape == Shape{7, 3, 16});
+  CHECK(g.layer(out).shape == Shape{3, 16});
   StepBothModes(*onednn, *torch, g);
 }
 

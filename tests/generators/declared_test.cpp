@@ -245,10 +245,11 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
                        "  - {op: dens, units: nodes}\n") ==
         "f.yaml:5: 'dens' is not an operation: expected one of add, "
         "attention, avgpool, avgpool2d, batchnorm, cached_attention, "
-        "channel_mul, concat, conv2d, cross, dense, embedding, embedding_bag, "
-        "flatten, gelu, hardsigmoid, hardswish, input, last_position, "
-        "layernorm, maxpool, positional, recurrent, relu, relu6, rmsnorm, "
-        "rope, sigmoid, silu, softmax_xent, swiglu, tokens");
+        "channel_mul, class_token, concat, conv2d, cross, dense, embedding, "
+        "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
+        "input, last_position, layernorm, maxpool, positional, recurrent, "
+        "relu, relu6, rmsnorm, rope, sequence, sigmoid, silu, softmax_xent, "
+        "swiglu, tokens");
   CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                             "  - {op: dense, units: width}\n"),
              ContainsSubstring("f.yaml:5: 'width': 'width' is no parameter or "

@@ -50,26 +50,35 @@ Reference Export(const std::string& name, const std::string& kind) {
   const std::string script =
       "import torch, torchvision\n"
       "torch.manual_seed(0)\n"
-      "m = torchvision.models." + name + "()\n"
-      "train = '" + kind + "' == 'train'\n"
+      "m = torchvision.models." +
+      name +
+      "()\n"
+      "train = '" +
+      kind +
+      "' == 'train'\n"
       "random = (torch.nn.Dropout, torchvision.ops.StochasticDepth)\n"
       "def eval_random():\n"
       "  for d in m.modules():\n"
       "    if isinstance(d, random): d.eval()\n"
       "m.train(train)\n"
       "eval_random()\n"
-      "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" + base +
+      "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" +
+      base +
       ".onnx', training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=not train, opset_version=14)\n"
-      "x = torch.from_file('" + base + ".input', size=" +
-      std::to_string(x.size()) + ").view(" + std::to_string(kBatch) +
+      "x = torch.from_file('" +
+      base + ".input', size=" + std::to_string(x.size()) + ").view(" +
+      std::to_string(kBatch) +
       ", 3, 224, 224)\n"
       "with torch.no_grad():\n"
       "  m.eval()\n"
-      "  m(x).numpy().tofile('" + base + ".infer')\n"
+      "  m(x).numpy().tofile('" +
+      base +
+      ".infer')\n"
       "  m.train()\n"
       "  eval_random()\n"
-      "  m(x).numpy().tofile('" + base + ".train')\n";
+      "  m(x).numpy().tofile('" +
+      base + ".train')\n";
   std::ofstream(base + ".py") << script;
   const std::string cmd =
       "/usr/bin/python3 " + base + ".py > " + base + ".log 2>&1";
@@ -158,6 +167,12 @@ TEST_CASE("ONNX with its weights: DenseNet-121 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("densenet121", "train", {Mode::kTrain, Mode::kInfer});
   CheckBoth("densenet121", "eval", {Mode::kInfer});
+}
+
+TEST_CASE("ONNX with its weights: ViT-B/16 gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("vit_b_16", "train", {Mode::kTrain, Mode::kInfer});
+  CheckBoth("vit_b_16", "eval", {Mode::kInfer});
 }
 
 }  // namespace

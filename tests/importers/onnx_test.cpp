@@ -155,12 +155,23 @@ TEST_CASE("ONNX: mobile and dense CNNs' nodes map onto their layers",
   }
   REQUIRE(m.graph);
   const Graph& graph = *m.graph;
-  const std::vector<Op> ops = {
-      Op::kInput,      Op::kConv2d,  Op::kRelu6,         Op::kConv2d,
-      Op::kSilu,       Op::kGlobalAvgPool, Op::kDense,   Op::kReLU,
-      Op::kDense,      Op::kSigmoid, Op::kChannelMul,    Op::kAvgPool,
-      Op::kConcat,     Op::kHardSwish, Op::kFlatten,     Op::kDense,
-      Op::kSoftmaxCrossEntropy};
+  const std::vector<Op> ops = {Op::kInput,
+                               Op::kConv2d,
+                               Op::kRelu6,
+                               Op::kConv2d,
+                               Op::kSilu,
+                               Op::kGlobalAvgPool,
+                               Op::kDense,
+                               Op::kReLU,
+                               Op::kDense,
+                               Op::kSigmoid,
+                               Op::kChannelMul,
+                               Op::kAvgPool,
+                               Op::kConcat,
+                               Op::kHardSwish,
+                               Op::kFlatten,
+                               Op::kDense,
+                               Op::kSoftmaxCrossEntropy};
   REQUIRE(graph.size() == static_cast<int>(ops.size()));
   for (int i = 0; i < graph.size(); ++i) {
     INFO("layer " << i);
@@ -253,7 +264,8 @@ Exported Torchvision(const std::string& name) {
       name +
       "()\nm.train()\n"
       "for d in m.modules():\n"
-      "  if isinstance(d, (torch.nn.Dropout, torchvision.ops.StochasticDepth)): "
+      "  if isinstance(d, (torch.nn.Dropout, "
+      "torchvision.ops.StochasticDepth)): "
       "d.eval()\n"
       "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" +
       file +
@@ -283,8 +295,8 @@ Exported Torchvision(const std::string& name) {
 }
 
 // Every node of torchvision's `name` maps, and the graph has torchvision's
-// parameters and the profiler's FLOPs; with `family`, the family's case of that name has the file's
-// costs, to the FLOP and byte, in training and inference.
+// parameters and the profiler's FLOPs; with `family`, the family's case of that
+// name has the file's costs, to the FLOP and byte, in training and inference.
 void CheckTorchvision(const std::string& name, int64_t torchvision_params,
                       const std::string& family = "") {
   INFO(name);
@@ -340,18 +352,20 @@ TEST_CASE(
                    "batch:8/torch/fp32/train");
 }
 
-TEST_CASE("ONNX: torchvision's AlexNet and DenseNet-121 have torchvision's "
-          "parameters",
-          "[onnx][torchvision]") {
+TEST_CASE(
+    "ONNX: torchvision's AlexNet and DenseNet-121 have torchvision's "
+    "parameters",
+    "[onnx][torchvision]") {
   CheckTorchvision("alexnet", 61100840);
   CheckTorchvision("densenet121", 7978856);
 }
 
 // Grouped bottlenecks (ResNeXt), squeeze-and-excitation with ReLU
 // (RegNetY), a global pool written as a mean (MNASNet).
-TEST_CASE("ONNX: torchvision's ResNet-18, ResNeXt-50, RegNetY-400MF and "
-          "MNASNet have torchvision's parameters",
-          "[onnx][torchvision]") {
+TEST_CASE(
+    "ONNX: torchvision's ResNet-18, ResNeXt-50, RegNetY-400MF and "
+    "MNASNet have torchvision's parameters",
+    "[onnx][torchvision]") {
   // Not the CNN family's residual ResNet: that projects the first
   // block's shortcut in every group, as TensorFlow's official model does,
   // torchvision's not in the first.
@@ -365,6 +379,15 @@ TEST_CASE("ONNX: torchvision's ResNet-18, ResNeXt-50, RegNetY-400MF and "
 TEST_CASE("ONNX: torchvision's MobileNetV3-Small has torchvision's parameters",
           "[onnx][torchvision]") {
   CheckTorchvision("mobilenet_v3_small", 2542856);
+}
+
+// A transformer: patches as a sequence, a class token, attention as the
+// exporter writes it out (a packed projection cut into queries, keys and
+// values, heads split and merged by reshapes fixed at the export's batch),
+// layer normalization and GELU from their nodes.
+TEST_CASE("ONNX: torchvision's ViT-B/16 has torchvision's parameters",
+          "[onnx][torchvision]") {
+  CheckTorchvision("vit_b_16", 86567656);
 }
 
 }  // namespace
