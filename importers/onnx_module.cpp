@@ -708,7 +708,7 @@ class Mapper {
   View Realize(View v) {
     if (v.layer >= 0) return v;
     const size_t p = -v.layer - 1;
-    const Shape& shape = products_[p].shape;
+    const Shape shape = products_[p].shape;
     const int64_t units = shape.back();
     int64_t width = 1;
     std::vector<std::pair<int64_t, int64_t>> inner;  // stride, size
@@ -747,7 +747,7 @@ class Mapper {
   // v where a layer of the graph is: the class token's output (the first
   // position) or feature maps read as a sequence get a layer of their own.
   std::optional<View> Arrange(const View& v) {
-    const Shape& s = LayerShape(v.layer);
+    const Shape s = LayerShape(v.layer);
     auto strides = [&](const std::vector<int64_t>& want) {
       return Canonical({v.layer, v.shape, want, 0, 1}).strides == v.strides;
     };
@@ -804,7 +804,7 @@ class Mapper {
     View v = given;
     v.scale = 1;
     v = Realize(v);
-    const Shape& s = LayerShape(v.layer);
+    const Shape s = LayerShape(v.layer);
     const size_t r = v.shape.size();
     if (s.size() != 3 || r < 3 || v.offset != 0) return std::nullopt;
     const size_t rows = keys ? r - 1 : r - 2, dims = keys ? r - 2 : r - 1;
@@ -1399,7 +1399,7 @@ class Mapper {
         return true;
       }
       const View rows = Rows(*v);
-      const Shape& s = LayerShape(rows.layer);
+      const Shape s = LayerShape(rows.layer);
       const std::vector<int64_t>& dims = InitializerDims(t);
       if (s.size() != 3 || BatchAxis(rows.layer) != 1 ||
           dims.size() != rows.shape.size()) {
@@ -1454,7 +1454,7 @@ class Mapper {
     if (!x)
       throw GraphError("its input " + n.input(1) + " is made by no layer");
     const View rows = Rows(*x);
-    const Shape& s = LayerShape(rows.layer);
+    const Shape s = LayerShape(rows.layer);
     const int axis = Axis(Attributes(n).Int("axis", 0), rows.shape.size());
     if (s.size() != 3 || BatchAxis(rows.layer) != 1 || Count(token) != s[2] ||
         rows.strides[axis] != s[1] * s[2]) {
