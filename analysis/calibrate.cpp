@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "generators/cost.h"
+#include "machine/caches.h"
 #include "machine/host.h"
 #include "records/results.h"
 
@@ -92,6 +93,23 @@ Platform Calibrate(int threads) {
   p.memory_bandwidth = StreamTriad(size_t{256} << 20, threads, 5);
   std::cerr << "calibrate: STREAM triad " << p.memory_bandwidth / 1e9
             << " GB/s\n";
+  // The caches' roofs: the triad on half of each level, the rest of it
+  // left for what else a core holds; passes over a small working set are
+  // short, so many of them, the best kept.
+  const int64_t l2 = L2Bytes() * threads;
+  const int64_t l3 = static_cast<int64_t>(
+      MeasureL3Bytes(static_cast<size_t>(L2Bytes()), size_t{256} << 20));
+  for (const int64_t capacity : {l2, l3}) {
+    if (capacity <= 0 || p.cache_bandwidth.count(capacity)) continue;
+    const int repeats = static_cast<int>(
+        std::clamp<int64_t>((int64_t{1} << 30) / capacity, 5, 2000));
+    const double bw =
+        StreamTriad(static_cast<size_t>(capacity / 6), threads, repeats);
+    if (bw <= p.memory_bandwidth) continue;  // no faster than memory
+    p.cache_bandwidth[capacity] = bw;
+    std::cerr << "calibrate: triad within " << capacity / 1024
+              << " KiB of cache " << bw / 1e9 << " GB/s\n";
+  }
   return p;
 }
 

@@ -80,6 +80,7 @@ std::vector<std::string> WriteReport(const ReportOptions& options) {
   report::Llm(page);
   report::Regressions(page);
   report::Profiles(page);
+  if (!page.options.profile.empty()) report::Layers(page);
   if (!page.options.vs.empty() || !page.options.a_select.empty())
     report::Speedups(page);
   if (!page.options.bricks.empty()) report::Bricks(page);

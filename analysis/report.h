@@ -18,7 +18,8 @@ struct ReportOptions {
   std::string b_select;  // e.g. "/torch/"
   std::string platform;  // peaks and bandwidth (paradnn calibrate)
   std::string color = "batch";  // parameter colouring speedup vs params
-  std::string bricks;  // --paradnn_bricks_out's file: estimates vs measured
+  std::string bricks;   // --paradnn_bricks_out's file: estimates vs measured
+  std::string profile;  // --paradnn_profile_out's file: layer by layer
   // A folder of real MLPerf training results, set beside their twins.
   std::string mlperf;
   // Results of the same cases at other world sizes (data-parallel runs).

@@ -14,11 +14,27 @@ const char* ToString(OpClass c) {
   return kNames[static_cast<int>(c)];
 }
 
-void StepProfile::Add(OpClass c, const std::string& op, double seconds) {
+void StepProfile::Add(OpClass c, const std::string& op, double seconds,
+                      int layer, bool backward) {
+  seconds = std::max(0.0, seconds);
   Op& o = ops_[op];
   o.cls = c;
-  o.seconds += std::max(0.0, seconds);
+  o.seconds += seconds;
   ++o.calls;
+  if (layer < 0) return;
+  LayerProfile& l = layers_[layer];
+  (backward ? l.backward_s : l.forward_s) += seconds;
+  l.kernels[op] += seconds;
+}
+
+StepProfile StepProfile::FromParts(std::map<std::string, Op> ops,
+                                   std::map<int, LayerProfile> layers,
+                                   double wall_s, int steps) {
+  StepProfile p;
+  p.ops_ = std::move(ops);
+  p.layers_ = std::move(layers);
+  p.SetWall(wall_s, steps);
+  return p;
 }
 
 void StepProfile::SetWall(double seconds, int steps) {

@@ -27,10 +27,19 @@ const char* ToString(OpClass c);
 // The counter reporting class c's share of step time: "time_gemm_frac", ...
 std::string ShareCounter(OpClass c);
 
+// A layer's part of the profiled steps: the self times of the operations
+// (kernels) it ran, in its forward and in its backward pass.
+struct LayerProfile {
+  double forward_s = 0, backward_s = 0;
+  std::map<std::string, double> kernels;  // name -> seconds, both passes
+};
+
 class StepProfile {
  public:
-  // Self time of one call of operation `op`.
-  void Add(OpClass c, const std::string& op, double seconds);
+  // Self time of one call of operation `op`; where it is known, the graph
+  // layer that ran it (-1: none, as the update's) and in which pass.
+  void Add(OpClass c, const std::string& op, double seconds, int layer = -1,
+           bool backward = false);
   // The wall time of the profiled steps, and how many there were.
   void SetWall(double seconds, int steps);
 
@@ -48,9 +57,17 @@ class StepProfile {
     int64_t calls = 0;
   };
   const std::map<std::string, Op>& ops() const { return ops_; }
+  // The layers' parts, by layer index.
+  const std::map<int, LayerProfile>& layers() const { return layers_; }
+
+  // A profile from its parts, as another process measured them.
+  static StepProfile FromParts(std::map<std::string, Op> ops,
+                               std::map<int, LayerProfile> layers,
+                               double wall_s, int steps);
 
  private:
   std::map<std::string, Op> ops_;
+  std::map<int, LayerProfile> layers_;
   double wall_s_ = 0;
   int steps_ = 0;
 };

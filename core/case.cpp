@@ -477,6 +477,7 @@ core::Status BeginCase(Run& run, int index, const std::string& filter,
     run.current.child_ms = child.warm_ms;
     for (double ms : child.cold_ms) e.log.Add(child.at_s, ms, Caches::kCold);
     if (!child.counters.empty()) e.child_counters = child.counters;
+    if (child.profile && !e.profile) e.profile = child.profile;
     return {};
   }
   Status s = Agree(run, e, Check(run, index));

@@ -63,8 +63,9 @@ struct ChildResult {
   core::Status status;
   std::vector<double> warm_ms, cold_ms;
   std::map<std::string, double> counters;
-  int64_t start_ms = 0, stop_ms = 0;  // wall clock around the child
-  double at_s = 0;                    // its start, on the steady clock
+  int64_t start_ms = 0, stop_ms = 0;   // wall clock around the child
+  double at_s = 0;                     // its start, on the steady clock
+  std::optional<StepProfile> profile;  // where the child profiled
 };
 
 // One case of the run, from the sweep to its result: a model of the sweep,

@@ -110,6 +110,41 @@ void WarmUp(Runner& runner) {
   _exit(0);
 }
 
+// A profile through the child's result file, operations and layers.
+nlohmann::json ProfileJson(const StepProfile& p) {
+  nlohmann::json ops = nlohmann::json::object(),
+                 layers = nlohmann::json::array();
+  for (const auto& [name, op] : p.ops()) {
+    ops[name] = {static_cast<int>(op.cls), op.seconds, op.calls};
+  }
+  for (const auto& [i, l] : p.layers()) {
+    layers.push_back({{"layer", i},
+                      {"forward_s", l.forward_s},
+                      {"backward_s", l.backward_s},
+                      {"kernels", l.kernels}});
+  }
+  return {{"wall_s", p.step_s() * p.steps()},
+          {"steps", p.steps()},
+          {"ops", ops},
+          {"layers", layers}};
+}
+
+StepProfile ProfileFrom(const nlohmann::json& j) {
+  std::map<std::string, StepProfile::Op> ops;
+  for (const auto& [name, op] : j.at("ops").items()) {
+    ops[name] = {static_cast<OpClass>(op.at(0).get<int>()), op.at(1), op.at(2)};
+  }
+  std::map<int, LayerProfile> layers;
+  for (const auto& l : j.at("layers")) {
+    LayerProfile& lp = layers[l.at("layer").get<int>()];
+    lp.forward_s = l.at("forward_s");
+    lp.backward_s = l.at("backward_s");
+    lp.kernels = l.at("kernels").get<std::map<std::string, double>>();
+  }
+  return StepProfile::FromParts(std::move(ops), std::move(layers),
+                                j.at("wall_s"), j.at("steps"));
+}
+
 }  // namespace
 
 void WriteIsolatedResult(const Run& run, const Entry& e,
@@ -124,6 +159,7 @@ void WriteIsolatedResult(const Run& run, const Entry& e,
   for (const core::Counter& c : ProfileCounters(e, run.settings.world.size)) {
     out["counters"][c.name] = c.value;
   }
+  if (e.profile) out["profile"] = ProfileJson(*e.profile);
   std::ofstream(run.child_out) << out.dump() << "\n";
 }
 
@@ -188,6 +224,15 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   }
   for (const auto& [key, value] : result["counters"].items()) {
     r.counters[key] = value;
+  }
+  if (result.contains("profile")) {
+    try {
+      r.profile = ProfileFrom(result["profile"]);
+    } catch (const nlohmann::json::exception& ex) {
+      return done(core::Status::Failed(
+          std::string("its isolated process wrote a bad profile: ") +
+          ex.what()));
+    }
   }
   return done({});
 }

@@ -2,13 +2,175 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "bricks/bricks.h"
+#include "generators/cost.h"
 
 namespace paradnn {
+namespace {
+
+using nlohmann::ordered_json;
+
+// The roofs of a case's device and data type, where a platform file gave
+// them: peak FLOP/s and memory bandwidth (bytes/s).
+struct Roofs {
+  std::optional<double> peak, bandwidth;
+  std::map<int64_t, double> caches;  // the host's, by capacity
+
+  // The memory roof of a layer whose passes each move at most
+  // `working_set` bytes: the bandwidth of the smallest cache that holds
+  // them, else the memory's.
+  std::optional<double> BandwidthFor(int64_t working_set) const {
+    for (const auto& [capacity, bw] : caches) {
+      if (working_set <= capacity) return bw;
+    }
+    return bandwidth;
+  }
+};
+
+Roofs RoofsOf(const Run& run, const Entry& e) {
+  Roofs r;
+  const Backend* backend = FindBackend(e.backend);
+  if (backend == nullptr) return r;
+  const auto device = run.settings.device_peaks.find(backend->Device());
+  if (device != run.settings.device_peaks.end()) {
+    const auto peak = device->second.find(ToString(e.dtype));
+    if (peak != device->second.end() && peak->second > 0) r.peak = peak->second;
+  }
+  const auto bw = run.settings.device_bandwidth.find(backend->Device());
+  if (bw != run.settings.device_bandwidth.end() && bw->second > 0) {
+    r.bandwidth = bw->second;
+  }
+  if (backend->Device() == "cpu") r.caches = run.settings.cache_bandwidth;
+  return r;
+}
+
+// Each layer's brick case name (it runs the layer on its own), where
+// bricks cover the model; else empty names.
+std::vector<std::string> BrickNames(const Graph& g, const Entry& e) {
+  std::vector<std::string> names(g.size());
+  if (!UncoveredLayers(g).empty()) return names;
+  const std::vector<Brick> bricks = BricksOf(g, e.mode);
+  size_t k = 0;
+  for (int i = 0; i < g.size() && k < bricks.size(); ++i) {
+    const Op op = g.layer(i).op;
+    if (op == Op::kInput || op == Op::kTokens) continue;
+    if (op == Op::kSoftmaxCrossEntropy && e.mode == Mode::kInfer) continue;
+    names[i] = BrickCase{bricks[k++], e.backend, e.dtype, e.mode}.Name();
+  }
+  return names;
+}
+
+// The layers of a profiled case: each one's time per step in its forward
+// and backward passes, its kernels, and its work (the cost model's FLOPs
+// and bytes) against the roofs: the share of the peak or of the bandwidth
+// it reaches, and of the roof at its intensity (min(peak, bandwidth x
+// intensity)), the bandwidth that of the cache its passes' bytes fit in
+// (else the memory's); furthest below its roof first where roofs are
+// known, else the slowest first.
+ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
+  const Graph g = e.BuildGraph();
+  const Roofs roofs = RoofsOf(run, e);
+  const std::vector<std::string> bricks = BrickNames(g, e);
+  const double steps = p.steps();
+  struct Row {
+    double roof_util = -1, ms = 0;
+    ordered_json json;
+  };
+  std::vector<Row> rows;
+  double layers_ms = 0;
+  for (const auto& [i, lp] : p.layers()) {
+    if (i < 0 || i >= g.size()) continue;
+    const Layer& l = g.layer(i);
+    const LayerCost c = ComputeLayerCost(g, i, e.mode, e.dtype);
+    const double ms = (lp.forward_s + lp.backward_s) * 1e3 / steps;
+    layers_ms += ms;
+    const double flops =
+        static_cast<double>(c.forward_flops + c.backward_flops);
+    const double bytes =
+        static_cast<double>(c.forward_bytes + c.backward_bytes);
+    const double s = ms / 1e3;
+    Row row;
+    row.ms = ms;
+    row.json = {{"layer", i},
+                {"op", ToString(l.op)},
+                {"shape", l.shape},
+                {"brick", bricks[i]},
+                {"forward_ms", lp.forward_s * 1e3 / steps},
+                {"backward_ms", lp.backward_s * 1e3 / steps},
+                {"share", p.step_s() > 0 ? s / p.step_s() : 0.0},
+                {"flops", flops},
+                {"bytes", bytes},
+                {"intensity", bytes > 0 ? flops / bytes : 0.0},
+                {"flop_per_s", s > 0 ? flops / s : 0.0},
+                {"bytes_per_s", s > 0 ? bytes / s : 0.0}};
+    const int64_t working_set = std::max(c.forward_bytes, c.backward_bytes);
+    const std::optional<double> bandwidth = roofs.BandwidthFor(working_set);
+    if (roofs.peak && s > 0) row.json["flops_util"] = flops / s / *roofs.peak;
+    if (bandwidth && s > 0) {
+      row.json["bandwidth_roof"] = *bandwidth;
+      row.json["bandwidth_util"] = bytes / s / *bandwidth;
+    }
+    if (roofs.peak && bandwidth && s > 0 && bytes > 0) {
+      const double intensity = flops / bytes;
+      const double ridge = *roofs.peak / *bandwidth;
+      const double roof = std::min(*roofs.peak, *bandwidth * intensity);
+      row.json["bound"] = intensity < ridge ? "memory" : "compute";
+      // Against its roof: FLOP/s for a compute-bound layer, bytes/s (the
+      // same fraction) for a memory-bound one.
+      row.roof_util =
+          intensity < ridge ? bytes / s / *bandwidth : flops / s / roof;
+      row.json["roof_util"] = row.roof_util;
+    }
+    std::vector<std::pair<std::string, double>> kernels(lp.kernels.begin(),
+                                                        lp.kernels.end());
+    std::sort(kernels.begin(), kernels.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+    ordered_json list = ordered_json::array();
+    for (const auto& [name, seconds] : kernels) {
+      list.push_back({{"name", name}, {"ms", seconds * 1e3 / steps}});
+    }
+    row.json["kernels"] = list;
+    rows.push_back(std::move(row));
+  }
+  const bool by_roof = roofs.peak && roofs.bandwidth;
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    if (by_roof && (a.roof_util >= 0) != (b.roof_util >= 0)) {
+      return a.roof_util >= 0;
+    }
+    return by_roof && a.roof_util >= 0 ? a.roof_util < b.roof_util
+                                       : a.ms > b.ms;
+  });
+  ordered_json list = ordered_json::array();
+  for (Row& r : rows) list.push_back(std::move(r.json));
+  // The rest by name: each operation's time outside every layer (the
+  // update, the autograd engine's own), slowest first.
+  std::map<std::string, double> rest;
+  for (const auto& [name, op] : p.ops()) rest[name] = op.seconds;
+  for (const auto& [i, lp] : p.layers()) {
+    for (const auto& [name, seconds] : lp.kernels) rest[name] -= seconds;
+  }
+  std::vector<std::pair<std::string, double>> outside(rest.begin(), rest.end());
+  std::sort(outside.begin(), outside.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  ordered_json unattributed = ordered_json::array();
+  for (const auto& [name, seconds] : outside) {
+    if (seconds * 1e3 / steps < 1e-4) break;
+    unattributed.push_back({{"name", name}, {"ms", seconds * 1e3 / steps}});
+  }
+  return {{"layers_ms", layers_ms},
+          {"unattributed_ms", p.step_s() * 1e3 - layers_ms},
+          {"unattributed", unattributed},
+          {"list", list}};
+}
+
+}  // namespace
 
 void WriteProfiles(const Run& run) {
   if (run.settings.flags.profile_out.empty()) return;
-  using nlohmann::ordered_json;
   ordered_json cases = ordered_json::array();
   for (const Entry& e : run.cases.entries) {
     if (!e.profile) continue;
@@ -31,12 +193,14 @@ void WriteProfiles(const Run& run) {
                       {"ms_per_step", op.seconds * 1e3 / steps},
                       {"calls_per_step", op.calls / steps}});
     }
-    cases.push_back({{"name", e.name},
-                     {"profiled_steps", p.steps()},
-                     {"profiled_step_ms", p.step_s() * 1e3},
-                     {"timed_step_ms", e.step_ms},
-                     {"shares", shares},
-                     {"ops", list}});
+    ordered_json c = {{"name", e.name},
+                      {"profiled_steps", p.steps()},
+                      {"profiled_step_ms", p.step_s() * 1e3},
+                      {"timed_step_ms", e.step_ms},
+                      {"shares", shares},
+                      {"ops", list}};
+    if (e.model && !p.layers().empty()) c["layers"] = Layers(run, e, p);
+    cases.push_back(std::move(c));
   }
   std::ofstream(run.settings.flags.profile_out)
       << ordered_json{{"cases", cases}}.dump(2) << "\n";

@@ -101,6 +101,7 @@ void UsePlatform(const Platform& platform, Settings* settings) {
   settings->device_peaks = platform.devices;
   settings->device_bandwidth = platform.device_bandwidth;
   settings->device_bandwidth["cpu"] = platform.memory_bandwidth;
+  settings->cache_bandwidth = platform.cache_bandwidth;
 }
 
 }  // namespace paradnn

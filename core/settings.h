@@ -34,6 +34,8 @@ struct Settings {
   // device's memory bandwidth (bytes/s; the host's as "cpu").
   std::map<std::string, PeakFlops> device_peaks;
   std::map<std::string, double> device_bandwidth;
+  // The host's caches' bandwidth per capacity (Platform::cache_bandwidth).
+  std::map<int64_t, double> cache_bandwidth;
 
   // Each call of a case runs in a child process: --paradnn_isolate, or
   // rounds (a process per case's round).

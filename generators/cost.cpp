@@ -54,6 +54,36 @@ int64_t ForwardFlops(const Graph& g, int i) {
   }
 }
 
+int64_t BackwardFlops(const Graph& g, int i,
+                      const std::vector<bool>& needs_grad) {
+  const Layer& l = g.layer(i);
+  const int64_t fwd = ForwardFlops(g, i);
+  // The weight gradient always, the input gradient only where the input
+  // depends on something trainable. Attention has no weights: its
+  // backward is the four products giving the gradients of the scores, V,
+  // Q and K, twice the forward.
+  if (l.op == Op::kAttention) return 2 * fwd;
+  if (l.op == Op::kRecurrent) {
+    // Weights: every step's gates against its input and previous state.
+    // The gradient through time, h_t to h_(t-1), for t >= 1 always; not
+    // into h0, which is zero and constant; into the input where it needs
+    // one.
+    const int64_t in = g.layer(l.inputs[0]).shape.back();
+    const int64_t length = l.shape[0], batch = l.shape[1];
+    const int64_t per_step = 2 * batch * Gates(l.cell) * l.units;
+    int64_t flops = fwd + per_step * (length - 1) * l.units;
+    if (needs_grad[l.inputs[0]]) flops += per_step * length * in;
+    return flops;
+  }
+  if (l.op == Op::kCross && l.rank > 0) {
+    // The gradients of U and of V x, then of V (three of forward's two
+    // products' size); of x (the fourth) where it needs one.
+    return fwd / 2 * 3 + (needs_grad[l.inputs[1]] ? fwd / 2 : 0);
+  }
+  if (fwd == 0) return 0;
+  return fwd + (needs_grad[l.inputs.back()] ? fwd : 0);
+}
+
 namespace {
 
 int64_t ForwardElementwise(const Graph& g, const Layer& l) {
@@ -182,31 +212,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
       if (last_reader[in] == i) live -= OutputBytes(g.layer(in), e);
     }
     if (!train) continue;
-    // Backward: the weight gradient always, the input gradient only where
-    // the input depends on something trainable.
-    // Attention has no weights: its backward is the four products giving
-    // the gradients of the scores, V, Q and K, twice the forward.
-    if (l.op == Op::kAttention) {
-      c.flops += 2 * fwd;
-    } else if (l.op == Op::kRecurrent) {
-      // Weights: every step's gates against its input and previous state.
-      // The gradient through time, h_t to h_(t-1), for t >= 1 always; not
-      // into h0, which is zero and constant; into the input where it needs
-      // one.
-      const int64_t in = g.layer(l.inputs[0]).shape.back();
-      const int64_t length = l.shape[0], batch = l.shape[1];
-      const int64_t per_step = 2 * batch * Gates(l.cell) * l.units;
-      c.flops += fwd + per_step * (length - 1) * l.units;
-      if (needs_grad[l.inputs[0]]) c.flops += per_step * length * in;
-    } else if (l.op == Op::kCross && l.rank > 0) {
-      // The gradients of U and of V x, then of V (three of forward's two
-      // products' size); of x (the fourth) where it needs one.
-      c.flops += fwd / 2 * 3;
-      if (needs_grad[l.inputs[1]]) c.flops += fwd / 2;
-    } else if (fwd > 0) {
-      c.flops += fwd;
-      if (needs_grad[l.inputs.back()]) c.flops += fwd;
-    }
+    c.flops += BackwardFlops(g, i, needs_grad);
     c.elementwise += ForwardElementwise(g, l);
     if (needs_grad[i] && !IsView(l)) gradient_bytes += out * e;
     // Recurrent layers keep every step's gate pre-activations, of the input
@@ -265,6 +271,35 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
 int64_t AllReduceTraffic(const Cost& cost, DType dtype, int world) {
   return world > 1 ? 2 * (world - 1) * cost.params * ElementSize(dtype) / world
                    : 0;
+}
+
+LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
+  const Layer& l = g.layer(i);
+  const int64_t e = ElementSize(dtype);
+  LayerCost c;
+  const bool loss = l.op == Op::kSoftmaxCrossEntropy || l.op == Op::kMeanLoss;
+  // The data is made before the step; its readers count reading it.
+  const bool data = l.op == Op::kInput || l.op == Op::kTokens;
+  if ((loss && mode == Mode::kInfer) || data) return c;
+  int64_t param_bytes = 0;
+  for (const ParamTensor& p : g.Params()) {
+    if (p.layer == i) param_bytes += Elements(p.shape) * e;
+  }
+  int64_t in_bytes = 0;
+  for (int x : l.inputs) in_bytes += OutputBytes(g.layer(x), e);
+  c.forward_flops = ForwardFlops(g, i);
+  c.forward_bytes = in_bytes + param_bytes + (loss ? 0 : OutputBytes(l, e));
+  const std::vector<bool> needs_grad = g.NeedsGrad();
+  if (mode == Mode::kInfer || !needs_grad[i]) return c;
+  c.backward_flops = BackwardFlops(g, i, needs_grad);
+  // The output's gradient, the inputs and weights again, the weights'
+  // gradients and the gradients of the inputs that take one.
+  c.backward_bytes =
+      (loss ? 0 : OutputBytes(l, e)) + in_bytes + 2 * param_bytes;
+  for (int x : l.inputs) {
+    if (needs_grad[x]) c.backward_bytes += OutputBytes(g.layer(x), e);
+  }
+  return c;
 }
 
 }  // namespace paradnn

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "generators/graph.h"
 
@@ -33,6 +34,22 @@ int64_t AllReduceTraffic(const Cost& cost, DType dtype, int world);
 
 // Matrix-like FLOPs of one layer's forward pass (0 for other layers).
 int64_t ForwardFlops(const Graph& g, int layer);
+// And of its backward pass in training; needs_grad is Graph::NeedsGrad().
+int64_t BackwardFlops(const Graph& g, int layer,
+                      const std::vector<bool>& needs_grad);
+
+// One layer's part of a step: its matrix FLOPs and the least bytes each
+// pass moves. Forward reads the layer's inputs and parameters and writes
+// its output; backward (training, where the output takes a gradient)
+// reads the output's gradient, the inputs and parameters again, and
+// writes the parameters' gradients and those of the inputs that take one.
+// A view (flatten, first token) moves none, and a data input is no work
+// of the step's: its readers read it.
+struct LayerCost {
+  int64_t forward_flops = 0, backward_flops = 0;
+  int64_t forward_bytes = 0, backward_bytes = 0;
+};
+LayerCost ComputeLayerCost(const Graph& g, int layer, Mode mode, DType dtype);
 
 // A cached attention's (query, key) pairs per sequence that its mask
 // allows, and its key/value cache's bytes (0 for other layers).

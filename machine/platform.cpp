@@ -1,5 +1,6 @@
 #include "machine/platform.h"
 
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -44,6 +45,11 @@ std::string PlatformJson(const Platform& p) {
       "under vector load";
   j["memory_bandwidth"] = p.memory_bandwidth;
   j["device_bandwidth"] = p.device_bandwidth;
+  std::map<std::string, double> caches;
+  for (const auto& [bytes, bw] : p.cache_bandwidth) {
+    caches[std::to_string(bytes)] = bw;
+  }
+  j["cache_bandwidth"] = caches;
   j["device_names"] = p.device_names;
   j["backend_devices"] = p.backend_devices;
   return j.dump(2) + "\n";
@@ -115,6 +121,22 @@ Platform LoadPlatform(const std::string& path) {
         positives(j["device_bandwidth"], "device_bandwidth",
                   "bytes per second per device, e.g. {\"gpu\": 4.3e12}",
                   "number of bytes per second");
+  }
+  if (j.contains("cache_bandwidth")) {
+    for (const auto& [key, bw] :
+         positives(j["cache_bandwidth"], "cache_bandwidth",
+                   "bytes per second per cache capacity in bytes, e.g. "
+                   "{\"4194304\": 1.2e11}",
+                   "number of bytes per second")) {
+      int64_t bytes = 0;
+      const auto [end, ec] =
+          std::from_chars(key.data(), key.data() + key.size(), bytes);
+      if (ec != std::errc() || end != key.data() + key.size() || bytes <= 0) {
+        throw std::runtime_error(path + ": field 'cache_bandwidth." + key +
+                                 "': expected a capacity in bytes");
+      }
+      p.cache_bandwidth[bytes] = bw;
+    }
   }
   for (const char* group : {"device_names", "backend_devices"}) {
     if (!j.contains(group) || !j[group].is_object()) continue;

@@ -3,6 +3,7 @@
 // data sheet; what flops_util and the rooflines divide by.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -20,6 +21,10 @@ struct Platform {
   std::map<std::string, PeakFlops> gemm_flops;
   std::map<std::string, std::string> libraries;  // backend -> its Describe()
   double memory_bandwidth = 0;  // the host's, bytes/s (STREAM triad)
+  // The host's caches: per capacity in bytes (every core's L2 together, the
+  // L3), the same triad on a working set of half of it, bytes/s: the roof
+  // of a layer whose data fits there.
+  std::map<int64_t, double> cache_bandwidth;
   // Per device other than the host's CPU: its memory's bandwidth (bytes/s,
   // the same triad in its memory) and its name.
   std::map<std::string, double> device_bandwidth;

@@ -187,9 +187,8 @@ int MlperfReport(const Command& self, int argc, char** argv) {
     std::filesystem::create_directories(out);
     std::vector<std::string> more;
     if (run) {
-      const std::string twins =
-          RunTwins(paradnn::CompareTwins(real, synthetic), backend, steps,
-                   files, out);
+      const std::string twins = RunTwins(paradnn::CompareTwins(real, synthetic),
+                                         backend, steps, files, out);
       if (!twins.empty()) {
         for (const auto& c : paradnn::ReadResults(twins).cases) {
           synthetic.push_back(c);
@@ -257,6 +256,7 @@ int ReportCommand(const Command& self, int argc, char** argv) {
                           : arg == "--platform" ? &o.platform
                           : arg == "--color"    ? &o.color
                           : arg == "--bricks"   ? &o.bricks
+                          : arg == "--profile"  ? &o.profile
                           : arg == "--mlperf"   ? &o.mlperf
                           : arg == "--slo"      ? &o.slo
                           : arg == "-o"         ? &o.out
@@ -485,7 +485,8 @@ const Command kCommands[] = {
     {"report", "draw the HTML report of a results file",
      "report RESULTS.json [--vs OTHER.json] [--a SELECTOR --b SELECTOR]\n"
      "               [--platform P.json] [--color PARAM]\n"
-     "               [--bricks BRICKS.json] [--scaling OTHER.json]...\n"
+     "               [--bricks BRICKS.json] [--profile PROFILE.json]\n"
+     "               [--scaling OTHER.json]...\n"
      "               [--slo ttft_ms=MS,tpot_ms=MS] [--no-plots] -o DIR\n\n"
      "Writes DIR/index.html: roofline, heat maps of utilization, which\n"
      "parameters matter, where step time goes, and A-vs-B speedups.\n\n"
@@ -498,6 +499,8 @@ const Command kCommands[] = {
      "                 (default: batch)\n"
      "  --bricks FILE  a --paradnn_bricks_out file: constructed against\n"
      "                 measured model times, errors per family and group\n"
+     "  --profile FILE a --paradnn_profile_out file: each layer against its\n"
+     "                 roof, the layer kinds furthest below theirs\n"
      "  --mlperf DIR   real MLPerf training results: each beside its\n"
      "                 model's twin, drawn on the synthetic plots\n"
      "  --scaling FILE results of the same cases at another world size\n"

@@ -6,8 +6,9 @@
 #   results/quickstart.json   Google Benchmark JSON, with flops_util and the
 #                             share of step time per operation class
 #   results/quickstart.txt    the table
+#   results/profile.json      every case's layers: time, kernels, roofs
 #   results/report/index.html roofline, heat maps, regressions, where step
-#                             time goes, oneDNN vs LibTorch
+#                             time goes, layer by layer, oneDNN vs LibTorch
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -19,9 +20,11 @@ results="$root/results"
 mkdir -p "$results"
 "$root/build/paradnn" calibrate -o "$results/platform.json"
 "$root/build/paradnn" --paradnn_config="$root/configs/quickstart.yaml" \
-  --paradnn_platform="$results/platform.json" --paradnn_profile \
+  --paradnn_platform="$results/platform.json" \
+  --paradnn_profile_out="$results/profile.json" \
   --benchmark_out="$results/quickstart.json" --benchmark_out_format=json \
   "$@" | tee "$results/quickstart.txt"
 "$root/build/paradnn" report "$results/quickstart.json" --a /onednn/ --b /torch/ \
-  --platform "$results/platform.json" -o "$results/report"
+  --platform "$results/platform.json" --profile "$results/profile.json" \
+  -o "$results/report"
 echo "results: $results/quickstart.json, $results/quickstart.txt; report: $results/report/index.html"

@@ -79,6 +79,7 @@ void Unstable(Page& page);
 void Llm(Page& page);
 void Regressions(Page& page);
 void Profiles(Page& page);
+void Layers(Page& page);    // --profile
 void Speedups(Page& page);  // --vs, or --a/--b
 void Bricks(Page& page);    // --bricks
 void Scaling(Page& page);   // --scaling

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,20 @@ inline Dims DimsOf(const Md& md) {
 #else
   return md.dims();
 #endif
+}
+
+// The implementation oneDNN chose for a primitive ("brg:avx512_core",
+// "gemm:jit", "ref:any"), or "".
+inline std::string ImplementationOf(const dnnl::primitive& p) {
+  const_dnnl_primitive_desc_t pd = nullptr;
+  const char* impl = nullptr;
+  if (dnnl_primitive_get_primitive_desc(p.get(), &pd) != dnnl_success ||
+      dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+          dnnl_success ||
+      impl == nullptr) {
+    return "";
+  }
+  return impl;
 }
 
 inline memory::data_type TypeOf(const Md& md) {
@@ -211,7 +226,8 @@ inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
     const Md* bias, const Md& dst, const Dims& strides, const Dims& pad) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
-  if (bias) return {eng, prop, alg, src, weights, *bias, dst, strides, pad, pad};
+  if (bias)
+    return {eng, prop, alg, src, weights, *bias, dst, strides, pad, pad};
   return {eng, prop, alg, src, weights, dst, strides, pad, pad};
 #else
   using D = dnnl::convolution_forward::desc;
@@ -223,16 +239,14 @@ inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
 
 // A convolution's backward of its weights (and bias, where `bias` is
 // given): `in` the source, `weights` the weights' gradient.
-inline dnnl::convolution_backward_weights::primitive_desc
-ConvolutionWeightsPd(const engine& eng, const Md& in, const Md& weights,
-                     const Md* bias, const Md& diff_dst, const Dims& strides,
-                     const Dims& pad,
-                     const dnnl::convolution_forward::primitive_desc& hint) {
+inline dnnl::convolution_backward_weights::primitive_desc ConvolutionWeightsPd(
+    const engine& eng, const Md& in, const Md& weights, const Md* bias,
+    const Md& diff_dst, const Dims& strides, const Dims& pad,
+    const dnnl::convolution_forward::primitive_desc& hint) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
   if (bias) {
-    return {eng,      alg,     in,  weights, *bias, diff_dst,
-            strides,  pad,     pad, hint};
+    return {eng, alg, in, weights, *bias, diff_dst, strides, pad, pad, hint};
   }
   return {eng, alg, in, weights, diff_dst, strides, pad, pad, hint};
 #else

@@ -109,7 +109,7 @@ void OnednnRunner::RunActions(const Actions& list, StepProfile* profile) {
     const auto start = std::chrono::steady_clock::now();
     a.run();
     stream_.wait();
-    profile->Add(a.cls, a.name, Seconds(start));
+    profile->Add(a.cls, a.name, Seconds(start), a.layer, a.backward);
   }
 }
 
@@ -122,8 +122,9 @@ void OnednnRunner::RunStep(StepProfile* profile) {
       const auto start = std::chrono::steady_clock::now();
       loss_ = CrossEntropy(true);
       if (profile) {
+        // The loss layer's, forward and its gradient together.
         profile->Add(OpClass::kElementwise, "softmax cross-entropy",
-                     Seconds(start));
+                     Seconds(start), graph_.size() - 1);
       }
     }
     // From the loss down to the first layer.
@@ -209,8 +210,10 @@ OpClass OnednnRunner::ClassOf(dnnl::primitive::kind kind) {
 
 void OnednnRunner::Push(Actions& list, OpClass cls, const std::string& what,
                         std::function<void()> run) {
-  list.push_back({&list == &update_ ? OpClass::kOptimizer : cls,
-                  what + " " + Phase(list), std::move(run)});
+  const bool update = &list == &update_;
+  list.push_back({update ? OpClass::kOptimizer : cls, what + " " + Phase(list),
+                  std::move(run), update ? -1 : building_,
+                  &list != &forward_ && !update});
 }
 
 Tag OnednnRunner::PlainTag(size_t rank) {
@@ -235,6 +238,8 @@ void OnednnRunner::Run(Actions& list, dnnl::primitive p, Args args) {
                ToString(graph_.layer(layer).op) + ")");
          }
        });
+  const std::string impl = ImplementationOf(p);
+  if (!impl.empty()) list.back().name += " (" + impl + ")";
 }
 
 // Copies src into dst's format; with accumulate, adds to dst instead.

@@ -181,8 +181,12 @@ class OnednnRunner : public Runner {
   // One entry of a step: a primitive's execution or a loop of our own.
   struct Action {
     OpClass cls;
-    std::string name;  // "convolution backward", "embedding forward"
+    // "convolution backward (brg:avx512_core)": a primitive's with the
+    // implementation oneDNN chose, "embedding forward" for a loop of ours.
+    std::string name;
     std::function<void()> run;
+    int layer = -1;  // the graph layer it is part of; -1: the update
+    bool backward = false;
   };
   using Actions = std::vector<Action>;
 

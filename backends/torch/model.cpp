@@ -1,8 +1,12 @@
 #include "backends/torch/model.h"
 
+#include <ATen/SequenceNumber.h>
+#include <ATen/record_function.h>
+
 #include <cmath>
 #include <limits>
 
+#include "backends/torch/profiler.h"
 #include "backends/torch/runtime.h"
 #include "generators/check.h"
 #include "generators/init.h"
@@ -186,6 +190,11 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
   for (int i = 0; i < graph_.size(); ++i) {
     const Layer& l = graph_.layer(i);
     LayerModules& m = layers_[i];
+    // Under the profiler, each layer's operations in a scope naming it
+    // (LayerScope); outside it, the guard does nothing.
+    at::RecordFunction scope(at::RecordScope::USER_SCOPE);
+    if (scope.isActive()) scope.before(LayerScope(i));
+    const uint64_t first = at::sequence_number::peek();
     const torch::Tensor& x =
         l.inputs.empty() ? inputs[i] : values_[l.inputs[0]];
     torch::Tensor& y = values_[i];
@@ -328,6 +337,9 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
     // them; autograd keeps what backward needs.
     for (int in : l.inputs) {
       if (last_use_[in] == i) values_[in].reset();
+    }
+    if (scope.isActive()) {
+      sequences_.push_back({first, at::sequence_number::peek(), i});
     }
   }
   if (!logits.defined()) logits = values_.back();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/torch/profiler.h"
 #include "generators/graph.h"
 
 namespace paradnn {
@@ -59,6 +60,11 @@ class TorchModel : public torch::nn::Module {
   torch::Tensor Forward(const std::vector<torch::Tensor>& inputs,
                         const torch::Tensor& labels, torch::Tensor* loss);
 
+  // Under the profiler, the autograd sequence numbers each layer's forward
+  // operations took, [first, end), in every Forward since the last call:
+  // their backward nodes carry them.
+  std::vector<LayerSequence> TakeSequences() { return std::move(sequences_); }
+
   // The mean cross entropy of the logits against the labels.
   static torch::Tensor CrossEntropy(const torch::Tensor& logits,
                                     const torch::Tensor& labels);
@@ -88,6 +94,7 @@ class TorchModel : public torch::nn::Module {
   std::vector<LayerModules> layers_;
   std::vector<int> last_use_;  // the last layer reading each layer's output
   std::vector<torch::Tensor> values_;
+  std::vector<LayerSequence> sequences_;
 };
 
 }  // namespace paradnn

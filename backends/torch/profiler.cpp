@@ -45,34 +45,67 @@ OpClass ClassOf(std::string name) {
 
 }  // namespace
 
-// Self time (own time minus nested operations') of every range of one
-// thread's events; everything inside a scope of ours is of its class.
+std::string LayerScope(int i) { return "paradnn::layer/" + std::to_string(i); }
+
 void AddSelfTimes(
     const std::vector<torch::autograd::profiler::LegacyEvent>& events,
-    StepProfile* profile) {
+    const std::vector<LayerSequence>& sequences, StepProfile* profile) {
   using torch::autograd::profiler::EventKind;
   using torch::autograd::profiler::LegacyEvent;
+  static const std::string kLayer = LayerScope(0).substr(0, 15);
+  // The layer whose forward made the autograd node of sequence number n.
+  auto layer_of = [&](int64_t n) {
+    if (n < 0) return -1;
+    const uint64_t s = static_cast<uint64_t>(n);
+    auto it = std::upper_bound(
+        sequences.begin(), sequences.end(), s,
+        [](uint64_t v, const LayerSequence& r) { return v < r.first; });
+    if (it == sequences.begin()) return -1;
+    --it;
+    return s < it->end ? it->layer : -1;
+  };
   struct Open {
-    const LegacyEvent* push;
+    const LegacyEvent* push = nullptr;
     double children_us = 0;
     std::optional<OpClass> scope;
+    int layer = -1;
+    bool backward = false;
   };
   std::vector<Open> stack;
   for (const LegacyEvent& e : events) {
     if (e.kind() == EventKind::PushRange) {
-      std::optional<OpClass> scope =
-          stack.empty() ? std::nullopt : stack.back().scope;
-      if (!scope) scope = ScopeClass(e.name());
-      stack.push_back({&e, 0, scope});
+      Open open;
+      open.push = &e;
+      if (!stack.empty()) {
+        open.scope = stack.back().scope;
+        open.layer = stack.back().layer;
+        open.backward = stack.back().backward;
+      }
+      if (!open.scope) open.scope = ScopeClass(e.name());
+      const std::string name = e.name();
+      if (name.rfind(kLayer, 0) == 0) {
+        open.layer = std::stoi(name.substr(kLayer.size()));
+      } else if (open.layer < 0 && layer_of(e.sequenceNr()) >= 0) {
+        // Outside every layer's scope: an autograd node's backward.
+        open.layer = layer_of(e.sequenceNr());
+        open.backward = true;
+      }
+      stack.push_back(open);
     } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
       const Open open = stack.back();
       stack.pop_back();
       const double us = open.push->hasCuda() ? open.push->cudaElapsedUs(e)
                                              : open.push->cpuElapsedUs(e);
       if (!stack.empty()) stack.back().children_us += us;
-      const std::string name = open.push->name();
-      profile->Add(open.scope ? *open.scope : ClassOf(name), name,
-                   (us - open.children_us) / 1e6);
+      std::string name = open.push->name();
+      OpClass cls = open.scope ? *open.scope : ClassOf(name);
+      // A layer's scope: LibTorch's own time between its operations.
+      if (name.rfind(kLayer, 0) == 0) {
+        name = "framework (between operations)";
+        cls = OpClass::kOther;
+      }
+      profile->Add(cls, name, (us - open.children_us) / 1e6, open.layer,
+                   open.backward);
     }
   }
 }

@@ -98,7 +98,10 @@ class TorchRunner : public Runner {
       const prof::thread_event_lists lists = prof::disableProfilerLegacy();
       StepProfile profile;
       profile.SetWall(wall.count(), steps);
-      for (const auto& events : lists) AddSelfTimes(events, &profile);
+      const std::vector<LayerSequence> sequences = model_->TakeSequences();
+      for (const auto& events : lists) {
+        AddSelfTimes(events, sequences, &profile);
+      }
       return profile;
     });
   }

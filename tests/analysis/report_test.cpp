@@ -116,6 +116,34 @@ TEST_CASE("a report: plots, their data, the page", "[report]") {
   for (const std::string& n : notes) INFO(n);
 }
 
+// A profile's layers as the runner writes them (--paradnn_profile_out), by
+// hand: LibTorch's dense layer at a tenth of its roof and its ReLU at a
+// twentieth, oneDNN's dense layer at half.
+std::string ProfileJson() {
+  return R"json({"cases": [
+    {"name": "FC/layers:1/nodes:64/input:32/output:10/batch:8/torch/fp32/train",
+     "profiled_step_ms": 2.0, "layers": {"layers_ms": 1.8,
+     "unattributed_ms": 0.2, "list": [
+      {"layer": 1, "op": "dense", "shape": [8, 64],
+       "brick": "BRICK/dense/in:8x32/units:64/bias:1/grad:0/torch/fp32/train",
+       "forward_ms": 0.5, "backward_ms": 0.5, "share": 0.5, "flops": 1e6,
+       "bytes": 1e5, "intensity": 10, "flop_per_s": 1e9, "roof_util": 0.1,
+       "bound": "memory", "kernels": [{"name": "aten::addmm", "ms": 0.6}]},
+      {"layer": 2, "op": "relu", "shape": [8, 64], "brick": "",
+       "forward_ms": 0.4, "backward_ms": 0.4, "share": 0.4, "flops": 0,
+       "bytes": 4096, "intensity": 0, "flop_per_s": 0, "roof_util": 0.05,
+       "bound": "memory", "kernels": [{"name": "aten::relu", "ms": 0.4}]}]}},
+    {"name": "FC/layers:1/nodes:64/input:32/output:10/batch:8/onednn/fp32/train",
+     "profiled_step_ms": 1.0, "layers": {"layers_ms": 0.5,
+     "unattributed_ms": 0.5, "list": [
+      {"layer": 1, "op": "dense", "shape": [8, 64], "brick": "",
+       "forward_ms": 0.2, "backward_ms": 0.2, "share": 0.4, "flops": 1e6,
+       "bytes": 1e5, "intensity": 10, "flop_per_s": 2.5e9, "roof_util": 0.5,
+       "bound": "memory",
+       "kernels": [{"name": "inner_product forward (brg:avx512_core)",
+                    "ms": 0.2}]}]}}]})json";
+}
+
 TEST_CASE("the report opens in headless Chromium with every plot",
           "[report][chromium]") {
   // Not a skip: without Chromium this test checks nothing, so it fails.
@@ -137,6 +165,8 @@ TEST_CASE("the report opens in headless Chromium with every plot",
   std::ofstream(dir / "twins.json") << TwinJson();
   o.extra_results = {(dir / "twins.json").string()};
   o.mlperf = test::TestData("mlperf").string();
+  std::ofstream(dir / "profile.json") << ProfileJson();
+  o.profile = (dir / "profile.json").string();
   WriteReport(o);
   const std::string cmd =
       "timeout 120 chromium --headless --no-sandbox --disable-gpu "
@@ -160,11 +190,11 @@ TEST_CASE("the report opens in headless Chromium with every plot",
        at = page.find("<img", at + 1)) {
     ++images;
   }
-  CHECK(images == 18);
+  CHECK(images == 19);
   CHECK_THAT(page,
              ContainsSubstring("CNN onednn/fp32/train: 5 cases are too few for "
                                "a regression on 4 parameters"));
-  CHECK_THAT(dom, ContainsSubstring("plots: 18 loaded: 18 failed: 0"));
+  CHECK_THAT(dom, ContainsSubstring("plots: 19 loaded: 19 failed: 0"));
 }
 
 TEST_CASE("beside MLPerf: real results, their twins, drawn", "[report]") {
@@ -428,6 +458,57 @@ TEST_CASE("bricks: estimates against plain runs, errors per group",
                   o.results + ": not a bricks file (--paradnn_bricks_out): "
                               "expected 'models' and 'error': bricks left "
                               "out") != notes.end());
+}
+
+TEST_CASE(
+    "layers: each profiled layer against its roof, the kinds furthest "
+    "below theirs",
+    "[report]") {
+  const fs::path dir = Dir("layers");
+  std::ofstream(dir / "results.json") << ResultsJson();
+  std::ofstream(dir / "profile.json") << ProfileJson();
+  ReportOptions o;
+  o.results = (dir / "results.json").string();
+  o.profile = (dir / "profile.json").string();
+  o.out = (dir / "report").string();
+  WriteReport(o);
+  CHECK(Slurp(dir / "report/layers.csv") ==
+        "case,layer,op,shape,brick,ms_per_step,share,flops,bytes,intensity,"
+        "flop_per_s,roof_util,bound,top_kernel\n"
+        "FC/layers:1/nodes:64/input:32/output:10/batch:8/torch/fp32/train,1,"
+        "dense,8x64,BRICK/dense/in:8x32/units:64/bias:1/grad:0/torch/fp32/"
+        "train,1,0.5,1e+06,100000,10,1e+09,0.1,memory,aten::addmm\n"
+        "FC/layers:1/nodes:64/input:32/output:10/batch:8/torch/fp32/train,2,"
+        "relu,8x64,,0.8,0.4,0,4096,0,0,0.05,memory,aten::relu\n"
+        "FC/layers:1/nodes:64/input:32/output:10/batch:8/onednn/fp32/train,1,"
+        "dense,8x64,,0.4,0.4,1e+06,100000,10,2.5e+09,0.5,memory,"
+        "inner_product forward (brg:avx512_core)\n");
+  CHECK(fs::file_size(dir / "report/layers_roofline.gp") > 0);
+  const std::string html = Slurp(dir / "report/index.html");
+  // The layers cover 0.9 and 0.5 of their steps: a median of 70%.
+  CHECK_THAT(html, ContainsSubstring("cover a median of 70%"));
+  // The kinds, furthest below their roofs first: LibTorch's ReLU (0.8 of
+  // the layers' 2.2 ms), its dense layer, oneDNN's.
+  const size_t relu = html.find(
+      "<tr><td>relu</td><td>torch</td><td>1</td>"
+      "<td>0.364</td><td>0.05</td><td>0.05</td>");
+  const size_t dense = html.find(
+      "<tr><td>dense</td><td>torch</td><td>1</td>"
+      "<td>0.455</td><td>0.1</td><td>0.1</td>");
+  const size_t onednn = html.find(
+      "<tr><td>dense</td><td>onednn</td><td>1</td>"
+      "<td>0.182</td><td>0.5</td><td>0.5</td>");
+  REQUIRE(relu != std::string::npos);
+  REQUIRE(dense != std::string::npos);
+  REQUIRE(onednn != std::string::npos);
+  CHECK(relu < dense);
+  CHECK(dense < onednn);
+  // Not a profile: said, and the rest is still reported.
+  o.profile = (dir / "missing.json").string();
+  const std::vector<std::string> notes = WriteReport(o);
+  CHECK(std::find(notes.begin(), notes.end(),
+                  o.profile + ": cannot read the profile: layers left out") !=
+        notes.end());
 }
 
 TEST_CASE("Google Benchmark's NaN and Infinity read as null, not in strings",

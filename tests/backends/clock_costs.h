@@ -31,15 +31,18 @@ inline double ClockLayerUs(const Layer& l) {
 struct ClockPart {
   double us = 0;
   bool gemm = false;
+  int layer = -1;         // the layer it is part of (its profile's)
+  bool backward = false;  // a gradient sum, in the layer's backward
 };
 inline std::vector<ClockPart> ClockParts(const Graph& g, Mode mode) {
   std::vector<ClockPart> parts;
   std::vector<int> readers(g.size(), 0);
-  for (const Layer& l : g.layers()) {
+  for (int i = 0; i < g.size(); ++i) {
+    const Layer& l = g.layer(i);
     if (mode == Mode::kTrain || l.op != Op::kSoftmaxCrossEntropy) {
       const bool gemm = l.op == Op::kDense || l.op == Op::kConv2d ||
                         l.op == Op::kRecurrent || l.op == Op::kAttention;
-      if (ClockLayerUs(l) > 0) parts.push_back({ClockLayerUs(l), gemm});
+      if (ClockLayerUs(l) > 0) parts.push_back({ClockLayerUs(l), gemm, i});
     }
     for (int x : l.inputs) ++readers[x];
   }
@@ -52,7 +55,7 @@ inline std::vector<ClockPart> ClockParts(const Graph& g, Mode mode) {
       Layer add;
       add.op = Op::kAdd;
       add.shape = g.layer(x).shape;
-      parts.push_back({(readers[x] - 1) * ClockLayerUs(add), false});
+      parts.push_back({(readers[x] - 1) * ClockLayerUs(add), false, x, true});
     }
   }
   return parts;

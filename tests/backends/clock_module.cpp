@@ -111,7 +111,8 @@ class ClockRunner : public paradnn::Runner {
         SpinCpu(p.us);
         profile.Add(
             p.gemm ? paradnn::OpClass::kGemm : paradnn::OpClass::kElementwise,
-            p.gemm ? "product" : "elementwise", CpuSeconds() - t);
+            p.gemm ? "product" : "elementwise", CpuSeconds() - t, p.layer,
+            p.backward);
       }
       SpinCpu(paradnn::test::kClockStepUs);
     }

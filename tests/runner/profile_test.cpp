@@ -77,6 +77,93 @@ TEST_CASE("profile shares are the known shares of a backend's step",
   CHECK(b["time_movement_frac"].get<double>() == 0);
 }
 
+TEST_CASE(
+    "a profile's layers: each layer's known time, its work against its roof, "
+    "its brick",
+    "[runner][profile]") {
+  // The clock backend spins a known time per layer in the thread's CPU
+  // time and profiles it as that layer's: the profile's layers must be
+  // those times (each spin overshoots by the reads of the clock and what
+  // the kernel charges the thread: up to ten microseconds here), and the
+  // step's fixed cost outside every layer.
+  const std::string name =
+      "FC/layers:1/nodes:256/input:128/output:10/batch:32/clock/fp32/train";
+  const std::string out = Scratch("layers.json");
+  const std::string platform = Scratch("layers_platform.json");
+  // A cache of 300,000 bytes at 1e11 bytes/s: the first dense layer's
+  // passes (below) do not fit, its ReLU's do.
+  std::ofstream(platform)
+      << "{\"peak_flops\": {\"fp32\": 1e12}, \"memory_bandwidth\": 1e10, "
+         "\"cache_bandwidth\": {\"300000\": 1e11}}";
+  Result r = RunRunner("--paradnn_case=" + name +
+                           " --paradnn_steps=5 --paradnn_threads=1"
+                           " --paradnn_platform=" +
+                           platform + " --paradnn_profile_out=" + out,
+                       ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const Case c = ParseCaseName(name);
+  std::map<int, std::pair<double, double>> truth_us;  // forward, backward
+  double parts_us = 0;
+  for (const test::ClockPart& p :
+       test::ClockParts(c.model.BuildGraph(), c.mode)) {
+    (p.backward ? truth_us[p.layer].second : truth_us[p.layer].first) += p.us;
+    parts_us += p.us;
+  }
+  const json j = json::parse(Slurp(out))["cases"][0];
+  const json& layers = j["layers"];
+  CHECK(layers["layers_ms"].get<double>() ==
+        Approx(parts_us / 1e3).epsilon(0.05));
+  CHECK(layers["unattributed_ms"].get<double>() ==
+        Approx(test::kClockStepUs / 1e3).epsilon(0.2));
+  REQUIRE(layers["list"].size() == truth_us.size());
+  double last_util = 0;
+  for (const json& l : layers["list"]) {
+    const int i = l["layer"];
+    INFO("layer " << i << " " << l["op"]);
+    CHECK(l["forward_ms"].get<double>() * 1e3 ==
+          Approx(truth_us.at(i).first).epsilon(0.1).margin(10));
+    CHECK(l["backward_ms"].get<double>() * 1e3 ==
+          Approx(truth_us.at(i).second).epsilon(0.1).margin(10));
+    CHECK(l["brick"].get<std::string>().rfind(
+              "BRICK/" + l["op"].get<std::string>() + "/", 0) == 0);
+    // Furthest below its roof first.
+    CHECK(l["roof_util"].get<double>() >= last_util);
+    last_util = l["roof_util"];
+  }
+  // The first dense layer (layer 1), by hand: 2 x 32 x 128 x 256 FLOPs forward
+  // and as many for its weights' gradient (its input, the data, takes none);
+  // forward reads the input (32 x 128) and weights (256 x 128 + 256) and
+  // writes the output (32 x 256); backward reads the output's gradient,
+  // the input and the weights and writes the weights' gradient; 4 bytes
+  // each. 8.5 FLOPs a byte, below the ridge (1e12 / 1e10 = 100): memory
+  // bound, its roof the bandwidth.
+  const json first =
+      *std::find_if(layers["list"].begin(), layers["list"].end(),
+                    [](const json& l) { return l["layer"] == 1; });
+  const double flops = 2.0 * 2 * 32 * 128 * 256;
+  const double bytes =
+      4.0 * (32 * 128 + 33024 + 32 * 256 + 32 * 256 + 32 * 128 + 2 * 33024);
+  CHECK(first["flops"].get<double>() == flops);
+  CHECK(first["bytes"].get<double>() == bytes);
+  CHECK(first["bound"] == "memory");
+  // Its backward moves 313,344 bytes: more than the cache holds.
+  CHECK(first["bandwidth_roof"].get<double>() == 1e10);
+  // The ReLU's passes move 2 x 32 x 256 x 4 bytes (its input and output;
+  // backward: the output's gradient, the input, the input's gradient, 3
+  // x): the cache's roof.
+  const json relu =
+      *std::find_if(layers["list"].begin(), layers["list"].end(),
+                    [](const json& l) { return l["op"] == "relu"; });
+  CHECK(relu["bytes"].get<double>() == 5.0 * 32 * 256 * 4);
+  CHECK(relu["bandwidth_roof"].get<double>() == 1e11);
+  const double layer_s = truth_us.at(first["layer"]).first / 1e6;
+  CHECK(first["roof_util"].get<double>() ==
+        Approx(bytes / layer_s / 1e10).epsilon(0.15));
+  CHECK(first["flops_util"].get<double>() ==
+        Approx(flops / layer_s / 1e12).epsilon(0.15));
+}
+
 TEST_CASE("a case is profiled once, whatever Google Benchmark repeats",
           "[runner][profile]") {
   Result r = RunRunner(
@@ -152,16 +239,49 @@ TEST_CASE("profiles: shares of step time per operation class",
   // The LibTorch case names ATen's operations; oneDNN its primitives.
   CHECK(j["cases"][0]["ops"].dump().find("aten::") != std::string::npos);
   CHECK(j["cases"][1]["ops"].dump().find("inner_product") != std::string::npos);
-  // An isolated case brings its child's shares back.
+  // Each dense layer of the FC cases has its forward and backward time and
+  // its kernels: LibTorch's ATen operations and autograd nodes, oneDNN's
+  // primitives with the implementation it chose.
+  for (int k : {0, 1}) {
+    const json& c = j["cases"][k];
+    INFO(c["name"]);
+    REQUIRE(c.contains("layers"));
+    int dense = 0;
+    for (const json& l : c["layers"]["list"]) {
+      if (l["op"] != "dense") continue;
+      ++dense;
+      CHECK(l["forward_ms"].get<double>() > 0);
+      CHECK(l["backward_ms"].get<double>() > 0);
+      REQUIRE(l["kernels"].size() > 0);
+      const std::string kernels = l["kernels"].dump();
+      if (k == 0) {
+        CHECK(kernels.find("aten::") != std::string::npos);
+        CHECK(kernels.find("Backward") != std::string::npos);
+      } else {
+        CHECK(kernels.find("inner_product forward (") != std::string::npos);
+        CHECK(kernels.find("inner_product backward (") != std::string::npos);
+      }
+    }
+    CHECK(dense == 5);
+  }
+  // An isolated case brings its child's shares back, and its layers.
+  const std::string child_out = Scratch("isolated_profile.json");
   Result isolated = RunRunner(
       "--paradnn_case=FC/layers:1/nodes:64/input:32/output:4/batch:8/torch/"
-      "fp32/train --paradnn_isolate --paradnn_profile --paradnn_steps=2 "
-      "--benchmark_format=json");
+      "fp32/train --paradnn_isolate --paradnn_profile_out=" +
+      child_out + " --paradnn_steps=2 --benchmark_format=json");
   INFO(isolated.err);
   REQUIRE(isolated.status == 0);
   const json b = json::parse(isolated.out)["benchmarks"][0];
   CHECK(b.contains("time_gemm_frac"));
   CHECK(b.contains("time_other_frac"));
+  const json child = json::parse(Slurp(child_out))["cases"][0];
+  REQUIRE(child.contains("layers"));
+  int dense = 0;
+  for (const json& l : child["layers"]["list"]) {
+    if (l["op"] == "dense" && l["backward_ms"].get<double>() > 0) ++dense;
+  }
+  CHECK(dense == 2);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Layer by layer: how much of each profiled step do the layers account for,
+# and how far below their roofs do they run? The default sweep (or CONFIG,
+# narrowed by a Google Benchmark FILTER) with --paradnn_profile_out and this
+# machine's calibrated roofs; per backend and mode: the cases, the share of
+# the profiled step the layers cover (median and least) and the profiled
+# step over the timed one (the profiler's overhead), the layers above their
+# roof (roof_util > 1, with the largest), and the layer kinds furthest below
+# theirs (time-weighted roof_util, their share of the layers' time).
+#   bench/layer_profile.sh [config] [filter] [flags]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh" --test >/dev/null
+"$root/scripts/build.sh" >/dev/null
+. "$root/bench/openblas_core.sh"
+config=${1:-$root/configs/quickstart.yaml}
+filter=${2:-.}
+shift $(($# < 2 ? $# : 2))
+work=$(mktemp -d)
+trap '[ -n "${LAYERS_KEEP:-}" ] && cp "$work"/*.json "$LAYERS_KEEP"; rm -rf "$work"' EXIT
+"$root/build/paradnn" calibrate -o "$work/platform.json" 2>/dev/null
+"$root/build/paradnn" --paradnn_config="$config" \
+  --benchmark_filter="$filter" --paradnn_platform="$work/platform.json" \
+  --paradnn_profile_out="$work/profile.json" --paradnn_progress=false \
+  "$@" >/dev/null
+/usr/bin/python3 - "$work/profile.json" <<'PY'
+import collections, json, statistics, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+groups = collections.defaultdict(list)
+for c in cases:
+    if "layers" in c:
+        parts = c["name"].split("/")
+        groups[(parts[-3], parts[-1])].append(c)
+for (backend, mode), cs in sorted(groups.items()):
+    cover = [c["layers"]["layers_ms"] / c["profiled_step_ms"] for c in cs]
+    overhead = [c["profiled_step_ms"] / c["timed_step_ms"] for c in cs]
+    layers = [l for c in cs for l in c["layers"]["list"]]
+    over = [l["roof_util"] for l in layers if l.get("roof_util", 0) > 1]
+    print(f"== {backend} {mode}: {len(cs)} cases, {len(layers)} layers")
+    print(f"  layers cover the profiled step: median {statistics.median(cover):.3f}, "
+          f"least {min(cover):.3f}; profiled over timed step: median "
+          f"{statistics.median(overhead):.3f}")
+    print(f"  layers above their roof: {len(over)}"
+          + (f" (largest {max(over):.2f})" if over else ""))
+    kinds = collections.defaultdict(lambda: [0.0, 0.0])
+    total = 0.0
+    for l in layers:
+        ms = l["forward_ms"] + l["backward_ms"]
+        total += ms
+        kinds[l["op"]][0] += ms
+        kinds[l["op"]][1] += ms * l.get("roof_util", 0)
+    rows = sorted(kinds.items(), key=lambda kv: kv[1][1] / max(kv[1][0], 1e-12))
+    for op, (ms, weighted) in rows[:6]:
+        print(f"  {op:12s} roof_util {weighted / max(ms, 1e-12):.3f}, "
+              f"{ms / total:.3f} of the layers' time")
+PY
