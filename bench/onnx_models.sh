@@ -12,7 +12,7 @@
 #     fp32 on oneDNN (target < 1), from one run of rounds of both backends
 #     and both types (--paradnn_rounds: every case in a fresh process each
 #     round, the cases in a new random order each round).
-#   bench/onnx_models.sh [batch] [rounds] [threads]
+#   [ONNX_MODELS="NAME ..."] bench/onnx_models.sh [batch] [rounds] [threads]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --test >/dev/null
@@ -21,8 +21,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 batch=${1:-8}
 rounds=${2:-3}
 threads=${3:-$(nproc)}
-models=(resnet50 mobilenet_v2 mobilenet_v3_small efficientnet_b0 densenet121
-        alexnet vit_b_16)
+# ONNX_MODELS="vit_b_16 ..." runs those of torchvision's models instead.
+read -r -a models <<<"${ONNX_MODELS:-resnet50 mobilenet_v2 mobilenet_v3_small \
+efficientnet_b0 densenet121 alexnet vit_b_16}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$root/bench/torchvision_onnx.sh" "$work" "$batch" "${models[@]}"

@@ -293,9 +293,15 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   if (mode == Mode::kInfer || !needs_grad[i]) return c;
   c.backward_flops = BackwardFlops(g, i, needs_grad);
   // The output's gradient, the inputs and weights again, the weights'
-  // gradients and the gradients of the inputs that take one.
+  // gradients and the gradients of the inputs that take one. Moving
+  // values (a sum, a concat, a sequence, a class token) needs no input to
+  // pass the gradient back, and a sum's inputs take its output's gradient
+  // as it is.
+  const bool moves = l.op == Op::kAdd || l.op == Op::kConcat ||
+                     l.op == Op::kSequence || l.op == Op::kClassToken;
   c.backward_bytes =
-      (loss ? 0 : OutputBytes(l, e)) + in_bytes + 2 * param_bytes;
+      (loss ? 0 : OutputBytes(l, e)) + (moves ? 0 : in_bytes) + 2 * param_bytes;
+  if (l.op == Op::kAdd) return c;
   for (int x : l.inputs) {
     if (needs_grad[x]) c.backward_bytes += OutputBytes(g.layer(x), e);
   }

@@ -82,6 +82,61 @@ std::vector<LayerRow> ReadLayers(const std::string& path,
 
 std::string Util(double v) { return v < 0 ? "" : Num(v, 3); }
 
+// Each brick's step time by its case name, from a --paradnn_bricks_out
+// file; empty where it has none.
+std::map<std::string, double> BrickTimes(const std::string& path) {
+  std::map<std::string, double> out;
+  std::ifstream in(path);
+  const json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("bricks")) return out;
+  for (const json& b : j["bricks"]) {
+    if (b.contains("name") && b.contains("step_ms") &&
+        b["step_ms"].is_number()) {
+      out[b["name"]] = b["step_ms"];
+    }
+  }
+  return out;
+}
+
+// What DLBricks assumes, checked: a layer's time inside its model over its
+// brick's step (the same layer on its own: its step adds a mean loss and
+// its parameters' update), per layer kind and backend.
+void BesideBricks(Page& page, const std::vector<LayerRow>& rows) {
+  const std::map<std::string, double> bricks = BrickTimes(page.options.bricks);
+  std::map<std::pair<std::string, std::string>, std::vector<double>> ratios;
+  for (const LayerRow& r : rows) {
+    const auto b = bricks.find(r.brick);
+    if (b == bricks.end() || b->second <= 0) continue;
+    ratios[{r.op, r.backend}].push_back(r.ms / b->second);
+  }
+  if (ratios.empty()) {
+    page.notes.push_back(page.options.bricks +
+                         ": no brick of a profiled layer: no layer beside "
+                         "its brick");
+    return;
+  }
+  std::ofstream csv(page.options.out + "/layers_vs_bricks.csv");
+  csv << "op,backend,layers,median,p10,p90\n";
+  page.html << "<h3>Inside the model against on its own</h3>\n<p>Each "
+               "profiled layer's time in its model over its brick's step "
+               "(--bricks: the same layer run on its own, whose step adds a "
+               "mean loss and the layer's update); 1 is what layer bricks "
+               "assume.</p>\n<table><tr><th>layer</th><th>backend</th>"
+               "<th>layers</th><th>median</th><th>10th-90th percentile</th>"
+               "</tr>\n";
+  for (const auto& [key, v] : ratios) {
+    const double median = Median(v), low = Percentile(v, 10),
+                 high = Percentile(v, 90);
+    csv << key.first << "," << key.second << "," << v.size() << "," << median
+        << "," << low << "," << high << "\n";
+    page.html << "<tr><td>" << Html(key.first) << "</td><td>"
+              << Html(key.second) << "</td><td>" << v.size() << "</td><td>"
+              << Num(median, 3) << "</td><td>" << Num(low, 3) << "-"
+              << Num(high, 3) << "</td></tr>\n";
+  }
+  page.html << "</table>\n";
+}
+
 }  // namespace
 
 void Layers(Page& page) {
@@ -202,6 +257,7 @@ void Layers(Page& page) {
     page.html << "<td>" << Html(r->kernel) << "</td></tr>\n";
   }
   page.html << "</table>\n";
+  if (!page.options.bricks.empty()) BesideBricks(page, rows);
   // The layers on the host's roofline, a colour per layer kind (those with
   // FLOPs: the others sit at intensity 0, off a log axis).
   std::set<std::string> ops;
