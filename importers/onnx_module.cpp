@@ -600,6 +600,13 @@ class Mapper {
     return Attributes(n).Ints(name);
   }
 
+  // A Slice's start or end on an axis of `size`: from the end where
+  // negative, INT64_MAX (the exporter's "to the end") the size, clamped.
+  static int64_t SliceBound(double x, int64_t size) {
+    const int64_t i = x >= 9e18 ? size : static_cast<int64_t>(x);
+    return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
+  }
+
   static int Axis(int64_t axis, size_t rank) {
     return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(rank)
                                      : axis);
@@ -1032,13 +1039,10 @@ class Mapper {
     } else if (op == "Slice") {
       const Known& data = in(0);
       const int64_t size = static_cast<int64_t>(data.v.size());
-      auto clamp = [&](double x) {
-        const int64_t i = x >= 9e18 ? size : static_cast<int64_t>(x);
-        return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
-      };
       const int64_t step = n.input_size() > 4 ? in(4).v.at(0) : 1;
       if (step != 1) return false;
-      for (int64_t i = clamp(in(1).v.at(0)); i < clamp(in(2).v.at(0)); ++i) {
+      for (int64_t i = SliceBound(in(1).v.at(0), size);
+           i < SliceBound(in(2).v.at(0), size); ++i) {
         out.v.push_back(data.v[i]);
       }
       out.dims = {static_cast<int64_t>(out.v.size())};
@@ -1190,11 +1194,8 @@ class Mapper {
           throw GraphError("a slice with a step");
         }
         const int64_t size = s.shape[axis];
-        auto clamp = [&](double x) {
-          const int64_t i = x >= 9e18 ? size : static_cast<int64_t>(x);
-          return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
-        };
-        s = Narrowed(s, axis, clamp(starts->v[k]), clamp(ends->v[k]));
+        s = Narrowed(s, axis, SliceBound(starts->v[k], size),
+                     SliceBound(ends->v[k], size));
       }
       SetView(out, s);
       return true;
