@@ -90,10 +90,24 @@ Platform Calibrate(int threads) {
                 << " memory triad failed: " << e.what() << "\n";
     }
   }
-  p.memory_bandwidth = StreamTriad(size_t{256} << 20, threads, 5);
-  std::cerr << "calibrate: STREAM triad " << p.memory_bandwidth / 1e9
-            << " GB/s\n";
-  // The caches' roofs: the triad on half of each level, the rest of it
+  // Each mix of reads and writes over `bytes` in all (its arrays share
+  // them), as many passes as `repeats`.
+  auto mixes = [&](int64_t bytes, int repeats) {
+    Bandwidths b;
+    b.read = StreamBandwidth(Traffic::kRead, bytes, threads, repeats);
+    b.triad = StreamBandwidth(Traffic::kTriad, bytes / 3, threads, repeats);
+    b.write = StreamBandwidth(Traffic::kWrite, bytes, threads, repeats);
+    return b;
+  };
+  // Memory: 768 MiB in all, far beyond any cache.
+  const Bandwidths memory = mixes(int64_t{768} << 20, 5);
+  p.memory_bandwidth = memory.triad;
+  p.memory_read_bandwidth = memory.read;
+  p.memory_write_bandwidth = memory.write;
+  std::cerr << "calibrate: memory: STREAM triad " << memory.triad / 1e9
+            << " GB/s, reads " << memory.read / 1e9 << " GB/s, writes "
+            << memory.write / 1e9 << " GB/s\n";
+  // The caches' roofs: the passes on half of each level, the rest of it
   // left for what else a core holds; passes over a small working set are
   // short, so many of them, the best kept.
   const int64_t l2 = L2Bytes() * threads;
@@ -103,12 +117,13 @@ Platform Calibrate(int threads) {
     if (capacity <= 0 || p.cache_bandwidth.count(capacity)) continue;
     const int repeats = static_cast<int>(
         std::clamp<int64_t>((int64_t{1} << 30) / capacity, 5, 2000));
-    const double bw =
-        StreamTriad(static_cast<size_t>(capacity / 6), threads, repeats);
-    if (bw <= p.memory_bandwidth) continue;  // no faster than memory
+    const Bandwidths bw = mixes(capacity / 2, repeats);
+    if (bw.triad <= memory.triad) continue;  // no faster than memory
     p.cache_bandwidth[capacity] = bw;
-    std::cerr << "calibrate: triad within " << capacity / 1024
-              << " KiB of cache " << bw / 1e9 << " GB/s\n";
+    std::cerr << "calibrate: within " << capacity / 1024
+              << " KiB of cache: triad " << bw.triad / 1e9 << " GB/s, reads "
+              << bw.read / 1e9 << " GB/s, writes " << bw.write / 1e9
+              << " GB/s\n";
   }
   return p;
 }

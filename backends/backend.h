@@ -41,6 +41,9 @@ struct Job {
   Mode mode = Mode::kTrain;
 };
 
+// Training's update on every backend: plain SGD, w -= kLearningRate * dw.
+inline constexpr float kLearningRate = 0.01f;
+
 class Runner {
  public:
   virtual ~Runner() = default;

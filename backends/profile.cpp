@@ -15,7 +15,7 @@ const char* ToString(OpClass c) {
 }
 
 void StepProfile::Add(OpClass c, const std::string& op, double seconds,
-                      int layer, bool backward) {
+                      int layer, Pass pass) {
   seconds = std::max(0.0, seconds);
   Op& o = ops_[op];
   o.cls = c;
@@ -23,7 +23,9 @@ void StepProfile::Add(OpClass c, const std::string& op, double seconds,
   ++o.calls;
   if (layer < 0) return;
   LayerProfile& l = layers_[layer];
-  (backward ? l.backward_s : l.forward_s) += seconds;
+  (pass == Pass::kBackward ? l.backward_s
+   : pass == Pass::kUpdate ? l.update_s
+                           : l.forward_s) += seconds;
   l.kernels[op] += seconds;
 }
 

@@ -27,19 +27,24 @@ const char* ToString(OpClass c);
 // The counter reporting class c's share of step time: "time_gemm_frac", ...
 std::string ShareCounter(OpClass c);
 
+// The part of a step an operation ran in: a layer's forward, its
+// backward, or the update of its parameters.
+enum class Pass { kForward, kBackward, kUpdate };
+
 // A layer's part of the profiled steps: the self times of the operations
-// (kernels) it ran, in its forward and in its backward pass.
+// (kernels) it ran, in each pass.
 struct LayerProfile {
-  double forward_s = 0, backward_s = 0;
-  std::map<std::string, double> kernels;  // name -> seconds, both passes
+  double forward_s = 0, backward_s = 0, update_s = 0;
+  std::map<std::string, double> kernels;  // name -> seconds, all passes
+  double total_s() const { return forward_s + backward_s + update_s; }
 };
 
 class StepProfile {
  public:
   // Self time of one call of operation `op`; where it is known, the graph
-  // layer that ran it (-1: none, as the update's) and in which pass.
+  // layer that ran it (-1: none) and in which pass.
   void Add(OpClass c, const std::string& op, double seconds, int layer = -1,
-           bool backward = false);
+           Pass pass = Pass::kForward);
   // The wall time of the profiled steps, and how many there were.
   void SetWall(double seconds, int steps);
 

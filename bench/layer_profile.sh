@@ -4,9 +4,10 @@
 # narrowed by a Google Benchmark FILTER) with --paradnn_profile_out and this
 # machine's calibrated roofs; per backend and mode: the cases, the share of
 # the profiled step the layers cover (median and least) and the profiled
-# step over the timed one (the profiler's overhead), the layers above their
-# roof (roof_util > 1, with the largest), and the layer kinds furthest below
-# theirs (time-weighted roof_util, their share of the layers' time).
+# step over the timed one (the profiler's overhead) and what the least
+# covered case leaves outside its layers, the layers above their roof
+# (roof_util > 1, the three largest named), and the layer kinds furthest
+# below theirs (time-weighted roof_util, their share of the layers' time).
 #   bench/layer_profile.sh [config] [filter] [flags]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,18 +35,25 @@ for c in cases:
 for (backend, mode), cs in sorted(groups.items()):
     cover = [c["layers"]["layers_ms"] / c["profiled_step_ms"] for c in cs]
     overhead = [c["profiled_step_ms"] / c["timed_step_ms"] for c in cs]
-    layers = [l for c in cs for l in c["layers"]["list"]]
-    over = [l["roof_util"] for l in layers if l.get("roof_util", 0) > 1]
+    layers = [(c["name"], l) for c in cs for l in c["layers"]["list"]]
+    over = sorted(((l["roof_util"], name, l) for name, l in layers
+                   if l.get("roof_util", 0) > 1), key=lambda t: -t[0])
+    least = min(cs, key=lambda c: c["layers"]["layers_ms"] / c["profiled_step_ms"])
     print(f"== {backend} {mode}: {len(cs)} cases, {len(layers)} layers")
     print(f"  layers cover the profiled step: median {statistics.median(cover):.3f}, "
           f"least {min(cover):.3f}; profiled over timed step: median "
           f"{statistics.median(overhead):.3f}")
-    print(f"  layers above their roof: {len(over)}"
-          + (f" (largest {max(over):.2f})" if over else ""))
+    rest = ", ".join(f"{u['name']} {u['ms']:.3f} ms"
+                     for u in least["layers"]["unattributed"][:3])
+    print(f"  least covered: {least['name']}: outside its layers {rest}")
+    print(f"  layers above their roof: {len(over)}")
+    for util, name, l in over[:3]:
+        print(f"    {util:.2f} {l['op']} {l['shape']} ({l['bound']}, "
+              f"{l['read_bytes'] / l['bytes']:.2f} reads) in {name}")
     kinds = collections.defaultdict(lambda: [0.0, 0.0])
     total = 0.0
-    for l in layers:
-        ms = l["forward_ms"] + l["backward_ms"]
+    for _, l in layers:
+        ms = l["forward_ms"] + l["backward_ms"] + l["update_ms"]
         total += ms
         kinds[l["op"]][0] += ms
         kinds[l["op"]][1] += ms * l.get("roof_util", 0)

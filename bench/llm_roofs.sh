@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How close do LLM steps come to this machine's roofs, on each backend, in
 # fp32 and bf16? Decode at batch 1 (a weight-streaming step: its share of
-# calibrate's STREAM bandwidth, `bandwidth_util`) and prefill of 512 and
+# calibrate's memory bandwidth at its mix of reads and writes, nearly all
+# reads, `bandwidth_util`) and prefill of 512 and
 # 2048 tokens (a GEMM-bound step: its share of calibrate's GEMM peak,
 # `flops_util`), on a decoder of 8 layers, d_model 1024 and grouped-query
 # attention (156 M parameters: 623 MB of weights in fp32, 311 MB in bf16).
@@ -32,7 +33,9 @@ done
 import json, os, sys
 work = sys.argv[1]
 p = json.load(open(os.path.join(work, "platform.json")))
-print(f"STREAM triad {p['memory_bandwidth'] / 1e9:.1f} GB/s")
+print(f"STREAM triad {p['memory_bandwidth'] / 1e9:.1f} GB/s, reads "
+      f"{p['memory_read_bandwidth'] / 1e9:.1f} GB/s, writes "
+      f"{p['memory_write_bandwidth'] / 1e9:.1f} GB/s")
 print(f"{'case':<58} {'step ms':>9} {'tokens/s':>9} {'GB/s':>6} "
       f"{'bw util':>7} {'GFLOP/s':>8} {'flops util':>10}")
 for b in json.load(open(os.path.join(work, "llm.json")))["benchmarks"]:

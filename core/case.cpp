@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iostream>
 #include <map>
 
 #include "backends/backend.h"
 #include "core/run.h"
 #include "machine/caches.h"
 #include "machine/host.h"
+#include "machine/perf_counters.h"
 #include "records/results.h"
 
 namespace paradnn {
@@ -233,12 +235,14 @@ void AddCounters(const Run& run, const Entry& e,
     }
   }
   // The share of its device's calibrated memory bandwidth the cost model's
-  // bytes take: the roof decode steps live on.
+  // bytes take (the roof decode steps live on), at the bandwidth of their
+  // mix of reads and writes.
   const auto bandwidth = run.settings.device_bandwidth.find(backend->Device());
-  if (bandwidth != run.settings.device_bandwidth.end() &&
-      bandwidth->second > 0) {
-    counters->push_back({"bandwidth_util", bytes / step_s / bandwidth->second});
-  }
+  const double roof =
+      bandwidth == run.settings.device_bandwidth.end() || bytes <= 0
+          ? 0
+          : bandwidth->second.For(e.cost.read_bytes / bytes);
+  if (roof > 0) counters->push_back({"bandwidth_util", bytes / step_s / roof});
   if (e.model && e.model->model.family == "LLM") {
     // What serving benchmarks report: tokens per second (a decode step
     // gives one per sequence, a prefill step each prompt's), the latency of
@@ -301,6 +305,36 @@ void ColdSteps(Run& run, Entry& e) {
     const auto start = Clock::now();
     run.current.runner->Step();
     e.log.Add(SteadySeconds(start), MsSince(start), Caches::kCold);
+  }
+}
+
+// --paradnn_counters: `steps` more steps under the process's perf events,
+// their counts per step; the first case that finds no hardware counters
+// says so.
+void CountSteps(Runner& runner, int64_t steps, Entry* e) {
+  PerfCounters counters;
+  counters.Start();
+  for (int64_t s = 0; s < steps; ++s) runner.Step();
+  const std::map<std::string, double> counts = counters.Stop();
+  static bool said = false;
+  if (!counters.hardware_missing().empty() && !said) {
+    said = true;
+    std::cerr << "paradnn: --paradnn_counters: this machine exposes no "
+                 "hardware counters ("
+              << counters.hardware_missing() << "); counting CPU time only\n";
+  }
+  for (const auto& [name, count] : counts) {
+    if (name == "cpu_seconds") {
+      e->perf["cpu_ms_per_step"] = count * 1e3 / steps;
+    } else {
+      e->perf[name + "_per_step"] = count / steps;
+    }
+  }
+  const auto cycles = counts.find("cycles");
+  const auto instructions = counts.find("instructions");
+  if (cycles != counts.end() && instructions != counts.end() &&
+      cycles->second > 0) {
+    e->perf["ipc"] = instructions->second / cycles->second;
   }
 }
 
@@ -580,10 +614,10 @@ core::Status EndCase(Run& run, int index, int64_t iterations, bool all_timed,
       // profile wants (about 0.2 s, 1 to 20 steps), or timed all it will
       // (--paradnn_steps): not in Google Benchmark's probes, and not again
       // for every repetition, which all report this one profile.
+      // The same for the perf counters' run, after the profile's.
       const int64_t wanted = std::clamp<int64_t>(
           static_cast<int64_t>(std::ceil(200 / e.step_ms)), 1, 20);
-      if (run.settings.flags.profile && !e.profile &&
-          (iterations >= wanted || all_timed)) {
+      if (iterations >= wanted || all_timed) {
         // As many steps as were timed, at most 20 and about 0.2 s, but 3
         // where 3 were timed: enough to average, short next to the timing.
         int64_t steps =
@@ -591,8 +625,13 @@ core::Status EndCase(Run& run, int index, int64_t iterations, bool all_timed,
                                 std::min<int64_t>(20, iterations));
         // Every rank profiles as many steps: the slowest one's choice.
         if (run.comm) steps = run.comm->Max({steps})[0];
-        e.profile = run.current.runner->Profile(
-            static_cast<int>(std::max<int64_t>(1, steps)));
+        steps = std::max<int64_t>(1, steps);
+        if (run.settings.flags.profile && !e.profile) {
+          e.profile = run.current.runner->Profile(static_cast<int>(steps));
+        }
+        if (run.settings.flags.counters && e.perf.empty()) {
+          CountSteps(*run.current.runner, steps, &e);
+        }
       }
     } catch (const std::exception& ex) {
       return EndCall(

@@ -105,6 +105,8 @@ struct Entry {
   std::optional<BrickTime> Time(Caches caches) const;
   double benchmark_s = 0;              // in all of Google Benchmark's calls
   std::optional<StepProfile> profile;  // --paradnn_profile
+  // --paradnn_counters: perf events per step ("cycles_per_step", ...).
+  std::map<std::string, double> perf;
   // Counters the isolated child measured beyond its time (the profile's).
   std::map<std::string, double> child_counters;
   // --paradnn_rounds: each round's child, in the order of rounds, and

@@ -99,6 +99,11 @@ po::options_description Describe(Options& o, Texts& t) {
       "paradnn_profile_out", po::value(&o.profile_out)->value_name("FILE"),
       "write every case's operations (self time per step, calls, class) "
       "as JSON (implies --paradnn_profile)")(
+      "paradnn_counters", po::bool_switch(&o.counters),
+      "after timing, run each case's steps again counting this process's "
+      "perf events: cpu_ms_per_step always; cycles_per_step, "
+      "instructions_per_step, ipc and llc_misses_per_step where the CPU "
+      "exposes them (said once where it does not)")(
       "paradnn_shard", po::value(&o.shard)->value_name("I/N"),
       "run shard I of N (I/N, 0-based) of the sweep, balanced by estimated "
       "time (default: from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)")(

@@ -52,6 +52,7 @@ struct Options {
   bool pin = false;            // the cases' OpenMP threads on a core each
   bool profile = false;        // per-operation-class shares of step time
   std::string profile_out;     // per-operation times of every case, as JSON
+  bool counters = false;       // perf events per step (PerfCounters)
   std::string shard;           // "I/N"; empty: the scheduler's, else all cases
   int shard_count = 0;         // N for Kubernetes Indexed Jobs
   std::string resume;          // journal of finished cases, read and appended

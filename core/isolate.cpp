@@ -121,6 +121,7 @@ nlohmann::json ProfileJson(const StepProfile& p) {
     layers.push_back({{"layer", i},
                       {"forward_s", l.forward_s},
                       {"backward_s", l.backward_s},
+                      {"update_s", l.update_s},
                       {"kernels", l.kernels}});
   }
   return {{"wall_s", p.step_s() * p.steps()},
@@ -139,6 +140,7 @@ StepProfile ProfileFrom(const nlohmann::json& j) {
     LayerProfile& lp = layers[l.at("layer").get<int>()];
     lp.forward_s = l.at("forward_s");
     lp.backward_s = l.at("backward_s");
+    lp.update_s = l.at("update_s");
     lp.kernels = l.at("kernels").get<std::map<std::string, double>>();
   }
   return StepProfile::FromParts(std::move(ops), std::move(layers),

@@ -15,19 +15,22 @@ namespace {
 using nlohmann::ordered_json;
 
 // The roofs of a case's device and data type, where a platform file gave
-// them: peak FLOP/s and memory bandwidth (bytes/s).
+// them: peak FLOP/s and memory bandwidths.
 struct Roofs {
-  std::optional<double> peak, bandwidth;
-  std::map<int64_t, double> caches;  // the host's, by capacity
+  std::optional<double> peak;
+  std::optional<Bandwidths> memory;
+  std::map<int64_t, Bandwidths> caches;  // the host's, by capacity
 
   // The memory roof of a layer whose passes each move at most
-  // `working_set` bytes: the bandwidth of the smallest cache that holds
-  // them, else the memory's.
-  std::optional<double> BandwidthFor(int64_t working_set) const {
+  // `working_set` bytes, `read_fraction` of them read: the bandwidth of
+  // the smallest cache that holds them, else the memory's, at that mix.
+  std::optional<double> BandwidthFor(int64_t working_set,
+                                     double read_fraction) const {
     for (const auto& [capacity, bw] : caches) {
-      if (working_set <= capacity) return bw;
+      if (working_set <= capacity) return bw.For(read_fraction);
     }
-    return bandwidth;
+    if (!memory) return std::nullopt;
+    return memory->For(read_fraction);
   }
 };
 
@@ -41,8 +44,8 @@ Roofs RoofsOf(const Run& run, const Entry& e) {
     if (peak != device->second.end() && peak->second > 0) r.peak = peak->second;
   }
   const auto bw = run.settings.device_bandwidth.find(backend->Device());
-  if (bw != run.settings.device_bandwidth.end() && bw->second > 0) {
-    r.bandwidth = bw->second;
+  if (bw != run.settings.device_bandwidth.end() && bw->second.triad > 0) {
+    r.memory = bw->second;
   }
   if (backend->Device() == "cpu") r.caches = run.settings.cache_bandwidth;
   return r;
@@ -65,12 +68,13 @@ std::vector<std::string> BrickNames(const Graph& g, const Entry& e) {
 }
 
 // The layers of a profiled case: each one's time per step in its forward
-// and backward passes, its kernels, and its work (the cost model's FLOPs
-// and bytes) against the roofs: the share of the peak or of the bandwidth
-// it reaches, and of the roof at its intensity (min(peak, bandwidth x
-// intensity)), the bandwidth that of the cache its passes' bytes fit in
-// (else the memory's); furthest below its roof first where roofs are
-// known, else the slowest first.
+// and backward passes and its parameters' update, its kernels, and its
+// work (the cost model's FLOPs and bytes) against the roofs: the share of
+// the peak or of the bandwidth it reaches, and of the roof at its
+// intensity (min(peak, bandwidth x intensity)), the bandwidth that of the
+// cache its passes' bytes fit in (else the memory's) at its mix of reads
+// and writes; furthest below its roof first where roofs are known, else
+// the slowest first.
 ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
   const Graph g = e.BuildGraph();
   const Roofs roofs = RoofsOf(run, e);
@@ -86,12 +90,11 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
     if (i < 0 || i >= g.size()) continue;
     const Layer& l = g.layer(i);
     const LayerCost c = ComputeLayerCost(g, i, e.mode, e.dtype);
-    const double ms = (lp.forward_s + lp.backward_s) * 1e3 / steps;
+    const double ms = lp.total_s() * 1e3 / steps;
     layers_ms += ms;
     const double flops =
         static_cast<double>(c.forward_flops + c.backward_flops);
-    const double bytes =
-        static_cast<double>(c.forward_bytes + c.backward_bytes);
+    const double bytes = static_cast<double>(c.bytes());
     const double s = ms / 1e3;
     Row row;
     row.ms = ms;
@@ -101,14 +104,18 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
                 {"brick", bricks[i]},
                 {"forward_ms", lp.forward_s * 1e3 / steps},
                 {"backward_ms", lp.backward_s * 1e3 / steps},
+                {"update_ms", lp.update_s * 1e3 / steps},
                 {"share", p.step_s() > 0 ? s / p.step_s() : 0.0},
                 {"flops", flops},
                 {"bytes", bytes},
+                {"read_bytes", c.read_bytes},
                 {"intensity", bytes > 0 ? flops / bytes : 0.0},
                 {"flop_per_s", s > 0 ? flops / s : 0.0},
                 {"bytes_per_s", s > 0 ? bytes / s : 0.0}};
-    const int64_t working_set = std::max(c.forward_bytes, c.backward_bytes);
-    const std::optional<double> bandwidth = roofs.BandwidthFor(working_set);
+    const int64_t working_set =
+        std::max({c.forward_bytes, c.backward_bytes, c.update_bytes});
+    const std::optional<double> bandwidth =
+        roofs.BandwidthFor(working_set, bytes > 0 ? c.read_bytes / bytes : 1.0);
     if (roofs.peak && s > 0) row.json["flops_util"] = flops / s / *roofs.peak;
     if (bandwidth && s > 0) {
       row.json["bandwidth_roof"] = *bandwidth;
@@ -136,7 +143,7 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
     row.json["kernels"] = list;
     rows.push_back(std::move(row));
   }
-  const bool by_roof = roofs.peak && roofs.bandwidth;
+  const bool by_roof = roofs.peak && roofs.memory;
   std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
     if (by_roof && (a.roof_util >= 0) != (b.roof_util >= 0)) {
       return a.roof_util >= 0;
@@ -147,7 +154,7 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
   ordered_json list = ordered_json::array();
   for (Row& r : rows) list.push_back(std::move(r.json));
   // The rest by name: each operation's time outside every layer (the
-  // update, the autograd engine's own), slowest first.
+  // autograd engine's own, the loss's), slowest first.
   std::map<std::string, double> rest;
   for (const auto& [name, op] : p.ops()) rest[name] = op.seconds;
   for (const auto& [i, lp] : p.layers()) {

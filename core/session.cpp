@@ -265,6 +265,7 @@ std::vector<core::Counter> ProfileCounters(const Entry& e, int world_size) {
       counters.push_back({ShareCounter(static_cast<OpClass>(c)), shares[c]});
     }
   }
+  for (const auto& [key, value] : e.perf) counters.push_back({key, value});
   for (const auto& [key, value] : e.child_counters) {
     counters.push_back({key, value});
   }

@@ -25,6 +25,7 @@ Settings Settings::ForChild(bool profile) const {
   child.flags.rounds = 1;
   child.flags.progress = false;
   child.flags.profile = flags.profile && profile;
+  child.flags.counters = flags.counters && profile;
   return child;
 }
 
@@ -99,8 +100,10 @@ Settings ResolveSettings(Options o, const World& world, const Sweep& sweep,
 
 void UsePlatform(const Platform& platform, Settings* settings) {
   settings->device_peaks = platform.devices;
-  settings->device_bandwidth = platform.device_bandwidth;
-  settings->device_bandwidth["cpu"] = platform.memory_bandwidth;
+  for (const auto& [device, bw] : platform.device_bandwidth) {
+    settings->device_bandwidth[device] = platform.MemoryBandwidths(device);
+  }
+  settings->device_bandwidth["cpu"] = platform.MemoryBandwidths("cpu");
   settings->cache_bandwidth = platform.cache_bandwidth;
 }
 

@@ -31,11 +31,11 @@ struct Settings {
   std::optional<Shard> shard;  // this process's, when it runs one of several
   std::string config;          // the sweep's file, or the built-in's name
   // From --paradnn_platform: peaks per device and data type, and each
-  // device's memory bandwidth (bytes/s; the host's as "cpu").
+  // device's memory bandwidths (the host's as "cpu").
   std::map<std::string, PeakFlops> device_peaks;
-  std::map<std::string, double> device_bandwidth;
-  // The host's caches' bandwidth per capacity (Platform::cache_bandwidth).
-  std::map<int64_t, double> cache_bandwidth;
+  std::map<std::string, Bandwidths> device_bandwidth;
+  // The host's caches' bandwidths per capacity (Platform::cache_bandwidth).
+  std::map<int64_t, Bandwidths> cache_bandwidth;
 
   // Each call of a case runs in a child process: --paradnn_isolate, or
   // rounds (a process per case's round).
@@ -49,7 +49,8 @@ struct Settings {
   std::string ShardName() const;
   // The settings of a child that runs one call of a case for this process:
   // the case's steps in this process (no further child, no rounds), no
-  // progress, and a profile only if `profile` (once per case).
+  // progress, and a profile (and perf counts) only if `profile` (once per
+  // case).
   Settings ForChild(bool profile) const;
 };
 

@@ -169,6 +169,18 @@ int64_t Workspace(const Layer& l, int64_t e) {
   }
 }
 
+// The bytes of layer i's parameters a step reads: an embedding bag's rows
+// looked up, all of any other layer's.
+int64_t StepParamBytes(const Graph& g, int i, int64_t e) {
+  const Layer& l = g.layer(i);
+  if (l.op == Op::kEmbeddingBag) return RowsLookedUp(g, i) * l.units * e;
+  int64_t n = 0;
+  for (const ParamTensor& p : g.Params()) {
+    if (p.layer == i) n += Elements(p.shape);
+  }
+  return n * e;
+}
+
 }  // namespace
 
 Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
@@ -264,6 +276,15 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     c.memory = weight_bytes + activation_bytes + workspace + staging;
     c.streaming_memory = weight_bytes + peak_live + staging;
   }
+  // Read: the weights, once; the caches; the data. Every other byte counted
+  // is written.
+  c.read_bytes = step_weight_bytes + c.kv_cache_bytes;
+  for (int i = 0; i < g.size(); ++i) {
+    const Layer& l = g.layer(i);
+    if (l.op == Op::kInput || l.op == Op::kTokens) {
+      c.read_bytes += OutputBytes(l, e);
+    }
+  }
   c.intensity = c.bytes > 0 ? static_cast<double>(c.flops) / c.bytes : 0;
   return c;
 }
@@ -281,16 +302,19 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   // The data is made before the step; its readers count reading it.
   const bool data = l.op == Op::kInput || l.op == Op::kTokens;
   if ((loss && mode == Mode::kInfer) || data) return c;
-  int64_t param_bytes = 0;
-  for (const ParamTensor& p : g.Params()) {
-    if (p.layer == i) param_bytes += Elements(p.shape) * e;
-  }
+  const int64_t param_bytes = StepParamBytes(g, i, e);
   int64_t in_bytes = 0;
   for (int x : l.inputs) in_bytes += OutputBytes(g.layer(x), e);
+  const int64_t cache = KvCacheBytes(l, e);
   c.forward_flops = ForwardFlops(g, i);
-  c.forward_bytes = in_bytes + param_bytes + (loss ? 0 : OutputBytes(l, e));
+  c.read_bytes = in_bytes + param_bytes + cache;
+  c.forward_bytes = c.read_bytes + (loss ? 0 : OutputBytes(l, e)) +
+                    (cache > 0 ? cache / l.context * l.shape[0] : 0);
+  if (mode == Mode::kInfer) return c;
+  c.update_bytes = 3 * param_bytes;
+  c.read_bytes += 2 * param_bytes;
   const std::vector<bool> needs_grad = g.NeedsGrad();
-  if (mode == Mode::kInfer || !needs_grad[i]) return c;
+  if (!needs_grad[i]) return c;
   c.backward_flops = BackwardFlops(g, i, needs_grad);
   // The output's gradient, the inputs and weights again, the weights'
   // gradients and the gradients of the inputs that take one. Moving
@@ -299,8 +323,10 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   // as it is.
   const bool moves = l.op == Op::kAdd || l.op == Op::kConcat ||
                      l.op == Op::kSequence || l.op == Op::kClassToken;
-  c.backward_bytes =
-      (loss ? 0 : OutputBytes(l, e)) + (moves ? 0 : in_bytes) + 2 * param_bytes;
+  const int64_t reads =
+      (loss ? 0 : OutputBytes(l, e)) + (moves ? 0 : in_bytes) + param_bytes;
+  c.read_bytes += reads;
+  c.backward_bytes = reads + param_bytes;
   if (l.op == Op::kAdd) return c;
   for (int x : l.inputs) {
     if (needs_grad[x]) c.backward_bytes += OutputBytes(g.layer(x), e);

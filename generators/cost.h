@@ -15,7 +15,10 @@ struct Cost {
   int64_t elementwise = 0;     // elementwise operations per step, not in flops
   int64_t bytes = 0;           // minimum traffic of one step
   int64_t gradient_bytes = 0;  // of which layer outputs' gradients (training)
-  double intensity = 0;        // flops / bytes
+  // Of which read: the parameters, a decoder's caches and the data; the
+  // rest is written (outputs, gradients, the update's new weights).
+  int64_t read_bytes = 0;
+  double intensity = 0;  // flops / bytes
   // Estimated peak bytes a backend holds: one that plans a buffer for
   // every activation once (oneDNN's), and one that frees each activation
   // after its last reader (Backend::RecyclesWithinStep, LibTorch's). In
@@ -39,15 +42,22 @@ int64_t BackwardFlops(const Graph& g, int layer,
                       const std::vector<bool>& needs_grad);
 
 // One layer's part of a step: its matrix FLOPs and the least bytes each
-// pass moves. Forward reads the layer's inputs and parameters and writes
-// its output; backward (training, where the output takes a gradient)
-// reads the output's gradient, the inputs and parameters again, and
-// writes the parameters' gradients and those of the inputs that take one.
-// A view (flatten, first token) moves none, and a data input is no work
-// of the step's: its readers read it.
+// pass moves. Forward reads the layer's inputs and parameters (a decoder's
+// attention its cache too) and writes its output; backward (training,
+// where the output takes a gradient) reads the output's gradient, the
+// inputs and parameters again, and writes the parameters' gradients and
+// those of the inputs that take one; the update (training) reads the
+// parameters and their gradients and writes the parameters. An embedding
+// bag's parameters are the rows a step looks up. A view (flatten, first
+// token) moves none, and a data input is no work of the step's: its
+// readers read it.
 struct LayerCost {
   int64_t forward_flops = 0, backward_flops = 0;
-  int64_t forward_bytes = 0, backward_bytes = 0;
+  int64_t forward_bytes = 0, backward_bytes = 0, update_bytes = 0;
+  int64_t read_bytes = 0;  // of the three passes' bytes, those read
+  int64_t bytes() const {
+    return forward_bytes + backward_bytes + update_bytes;
+  }
 };
 LayerCost ComputeLayerCost(const Graph& g, int layer, Mode mode, DType dtype);
 

@@ -84,19 +84,41 @@ std::string CpuName() {
   return "unknown CPU";
 }
 
-double StreamTriad(size_t bytes_per_array, int threads, int repeats) {
+double StreamBandwidth(Traffic traffic, size_t bytes_per_array, int threads,
+                       int repeats) {
   const size_t n = bytes_per_array / sizeof(double);
-  std::vector<double> a(n), b(n, 1.0), c(n, 2.0);
+  const bool read = traffic != Traffic::kWrite;
+  std::vector<double> a(traffic == Traffic::kRead ? 0 : n),
+      b(read ? n : 0, 1.0), c(traffic == Traffic::kTriad ? n : 0, 2.0);
   const double s = 3.0;
-  double best = 0;
+  double best = 0, sum = 0;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = Clock::now();
+    switch (traffic) {
+      case Traffic::kRead:
+        sum = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
+        for (size_t i = 0; i < n; ++i) sum += b[i];
+        break;
+      case Traffic::kTriad:
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+        for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+        break;
+      case Traffic::kWrite:
+        // A value per index, not one constant: a loop storing a constant
+        // becomes memset, whose non-temporal stores no layer's kernel uses.
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (size_t i = 0; i < n; ++i) a[i] = s * static_cast<double>(i);
+        break;
+    }
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, 3.0 * n * sizeof(double) / t);
+    const int arrays = traffic == Traffic::kTriad ? 3 : 1;
+    best = std::max(best, arrays * n * sizeof(double) / t);
   }
-  if (a[n / 2] != 7.0) throw std::logic_error("STREAM triad computed wrongly");
+  const bool right = traffic == Traffic::kRead ? sum == static_cast<double>(n)
+                     : traffic == Traffic::kTriad ? a[n / 2] == 7.0
+                                                  : a[n / 2] == s * (n / 2);
+  if (!right) throw std::logic_error("a streaming pass computed wrongly");
   return best;
 }
 

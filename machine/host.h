@@ -28,7 +28,14 @@ int64_t AvailableMemory();
 int CpuQuota(const std::string& quota_file,
              const std::string& period_file = "");
 
-// FLOP/s of a STREAM-like triad a = b + s * c over `bytes` per array.
-double StreamTriad(size_t bytes_per_array, int threads, int repeats);
+// The traffic of a streaming pass over arrays of doubles: reads only (a
+// sum of b), STREAM's triad (a = b + s * c: two reads to a write), writes
+// only (a = s * i).
+enum class Traffic { kRead, kTriad, kWrite };
+
+// Bytes/s a pass of `traffic` over `bytes` per array moves (read and
+// written together), the best of `repeats`.
+double StreamBandwidth(Traffic traffic, size_t bytes_per_array, int threads,
+                       int repeats);
 
 }  // namespace paradnn

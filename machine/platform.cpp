@@ -1,5 +1,6 @@
 #include "machine/platform.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -23,6 +24,28 @@ double Platform::Bandwidth(const std::string& device) const {
   return it == device_bandwidth.end() ? 0 : it->second;
 }
 
+Bandwidths Platform::MemoryBandwidths(const std::string& device) const {
+  Bandwidths b;
+  b.triad = Bandwidth(device);
+  if (device == "cpu") {
+    b.read = memory_read_bandwidth;
+    b.write = memory_write_bandwidth;
+  }
+  return b;
+}
+
+double Bandwidths::For(double read_fraction) const {
+  const double f = std::clamp(read_fraction, 0.0, 1.0);
+  constexpr double kTriad = 2.0 / 3.0;  // the triad's read fraction
+  const double other = f >= kTriad ? read : write;
+  if (triad <= 0 || other <= 0) return triad;
+  // Seconds per byte at the triad and at the end of f's side.
+  const double at_triad = 1 / triad, at_end = 1 / other;
+  const double w =
+      f >= kTriad ? (f - kTriad) / (1 - kTriad) : (kTriad - f) / kTriad;
+  return 1 / (at_triad + w * (at_end - at_triad));
+}
+
 std::string Platform::DeviceOf(const std::string& backend) const {
   const auto it = backend_devices.find(backend);
   if (it != backend_devices.end()) return it->second;
@@ -44,10 +67,17 @@ std::string PlatformJson(const Platform& p) {
       "peak: the CPU reports neither its FMA units per core nor its clock "
       "under vector load";
   j["memory_bandwidth"] = p.memory_bandwidth;
+  if (p.memory_read_bandwidth > 0) {
+    j["memory_read_bandwidth"] = p.memory_read_bandwidth;
+  }
+  if (p.memory_write_bandwidth > 0) {
+    j["memory_write_bandwidth"] = p.memory_write_bandwidth;
+  }
   j["device_bandwidth"] = p.device_bandwidth;
-  std::map<std::string, double> caches;
+  json caches = json::object();
   for (const auto& [bytes, bw] : p.cache_bandwidth) {
-    caches[std::to_string(bytes)] = bw;
+    caches[std::to_string(bytes)] = {
+        {"read", bw.read}, {"triad", bw.triad}, {"write", bw.write}};
   }
   j["cache_bandwidth"] = caches;
   j["device_names"] = p.device_names;
@@ -116,6 +146,19 @@ Platform LoadPlatform(const std::string& path) {
                              "positive number of bytes per second");
   }
   p.memory_bandwidth = j["memory_bandwidth"];
+  for (const char* field :
+       {"memory_read_bandwidth", "memory_write_bandwidth"}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_number() || j[field].get<double>() <= 0) {
+      throw std::runtime_error(path + ": field '" + field + "' is " +
+                               j[field].dump() +
+                               ": expected a positive number of bytes per "
+                               "second");
+    }
+    (std::string(field) == "memory_read_bandwidth" ? p.memory_read_bandwidth
+                                                   : p.memory_write_bandwidth) =
+        j[field];
+  }
   if (j.contains("device_bandwidth")) {
     p.device_bandwidth =
         positives(j["device_bandwidth"], "device_bandwidth",
@@ -123,11 +166,42 @@ Platform LoadPlatform(const std::string& path) {
                   "number of bytes per second");
   }
   if (j.contains("cache_bandwidth")) {
-    for (const auto& [key, bw] :
-         positives(j["cache_bandwidth"], "cache_bandwidth",
-                   "bytes per second per cache capacity in bytes, e.g. "
-                   "{\"4194304\": 1.2e11}",
-                   "number of bytes per second")) {
+    const json& caches = j["cache_bandwidth"];
+    if (!caches.is_object()) {
+      throw std::runtime_error(path + ": field 'cache_bandwidth' is " +
+                               caches.dump() +
+                               ": expected an object of bandwidths per cache "
+                               "capacity in bytes");
+    }
+    for (const auto& [key, v] : caches.items()) {
+      // A triad's bytes/s, or each mix's: {"read": .., "triad": .., ...}.
+      const std::map<std::string, double> mixes =
+          v.is_object()
+              ? positives(v, "cache_bandwidth." + key,
+                          "bytes per second per mix, e.g. {\"read\": 2e11, "
+                          "\"triad\": 1.5e11, \"write\": 1e11}",
+                          "number of bytes per second")
+              : positives(json{{"triad", v}}, "cache_bandwidth." + key,
+                          "bytes per second", "number of bytes per second");
+      Bandwidths bw;
+      for (const auto& [mix, value] : mixes) {
+        if (mix == "read") {
+          bw.read = value;
+        } else if (mix == "triad") {
+          bw.triad = value;
+        } else if (mix == "write") {
+          bw.write = value;
+        } else {
+          throw std::runtime_error(path + ": field 'cache_bandwidth." + key +
+                                   "." + mix +
+                                   "': expected read, triad or write");
+        }
+      }
+      if (bw.triad <= 0) {
+        throw std::runtime_error(path + ": field 'cache_bandwidth." + key +
+                                 "' has no triad: expected its bytes per "
+                                 "second");
+      }
       int64_t bytes = 0;
       const auto [end, ec] =
           std::from_chars(key.data(), key.data() + key.size(), bytes);

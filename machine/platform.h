@@ -11,6 +11,20 @@ namespace paradnn {
 
 using PeakFlops = std::map<std::string, double>;  // "fp32", "bf16" -> FLOP/s
 
+// A memory's or a cache's bandwidth, bytes/s, for three mixes of traffic:
+// reads only, STREAM's triad (two reads to a write) and writes only; 0
+// where not measured.
+struct Bandwidths {
+  double read = 0, triad = 0, write = 0;
+
+  // The roof of traffic of which `read_fraction` is reads. A byte read and
+  // a byte written each take their own time, which the triad measures
+  // overlapped: the time per byte is interpolated linearly in the read
+  // fraction between the mixes measured (1, 2/3 and 0); the triad's where
+  // the others were not.
+  double For(double read_fraction) const;
+};
+
 struct Platform {
   std::string name;
   std::string description;
@@ -21,10 +35,12 @@ struct Platform {
   std::map<std::string, PeakFlops> gemm_flops;
   std::map<std::string, std::string> libraries;  // backend -> its Describe()
   double memory_bandwidth = 0;  // the host's, bytes/s (STREAM triad)
+  // And streaming reads only and writes only in it (0: not measured).
+  double memory_read_bandwidth = 0, memory_write_bandwidth = 0;
   // The host's caches: per capacity in bytes (every core's L2 together, the
-  // L3), the same triad on a working set of half of it, bytes/s: the roof
-  // of a layer whose data fits there.
-  std::map<int64_t, double> cache_bandwidth;
+  // L3), the same passes on a working set of half of it: the roofs of a
+  // layer whose data fits there.
+  std::map<int64_t, Bandwidths> cache_bandwidth;
   // Per device other than the host's CPU: its memory's bandwidth (bytes/s,
   // the same triad in its memory) and its name.
   std::map<std::string, double> device_bandwidth;
@@ -36,8 +52,11 @@ struct Platform {
   const PeakFlops& peak_flops() const;
   // A device's peaks, none where it has none.
   const PeakFlops& DevicePeaks(const std::string& device) const;
-  // A device's memory bandwidth: the host's for "cpu", 0 where unknown.
+  // A device's memory bandwidth (triad): the host's for "cpu", 0 where
+  // unknown.
   double Bandwidth(const std::string& device) const;
+  // And all of its memory's measured mixes.
+  Bandwidths MemoryBandwidths(const std::string& device) const;
   // The device a backend's cases ran on: the file's, else "gpu" for
   // torch_cuda and "cpu" for the others.
   std::string DeviceOf(const std::string& backend) const;

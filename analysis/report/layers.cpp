@@ -37,8 +37,12 @@ std::string BackendOf(const std::string& name) {
   return parts.size() >= 3 ? parts[parts.size() - 3] : "";
 }
 
+// The profile's layers; per case, the share of the profiled step the
+// layers cover and the profiled step over the timed one (the profiler's
+// overhead).
 std::vector<LayerRow> ReadLayers(const std::string& path,
-                                 std::vector<double>* coverage) {
+                                 std::vector<double>* coverage,
+                                 std::vector<double>* overhead) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot read the profile");
   json j;
@@ -53,6 +57,8 @@ std::vector<LayerRow> ReadLayers(const std::string& path,
     const json& layers = c["layers"];
     const double step = c.value("profiled_step_ms", 0.0);
     if (step > 0) coverage->push_back(layers.value("layers_ms", 0.0) / step);
+    const double timed = c.value("timed_step_ms", 0.0);
+    if (step > 0 && timed > 0) overhead->push_back(step / timed);
     for (const json& l : layers["list"]) {
       LayerRow r;
       r.case_name = c.value("name", "");
@@ -63,7 +69,8 @@ std::vector<LayerRow> ReadLayers(const std::string& path,
         r.shape += (r.shape.empty() ? "" : "x") + d.dump();
       }
       r.brick = l.value("brick", "");
-      r.ms = l.value("forward_ms", 0.0) + l.value("backward_ms", 0.0);
+      r.ms = l.value("forward_ms", 0.0) + l.value("backward_ms", 0.0) +
+             l.value("update_ms", 0.0);
       r.share = l.value("share", 0.0);
       r.flops = l.value("flops", 0.0);
       r.bytes = l.value("bytes", 0.0);
@@ -140,10 +147,10 @@ void BesideBricks(Page& page, const std::vector<LayerRow>& rows) {
 }  // namespace
 
 void Layers(Page& page) {
-  std::vector<double> coverage;
+  std::vector<double> coverage, overhead;
   std::vector<LayerRow> rows;
   try {
-    rows = ReadLayers(page.options.profile, &coverage);
+    rows = ReadLayers(page.options.profile, &coverage, &overhead);
   } catch (const std::runtime_error& e) {
     page.notes.push_back(std::string(e.what()) + ": layers left out");
     return;
@@ -174,12 +181,19 @@ void Layers(Page& page) {
                   [](const LayerRow& r) { return r.roof_util >= 0; });
   page.html << "<h2>Layer by layer</h2>\n<p>Each profiled case's layers "
                "(--paradnn_profile_out, docs/profile.md): their time per "
-               "step, forward and backward, against the roof at their "
-               "intensity (the cost model's FLOPs and bytes per layer). The "
-               "layers cover a median of "
+               "step, forward, backward and update, against the roof at "
+               "their intensity (the cost model's FLOPs and bytes per "
+               "layer). The layers cover a median of "
             << Num(100 * Median(coverage), 3)
-            << "% of the profiled steps (the rest: the update, the "
-               "framework between layers).</p>\n";
+            << "% of the profiled steps (the rest: the framework between "
+               "layers, the loss)";
+  if (!overhead.empty()) {
+    page.html << "; a profiled step took a median of "
+              << Num(Median(overhead), 3)
+              << "x its timed step (the profiler's overhead: timing runs "
+                 "without it)";
+  }
+  page.html << ".</p>\n";
   // Across the sweep: each layer kind per backend, its time and its
   // time-weighted share of its roof.
   struct Kind {

@@ -41,6 +41,7 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     if (!param.value) continue;  // recurrent biases live in bias_masters_
     WriteParam(param, specs[p], static_cast<int>(p));
     // An embedding bag's table is updated by its own loop (no gradient).
+    building_ = specs[p].layer;
     if (train_ && param.grad) AddUpdate(param);
   }
   for (RecurrentBias& b : biases_) {
@@ -109,7 +110,7 @@ void OnednnRunner::RunActions(const Actions& list, StepProfile* profile) {
     const auto start = std::chrono::steady_clock::now();
     a.run();
     stream_.wait();
-    profile->Add(a.cls, a.name, Seconds(start), a.layer, a.backward);
+    profile->Add(a.cls, a.name, Seconds(start), a.layer, a.pass);
   }
 }
 
@@ -212,8 +213,10 @@ void OnednnRunner::Push(Actions& list, OpClass cls, const std::string& what,
                         std::function<void()> run) {
   const bool update = &list == &update_;
   list.push_back({update ? OpClass::kOptimizer : cls, what + " " + Phase(list),
-                  std::move(run), update ? -1 : building_,
-                  &list != &forward_ && !update});
+                  std::move(run), building_,
+                  update               ? Pass::kUpdate
+                  : &list == &forward_ ? Pass::kForward
+                                       : Pass::kBackward});
 }
 
 Tag OnednnRunner::PlainTag(size_t rank) {

@@ -40,8 +40,6 @@ inline bool IsReference(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
-constexpr float kLearningRate = 0.01f;
-
 inline float Bf16ToFloat(uint16_t v) {
   uint32_t bits = static_cast<uint32_t>(v) << 16;
   float f;
@@ -185,8 +183,8 @@ class OnednnRunner : public Runner {
     // implementation oneDNN chose, "embedding forward" for a loop of ours.
     std::string name;
     std::function<void()> run;
-    int layer = -1;  // the graph layer it is part of; -1: the update
-    bool backward = false;
+    int layer = -1;  // the graph layer it is part of
+    Pass pass = Pass::kForward;
   };
   using Actions = std::vector<Action>;
 

@@ -69,7 +69,7 @@ void AddSelfTimes(
     double children_us = 0;
     std::optional<OpClass> scope;
     int layer = -1;
-    bool backward = false;
+    Pass pass = Pass::kForward;
   };
   std::vector<Open> stack;
   for (const LegacyEvent& e : events) {
@@ -79,16 +79,18 @@ void AddSelfTimes(
       if (!stack.empty()) {
         open.scope = stack.back().scope;
         open.layer = stack.back().layer;
-        open.backward = stack.back().backward;
+        open.pass = stack.back().pass;
       }
       if (!open.scope) open.scope = ScopeClass(e.name());
       const std::string name = e.name();
       if (name.rfind(kLayer, 0) == 0) {
         open.layer = std::stoi(name.substr(kLayer.size()));
+        // A layer's scope inside the optimizer's: its parameters' update.
+        if (open.scope == OpClass::kOptimizer) open.pass = Pass::kUpdate;
       } else if (open.layer < 0 && layer_of(e.sequenceNr()) >= 0) {
         // Outside every layer's scope: an autograd node's backward.
         open.layer = layer_of(e.sequenceNr());
-        open.backward = true;
+        open.pass = Pass::kBackward;
       }
       stack.push_back(open);
     } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
@@ -99,13 +101,16 @@ void AddSelfTimes(
       if (!stack.empty()) stack.back().children_us += us;
       std::string name = open.push->name();
       OpClass cls = open.scope ? *open.scope : ClassOf(name);
-      // A layer's scope: LibTorch's own time between its operations.
-      if (name.rfind(kLayer, 0) == 0) {
+      // A layer's scope: LibTorch's own time between its operations (in
+      // the update, the optimizer's).
+      if (name.rfind(kLayer, 0) == 0 && open.pass != Pass::kUpdate) {
         name = "framework (between operations)";
         cls = OpClass::kOther;
+      } else if (name.rfind(kLayer, 0) == 0) {
+        name = "framework (update)";
       }
       profile->Add(cls, name, (us - open.children_us) / 1e6, open.layer,
-                   open.backward);
+                   open.pass);
     }
   }
 }

@@ -40,6 +40,7 @@ class TorchRunner : public Runner {
       const std::vector<ParamTensor> specs = graph_.Params();
       // Made in one fp32 tensor at a time, converted by the copy.
       for (size_t i = 0; i < specs.size(); ++i) {
+        param_layers_.push_back(specs[i].layer);
         torch::Tensor values = torch::empty(specs[i].shape, torch::kFloat);
         InitParam(specs[i], opt.seed, static_cast<int>(i),
                   values.data_ptr<float>());
@@ -72,11 +73,7 @@ class TorchRunner : public Runner {
         InitLabels(graph_, opt.seed, opt.first_example);
     labels_ =
         FromVector(labels, {static_cast<int64_t>(labels.size())}).to(device_);
-    if (train_) {
-      optimizer_ = std::make_unique<torch::optim::SGD>(
-          params_, torch::optim::SGDOptions(0.01));
-      comm_ = opt.comm;
-    }
+    if (train_) comm_ = opt.comm;
     for (int i = 0; i < opt.warmup; ++i) TimedStep();
   }
 
@@ -133,8 +130,7 @@ class TorchRunner : public Runner {
         loss_ = torch::Tensor();
       }
       if (comm_ != nullptr) AverageGradients();
-      RECORD_USER_SCOPE(kOptimizerScope);
-      optimizer_->step();
+      Update();
     } else {
       c10::InferenceMode guard;
       logits_ = model_->Forward(inputs_, labels_, nullptr);
@@ -189,6 +185,22 @@ class TorchRunner : public Runner {
       paradnn::ReadIntoCaches(t.data_ptr(), t.nbytes(), threads_);
   }
 
+  // SGD as LibTorch's (without momentum or decay): one scaled add per
+  // parameter, under the profiler in a scope per layer, whose update it is.
+  void Update() {
+    RECORD_USER_SCOPE(kOptimizerScope);
+    torch::NoGradGuard no_grad;
+    for (size_t k = 0; k < params_.size();) {
+      const int layer = param_layers_[k];
+      at::RecordFunction scope(at::RecordScope::USER_SCOPE);
+      if (scope.isActive()) scope.before(LayerScope(layer));
+      for (; k < params_.size() && param_layers_[k] == layer; ++k) {
+        const torch::Tensor& g = params_[k].grad();
+        if (g.defined()) params_[k].add_(g, -kLearningRate);
+      }
+    }
+  }
+
   // Data-parallel: every rank's gradients averaged in place, in the order
   // of Graph::Params() on every rank.
   void AverageGradients() {
@@ -217,10 +229,10 @@ class TorchRunner : public Runner {
   std::vector<GradBuffer> grads_;
   std::shared_ptr<TorchModel> model_;
   std::vector<torch::Tensor> params_;
+  std::vector<int> param_layers_;      // each parameter's layer
   std::vector<torch::Tensor> inputs_;  // per input layer
   torch::Tensor labels_, logits_, loss_;
   torch::Tensor mean_grad_;  // d mean / d output, for a mean loss
-  std::unique_ptr<torch::optim::SGD> optimizer_;
 };
 
 }  // namespace

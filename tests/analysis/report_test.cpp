@@ -321,6 +321,41 @@ TEST_CASE("platform files written by hand are checked", "[report]") {
   Platform p = LoadPlatform((dir / "r.json").string());
   CHECK(p.peak_flops().at("fp32") == 2e11);
   CHECK(p.memory_bandwidth == 3e10);
+  std::ofstream(dir / "s.json")
+      << "{\"peak_flops\": {\"fp32\": 2e11}, \"memory_bandwidth\": 3e10, "
+         "\"cache_bandwidth\": {\"4096\": {\"triad\": 1e11, \"reads\": 2e11}}}";
+  CHECK_THROWS_WITH(
+      LoadPlatform((dir / "s.json").string()),
+      ContainsSubstring("field 'cache_bandwidth.4096.reads': expected read, "
+                        "triad or write"));
+}
+
+TEST_CASE("a memory roof for each mix of reads and writes", "[report]") {
+  // Reads at 40 GB/s, the triad (2 reads : 1 write) at 30, writes at 10:
+  // 25, 33.3 and 100 ps a byte.
+  const Bandwidths b{4e10, 3e10, 1e10};
+  CHECK(b.For(1) == Approx(4e10));
+  CHECK(b.For(2.0 / 3) == Approx(3e10));
+  CHECK(b.For(0) == Approx(1e10));
+  // Halfway between the triad's mix and reads only: 29.17 ps a byte.
+  CHECK(b.For(5.0 / 6) == Approx(1 / ((25e-12 + 33.333e-12) / 2)));
+  // Half of the triad's reads (1/3): 66.67 ps a byte.
+  CHECK(b.For(1.0 / 3) == Approx(1 / ((100e-12 + 33.333e-12) / 2)));
+  // The triad alone where the others were not measured.
+  CHECK(Bandwidths{0, 3e10, 0}.For(1) == 3e10);
+  // Calibrate's file keeps all three, per cache too.
+  Platform p;
+  p.devices["cpu"]["fp32"] = 1e11;
+  p.memory_bandwidth = 3e10;
+  p.memory_read_bandwidth = 4e10;
+  p.memory_write_bandwidth = 1e10;
+  p.cache_bandwidth[1 << 20] = {2e11, 1e11, 5e10};
+  const fs::path dir = Dir("mixes");
+  std::ofstream(dir / "p.json") << PlatformJson(p);
+  const Platform q = LoadPlatform((dir / "p.json").string());
+  CHECK(q.MemoryBandwidths("cpu").For(1) == 4e10);
+  CHECK(q.MemoryBandwidths("cpu").For(0) == 1e10);
+  CHECK(q.cache_bandwidth.at(1 << 20).write == 5e10);
 }
 
 TEST_CASE("a GPU's cases under the GPU's roofs, and --no-plots draws nothing",

@@ -112,7 +112,7 @@ class ClockRunner : public paradnn::Runner {
         profile.Add(
             p.gemm ? paradnn::OpClass::kGemm : paradnn::OpClass::kElementwise,
             p.gemm ? "product" : "elementwise", CpuSeconds() - t, p.layer,
-            p.backward);
+            p.backward ? paradnn::Pass::kBackward : paradnn::Pass::kForward);
       }
       SpinCpu(paradnn::test::kClockStepUs);
     }

@@ -41,6 +41,10 @@ TEST_CASE("FC: a model small enough to count every number", "[cost]") {
   CHECK(train.bytes == 4 * (50 + 61 + 51));
   CHECK(train.gradient_bytes == 4 * 51);
   CHECK(infer.gradient_bytes == 0);
+  // Of which read: the weights and the data (5 x 2), in either mode; the
+  // rest is written.
+  CHECK(infer.read_bytes == 4 * (25 + 10));
+  CHECK(train.read_bytes == 4 * (25 + 10));
   // forward and backward elementwise (50 + softmax 20) x 2, SGD 2 x 25
   CHECK(train.elementwise == 2 * 70 + 50);
 
@@ -233,6 +237,8 @@ TEST_CASE("LLM: a decoder small enough to count every number", "[cost]") {
                         + 3 * 16 * 4 + 1536 + 192;  // attention
   CHECK(decode.bytes == 5520 * 4 + 3 * 8 + 3 * 16 * 4 + 2 * layer +
                             2 * 3 * 16 * 4 + 3 * 50 * 4);
+  // Of which read: the weights, both caches and the ids.
+  CHECK(decode.read_bytes == 5520 * 4 + 2 * 1536 + 3 * 8);
   // Elementwise: per layer two RMSNorms and two adds (48 each), the
   // rotations of Q (48) and K (24), SwiGLU (72), the softmax over
   // batch·heads·8 scores (96); the final RMSNorm.

@@ -1,10 +1,14 @@
 // The machine's facts as the operating system gives them.
 #include "machine/host.h"
 
+#include <time.h>
+
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "machine/perf_counters.h"
 #include "tests/catch.h"
 #include "tests/scratch.h"
 
@@ -28,9 +32,43 @@ TEST_CASE("cgroup CPU quotas, as cgroup v2 and v1 write them", "[platform]") {
   CHECK(UsableCpus() >= 1);
 }
 
-TEST_CASE("a STREAM triad measures some bandwidth", "[report]") {
+TEST_CASE("streaming reads, triads and writes measure some bandwidth",
+          "[report]") {
   // 16 MiB per array: beyond the caches of small machines, quick anywhere.
-  CHECK(StreamTriad(size_t{16} << 20, 1, 2) > 1e8);
+  for (Traffic t : {Traffic::kRead, Traffic::kTriad, Traffic::kWrite}) {
+    CHECK(StreamBandwidth(t, size_t{16} << 20, 1, 2) > 1e8);
+  }
+}
+
+double ThreadCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+TEST_CASE(
+    "perf events count this process's CPU time, and where the CPU "
+    "exposes them its instructions",
+    "[platform]") {
+  PerfCounters counters;
+  // 40 million dependent additions, at least one instruction each, for
+  // about 50 ms of this thread's CPU time (the kernel's own account).
+  counters.Start();
+  const double t0 = ThreadCpuSeconds();
+  volatile uint64_t sum = 0;
+  for (int64_t i = 0; i < 40'000'000; ++i) sum = sum + i;
+  const double cpu = ThreadCpuSeconds() - t0;
+  const std::map<std::string, double> counts = counters.Stop();
+  REQUIRE(counts.count("cpu_seconds") == 1);
+  CHECK(counts.at("cpu_seconds") == Approx(cpu).epsilon(0.1).margin(0.002));
+  if (!counters.hardware_missing().empty()) {
+    WARN("no hardware counters here: " << counters.hardware_missing());
+    CHECK(counts.count("cycles") == 0);
+    return;
+  }
+  CHECK(counts.at("instructions") >= 4e7);
+  CHECK(counts.at("cycles") > 0);
+  CHECK(counts.count("llc_misses") == 1);
 }
 
 }  // namespace

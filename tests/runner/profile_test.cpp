@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -90,11 +91,14 @@ TEST_CASE(
       "FC/layers:1/nodes:256/input:128/output:10/batch:32/clock/fp32/train";
   const std::string out = Scratch("layers.json");
   const std::string platform = Scratch("layers_platform.json");
-  // A cache of 300,000 bytes at 1e11 bytes/s: the first dense layer's
-  // passes (below) do not fit, its ReLU's do.
+  // A cache of 300,000 bytes, its triad at 1e11 bytes/s, reads at 2e11,
+  // writes at 5e10: the first dense layer's passes (below) do not fit, its
+  // ReLU's do.
   std::ofstream(platform)
       << "{\"peak_flops\": {\"fp32\": 1e12}, \"memory_bandwidth\": 1e10, "
-         "\"cache_bandwidth\": {\"300000\": 1e11}}";
+         "\"memory_read_bandwidth\": 2e10, \"memory_write_bandwidth\": 5e9, "
+         "\"cache_bandwidth\": {\"300000\": {\"read\": 2e11, \"triad\": 1e11, "
+         "\"write\": 5e10}}}";
   Result r = RunRunner("--paradnn_case=" + name +
                            " --paradnn_steps=5 --paradnn_threads=1"
                            " --paradnn_platform=" +
@@ -135,33 +139,79 @@ TEST_CASE(
   // and as many for its weights' gradient (its input, the data, takes none);
   // forward reads the input (32 x 128) and weights (256 x 128 + 256) and
   // writes the output (32 x 256); backward reads the output's gradient,
-  // the input and the weights and writes the weights' gradient; 4 bytes
-  // each. 8.5 FLOPs a byte, below the ridge (1e12 / 1e10 = 100): memory
-  // bound, its roof the bandwidth.
+  // the input and the weights and writes the weights' gradient; the update
+  // reads the weights and their gradient and writes the weights; 4 bytes
+  // each. 4.7 FLOPs a byte, below the ridge (1e12 / 1e10 = 100): memory
+  // bound, its roof the bandwidth. Reads are 148,480 of its 222,720 values:
+  // two thirds, the triad's mix.
   const json first =
       *std::find_if(layers["list"].begin(), layers["list"].end(),
                     [](const json& l) { return l["layer"] == 1; });
   const double flops = 2.0 * 2 * 32 * 128 * 256;
-  const double bytes =
-      4.0 * (32 * 128 + 33024 + 32 * 256 + 32 * 256 + 32 * 128 + 2 * 33024);
+  const double bytes = 4.0 * (32 * 128 + 33024 + 32 * 256 + 32 * 256 +
+                              32 * 128 + 2 * 33024 + 3 * 33024);
   CHECK(first["flops"].get<double>() == flops);
   CHECK(first["bytes"].get<double>() == bytes);
   CHECK(first["bound"] == "memory");
-  // Its backward moves 313,344 bytes: more than the cache holds.
-  CHECK(first["bandwidth_roof"].get<double>() == 1e10);
+  CHECK(first["read_bytes"].get<double>() == 4.0 * 148480);
+  // Its update moves 396,288 bytes: more than the cache holds.
+  CHECK(first["bandwidth_roof"].get<double>() == Approx(1e10));
   // The ReLU's passes move 2 x 32 x 256 x 4 bytes (its input and output;
   // backward: the output's gradient, the input, the input's gradient, 3
-  // x): the cache's roof.
+  // x): the cache's roof. It reads 3 of the 5 (0.6): a tenth of the way
+  // from the triad's mix (2/3) to writes only, so a tenth of the way from
+  // the triad's time per byte to the writes'.
   const json relu =
       *std::find_if(layers["list"].begin(), layers["list"].end(),
                     [](const json& l) { return l["op"] == "relu"; });
   CHECK(relu["bytes"].get<double>() == 5.0 * 32 * 256 * 4);
-  CHECK(relu["bandwidth_roof"].get<double>() == 1e11);
+  CHECK(relu["read_bytes"].get<double>() == 3.0 * 32 * 256 * 4);
+  CHECK(relu["bandwidth_roof"].get<double>() ==
+        Approx(1 / (0.9 / 1e11 + 0.1 / 5e10)));
   const double layer_s = truth_us.at(first["layer"]).first / 1e6;
   CHECK(first["roof_util"].get<double>() ==
         Approx(bytes / layer_s / 1e10).epsilon(0.15));
   CHECK(first["flops_util"].get<double>() ==
         Approx(flops / layer_s / 1e12).epsilon(0.15));
+}
+
+TEST_CASE(
+    "perf counts per step: the step's CPU time, in the case's process "
+    "or its isolated child",
+    "[runner][profile]") {
+  // The clock backend's step busy-waits a known time on one thread: its
+  // CPU time, unless the machine took the core away for part of it.
+  const std::string name =
+      "FC/layers:1/nodes:64/input:32/output:4/batch:8/clock/fp32/train";
+  const Case c = ParseCaseName(name);
+  const double known_ms = test::ClockStepUs(c.model.BuildGraph(), c.mode) / 1e3;
+  // Whether the machine has hardware counters: said by the first run, in
+  // this process (an isolated child's messages are its own).
+  std::optional<bool> hardware;
+  for (const char* isolate : {"", " --paradnn_isolate"}) {
+    Result r = RunRunner("--paradnn_case=" + name +
+                             " --paradnn_steps=5 --paradnn_threads=1"
+                             " --paradnn_counters --benchmark_format=json" +
+                             isolate,
+                         ClockPath());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json b = json::parse(r.out)["benchmarks"][0];
+    REQUIRE(b.contains("cpu_ms_per_step"));
+    CHECK(b["cpu_ms_per_step"].get<double>() <= known_ms * 1.2);
+    CHECK(b["cpu_ms_per_step"].get<double>() >= known_ms * 0.3);
+    // Hardware counts where the machine has them, else said once.
+    if (!hardware) {
+      hardware =
+          r.err.find("exposes no hardware counters") == std::string::npos;
+    }
+    if (!*hardware) {
+      CHECK(!b.contains("ipc"));
+    } else {
+      CHECK(b["ipc"].get<double>() > 0);
+      CHECK(b["instructions_per_step"].get<double>() > 0);
+    }
+  }
 }
 
 TEST_CASE("a case is profiled once, whatever Google Benchmark repeats",
@@ -252,14 +302,18 @@ TEST_CASE("profiles: shares of step time per operation class",
       ++dense;
       CHECK(l["forward_ms"].get<double>() > 0);
       CHECK(l["backward_ms"].get<double>() > 0);
+      // Its weights' update, the optimizer's add on each.
+      CHECK(l["update_ms"].get<double>() > 0);
       REQUIRE(l["kernels"].size() > 0);
       const std::string kernels = l["kernels"].dump();
       if (k == 0) {
         CHECK(kernels.find("aten::") != std::string::npos);
         CHECK(kernels.find("Backward") != std::string::npos);
+        CHECK(kernels.find("aten::add_") != std::string::npos);
       } else {
         CHECK(kernels.find("inner_product forward (") != std::string::npos);
         CHECK(kernels.find("inner_product backward (") != std::string::npos);
+        CHECK(kernels.find(" update (") != std::string::npos);
       }
     }
     CHECK(dense == 5);
