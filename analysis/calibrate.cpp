@@ -18,7 +18,6 @@
 
 #include "backends/backend.h"
 #include "generators/cost.h"
-#include "machine/caches.h"
 #include "machine/host.h"
 #include "records/results.h"
 
@@ -107,23 +106,23 @@ Platform Calibrate(int threads) {
   std::cerr << "calibrate: memory: STREAM triad " << memory.triad / 1e9
             << " GB/s, reads " << memory.read / 1e9 << " GB/s, writes "
             << memory.write / 1e9 << " GB/s\n";
-  // The caches' roofs: the passes on half of each level, the rest of it
-  // left for what else a core holds; passes over a small working set are
-  // short, so many of them, the best kept.
-  const int64_t l2 = L2Bytes() * threads;
-  const int64_t l3 = static_cast<int64_t>(
-      MeasureL3Bytes(static_cast<size_t>(L2Bytes()), size_t{256} << 20));
-  for (const int64_t capacity : {l2, l3}) {
-    if (capacity <= 0 || p.cache_bandwidth.count(capacity)) continue;
+  // The caches' roofs: each mix on working sets of 256 KiB, doubling,
+  // until one is no faster than memory: every cache level a layer's
+  // passes may fit in, and the sizes between, where they spill in part.
+  // A layer gets the roof of the smallest working set measured that holds
+  // its passes: its data sits in whatever caches these passes' did.
+  // Passes over a small working set are short, so many of them, the best
+  // kept.
+  for (int64_t bytes = int64_t{256} << 10; bytes < (int64_t{768} << 20);
+       bytes *= 2) {
     const int repeats = static_cast<int>(
-        std::clamp<int64_t>((int64_t{1} << 30) / capacity, 5, 2000));
-    const Bandwidths bw = mixes(capacity / 2, repeats);
-    if (bw.triad <= memory.triad) continue;  // no faster than memory
-    p.cache_bandwidth[capacity] = bw;
-    std::cerr << "calibrate: within " << capacity / 1024
-              << " KiB of cache: triad " << bw.triad / 1e9 << " GB/s, reads "
-              << bw.read / 1e9 << " GB/s, writes " << bw.write / 1e9
-              << " GB/s\n";
+        std::clamp<int64_t>((int64_t{1} << 30) / bytes, 5, 2000));
+    const Bandwidths bw = mixes(bytes, repeats);
+    if (bw.triad <= memory.triad) break;  // no faster than memory
+    p.cache_bandwidth[bytes] = bw;
+    std::cerr << "calibrate: within " << bytes / 1024 << " KiB: triad "
+              << bw.triad / 1e9 << " GB/s, reads " << bw.read / 1e9
+              << " GB/s, writes " << bw.write / 1e9 << " GB/s\n";
   }
   return p;
 }

@@ -8,7 +8,12 @@
 # covered case leaves outside its layers, the layers above their roof
 # (roof_util > 1, the three largest named), and the layer kinds furthest
 # below theirs (time-weighted roof_util, their share of the layers' time).
-#   bench/layer_profile.sh [config] [filter] [flags]
+# With LAYERS_BRICKS=1, each profiled layer's brick too (the layer run on
+# its own, by the brick name the profile gives it; a sweep of many models
+# has many: narrow it with the filter): per layer kind, each layer's time
+# in its model over its brick's step (median, 10th-90th percentile), what
+# layer bricks assume to be 1.
+#   [LAYERS_BRICKS=1] bench/layer_profile.sh [config] [filter] [flags]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --test >/dev/null
@@ -24,9 +29,32 @@ trap '[ -n "${LAYERS_KEEP:-}" ] && cp "$work"/*.json "$LAYERS_KEEP"; rm -rf "$wo
   --benchmark_filter="$filter" --paradnn_platform="$work/platform.json" \
   --paradnn_profile_out="$work/profile.json" --paradnn_progress=false \
   "$@" >/dev/null
-/usr/bin/python3 - "$work/profile.json" <<'PY'
-import collections, json, statistics, sys
+if [ -n "${LAYERS_BRICKS:-}" ]; then
+  mapfile -t bricks < <(/usr/bin/python3 - "$work/profile.json" <<'PY'
+import json, sys
 cases = json.load(open(sys.argv[1]))["cases"]
+for name in sorted({l["brick"] for c in cases if "layers" in c
+                    for l in c["layers"]["list"] if l.get("brick")}):
+    print("--paradnn_case=" + name)
+PY
+  )
+  "$root/build/paradnn" "${bricks[@]}" --paradnn_progress=false \
+    --benchmark_out="$work/bricks.json" --benchmark_out_format=json \
+    "$@" >/dev/null
+fi
+/usr/bin/python3 - "$work/profile.json" "$work/bricks.json" <<'PY'
+import collections, json, os, statistics, sys
+cases = json.load(open(sys.argv[1]))["cases"]
+bricks = {}
+if os.path.exists(sys.argv[2]):
+    for b in json.load(open(sys.argv[2]))["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        if b.get("run_type") != "aggregate" and b.get("rounds", 1) > 1:
+            continue
+        if b.get("step_ms", 0) > 0:
+            name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
+            bricks[name] = b["step_ms"]
 groups = collections.defaultdict(list)
 for c in cases:
     if "layers" in c:
@@ -61,4 +89,16 @@ for (backend, mode), cs in sorted(groups.items()):
     for op, (ms, weighted) in rows[:6]:
         print(f"  {op:12s} roof_util {weighted / max(ms, 1e-12):.3f}, "
               f"{ms / total:.3f} of the layers' time")
+    if bricks:
+        beside = collections.defaultdict(list)
+        for _, l in layers:
+            if l.get("brick") in bricks:
+                ms = l["forward_ms"] + l["backward_ms"] + l["update_ms"]
+                beside[l["op"]].append(ms / bricks[l["brick"]])
+        for op, v in sorted(beside.items()):
+            v.sort()
+            q = lambda f: v[min(len(v) - 1, int(f * len(v)))]
+            print(f"  {op:12s} in its model over its brick: median "
+                  f"{statistics.median(v):.3f} ({q(0.1):.3f}-{q(0.9):.3f}), "
+                  f"{len(v)} layers")
 PY

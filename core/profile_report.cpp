@@ -19,18 +19,20 @@ using nlohmann::ordered_json;
 struct Roofs {
   std::optional<double> peak;
   std::optional<Bandwidths> memory;
-  std::map<int64_t, Bandwidths> caches;  // the host's, by capacity
+  std::map<int64_t, Bandwidths> caches;  // the host's, by working set
 
   // The memory roof of a layer whose passes each move at most
-  // `working_set` bytes, `read_fraction` of them read: the bandwidth of
-  // the smallest cache that holds them, else the memory's, at that mix.
+  // `working_set` bytes, `read_fraction` of them read: the most bandwidth
+  // measured at that mix on a working set that holds them (data that fits
+  // one fits every larger one), else the memory's.
   std::optional<double> BandwidthFor(int64_t working_set,
                                      double read_fraction) const {
-    for (const auto& [capacity, bw] : caches) {
-      if (working_set <= capacity) return bw.For(read_fraction);
-    }
     if (!memory) return std::nullopt;
-    return memory->For(read_fraction);
+    double best = memory->For(read_fraction);
+    for (const auto& [bytes, bw] : caches) {
+      if (working_set <= bytes) best = std::max(best, bw.For(read_fraction));
+    }
+    return best;
   }
 };
 

@@ -34,7 +34,8 @@ struct Settings {
   // device's memory bandwidths (the host's as "cpu").
   std::map<std::string, PeakFlops> device_peaks;
   std::map<std::string, Bandwidths> device_bandwidth;
-  // The host's caches' bandwidths per capacity (Platform::cache_bandwidth).
+  // The host's caches' bandwidths per working set
+  // (Platform::cache_bandwidth).
   std::map<int64_t, Bandwidths> cache_bandwidth;
 
   // Each call of a case runs in a child process: --paradnn_isolate, or

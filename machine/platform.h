@@ -37,9 +37,9 @@ struct Platform {
   double memory_bandwidth = 0;  // the host's, bytes/s (STREAM triad)
   // And streaming reads only and writes only in it (0: not measured).
   double memory_read_bandwidth = 0, memory_write_bandwidth = 0;
-  // The host's caches: per capacity in bytes (every core's L2 together, the
-  // L3), the same passes on a working set of half of it: the roofs of a
-  // layer whose data fits there.
+  // Within the host's caches: per working set in bytes (256 KiB, doubling,
+  // while faster than memory), the same passes over it: the roofs of a
+  // layer whose passes each move no more.
   std::map<int64_t, Bandwidths> cache_bandwidth;
   // Per device other than the host's CPU: its memory's bandwidth (bytes/s,
   // the same triad in its memory) and its name.

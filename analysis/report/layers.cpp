@@ -105,9 +105,10 @@ std::map<std::string, double> BrickTimes(const std::string& path) {
   return out;
 }
 
-// What DLBricks assumes, checked: a layer's time inside its model over its
-// brick's step (the same layer on its own: its step adds a mean loss and
-// its parameters' update), per layer kind and backend.
+// What DLBricks assumes, checked: a layer's time inside its model (its
+// update's included) over its brick's step (the same layer on its own,
+// updated too: its step adds a mean loss and a step's own overhead), per
+// layer kind and backend.
 void BesideBricks(Page& page, const std::vector<LayerRow>& rows) {
   const std::map<std::string, double> bricks = BrickTimes(page.options.bricks);
   std::map<std::pair<std::string, std::string>, std::vector<double>> ratios;
@@ -126,9 +127,9 @@ void BesideBricks(Page& page, const std::vector<LayerRow>& rows) {
   csv << "op,backend,layers,median,p10,p90\n";
   page.html << "<h3>Inside the model against on its own</h3>\n<p>Each "
                "profiled layer's time in its model over its brick's step "
-               "(--bricks: the same layer run on its own, whose step adds a "
-               "mean loss and the layer's update); 1 is what layer bricks "
-               "assume.</p>\n<table><tr><th>layer</th><th>backend</th>"
+               "(--bricks: the same layer run on its own, updated too, whose "
+               "step adds a mean loss and a step's own overhead); 1 is what "
+               "layer bricks assume.</p>\n<table><tr><th>layer</th><th>backend</th>"
                "<th>layers</th><th>median</th><th>10th-90th percentile</th>"
                "</tr>\n";
   for (const auto& [key, v] : ratios) {

@@ -53,6 +53,7 @@ void AddSelfTimes(
   using torch::autograd::profiler::EventKind;
   using torch::autograd::profiler::LegacyEvent;
   static const std::string kLayer = LayerScope(0).substr(0, 15);
+  static const std::string kEngine = "autograd::engine::evaluate_function";
   // The layer whose forward made the autograd node of sequence number n.
   auto layer_of = [&](int64_t n) {
     if (n < 0) return -1;
@@ -91,6 +92,15 @@ void AddSelfTimes(
         // Outside every layer's scope: an autograd node's backward.
         open.layer = layer_of(e.sequenceNr());
         open.pass = Pass::kBackward;
+        // The engine's range around the node is the node's layer's too:
+        // its own time, and what it runs after the node (the sum that
+        // reduces a broadcast bias's gradient to the bias's shape).
+        Open* engine = stack.empty() ? nullptr : &stack.back();
+        if (engine != nullptr && engine->layer < 0 &&
+            std::string(engine->push->name()).rfind(kEngine, 0) == 0) {
+          engine->layer = open.layer;
+          engine->pass = Pass::kBackward;
+        }
       }
       stack.push_back(open);
     } else if (e.kind() == EventKind::PopRange && !stack.empty()) {
