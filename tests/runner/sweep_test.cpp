@@ -459,6 +459,9 @@ TEST_CASE(
   unsetenv("ONEDNN_VERBOSE");
   INFO(r.err);
   REQUIRE(r.status == 0);
+  // Without AVX-512, oneDNN (2.6 and 3.x) has no jit kernel for softmax's
+  // backward: its reference one is the only one there.
+  const bool avx512 = __builtin_cpu_supports("avx512f");
   int executed = 0;
   std::string reference, generic_add;
   std::istringstream lines(r.out);
@@ -480,7 +483,10 @@ TEST_CASE(
           "batch_normalization", "layer_normalization", "eltwise", "binary",
           "softmax"}) {
       // softmax_v2 is oneDNN 2.6's softmax.
-      if (f[3].rfind(kind, 0) == 0 && f[4].rfind("ref", 0) == 0) {
+      const bool softmax_backward = f[3].rfind("softmax", 0) == 0 &&
+                                    line.find("diff_dst") != std::string::npos;
+      if (f[3].rfind(kind, 0) == 0 && f[4].rfind("ref", 0) == 0 &&
+          (avx512 || !softmax_backward)) {
         reference += line + "\n";
       }
     }
