@@ -197,14 +197,13 @@ TEST_CASE(
   const std::string run = std::string(PARADNN_RUNNER) + cases +
                           " --paradnn_threads=1 --benchmark_min_time=0.2";
   const std::string out = Scratch("turns");
-  const Result r =
-      RunRunner("compare -o " + out +
-                " --rounds 3 --max-rounds 12 --budget 120 --run-a "
-                "'echo A$COMPARE_ROUND >>" +
-                order + "; " + run +
-                "' --run-b "
-                "'echo B$COMPARE_ROUND >>" +
-                order + "; PARADNN_TEST_STRETCH=1.5 " + run + "'");
+  const Result r = RunRunner("compare -o " + out +
+                             " --rounds 3 --max-rounds 12 --budget 120 --run-a "
+                             "'echo A$COMPARE_ROUND >>" +
+                             order + "; " + run +
+                             "' --run-b "
+                             "'echo B$COMPARE_ROUND >>" +
+                             order + "; PARADNN_TEST_STRETCH=1.5 " + run + "'");
   INFO(r.err);
   INFO(r.out);
   REQUIRE(r.status == 0);
