@@ -309,20 +309,14 @@ void ColdSteps(Run& run, Entry& e) {
 }
 
 // --paradnn_counters: `steps` more steps under the process's perf events,
-// their counts per step; the first case that finds no hardware counters
-// says so.
+// their counts per step, and why no hardware events were counted if none
+// were.
 void CountSteps(Runner& runner, int64_t steps, Entry* e) {
   PerfCounters counters;
   counters.Start();
   for (int64_t s = 0; s < steps; ++s) runner.Step();
   const std::map<std::string, double> counts = counters.Stop();
-  static bool said = false;
-  if (!counters.hardware_missing().empty() && !said) {
-    said = true;
-    std::cerr << "paradnn: --paradnn_counters: this machine exposes no "
-                 "hardware counters ("
-              << counters.hardware_missing() << "); counting CPU time only\n";
-  }
+  e->counters_missing = counters.hardware_missing();
   for (const auto& [name, count] : counts) {
     if (name == "cpu_seconds") {
       e->perf["cpu_ms_per_step"] = count * 1e3 / steps;
@@ -336,6 +330,19 @@ void CountSteps(Runner& runner, int64_t steps, Entry* e) {
       cycles->second > 0) {
     e->perf["ipc"] = instructions->second / cycles->second;
   }
+}
+
+// Said once a run, by the process the user watches (a child's console goes
+// nowhere): the first case whose counting found no hardware events.
+void SayCountersMissing(Run& run, const Entry& e) {
+  if (e.counters_missing.empty() || run.counters_missing_said ||
+      run.isolated_child) {
+    return;
+  }
+  run.counters_missing_said = true;
+  std::cerr << "paradnn: --paradnn_counters: this machine exposes no "
+               "hardware counters ("
+            << e.counters_missing << "); counting CPU time only\n";
 }
 
 }  // namespace
@@ -511,6 +518,10 @@ core::Status BeginCase(Run& run, int index, const std::string& filter,
     run.current.child_ms = child.warm_ms;
     for (double ms : child.cold_ms) e.log.Add(child.at_s, ms, Caches::kCold);
     if (!child.counters.empty()) e.child_counters = child.counters;
+    if (!child.counters_missing.empty()) {
+      e.counters_missing = child.counters_missing;
+      SayCountersMissing(run, e);
+    }
     if (child.profile && !e.profile) e.profile = child.profile;
     return {};
   }
@@ -631,6 +642,7 @@ core::Status EndCase(Run& run, int index, int64_t iterations, bool all_timed,
         }
         if (run.settings.flags.counters && e.perf.empty()) {
           CountSteps(*run.current.runner, steps, &e);
+          SayCountersMissing(run, e);
         }
       }
     } catch (const std::exception& ex) {

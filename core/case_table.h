@@ -63,6 +63,7 @@ struct ChildResult {
   core::Status status;
   std::vector<double> warm_ms, cold_ms;
   std::map<std::string, double> counters;
+  std::string counters_missing;        // Entry::counters_missing, its own
   int64_t start_ms = 0, stop_ms = 0;   // wall clock around the child
   double at_s = 0;                     // its start, on the steady clock
   std::optional<StepProfile> profile;  // where the child profiled
@@ -105,8 +106,10 @@ struct Entry {
   std::optional<BrickTime> Time(Caches caches) const;
   double benchmark_s = 0;              // in all of Google Benchmark's calls
   std::optional<StepProfile> profile;  // --paradnn_profile
-  // --paradnn_counters: perf events per step ("cycles_per_step", ...).
+  // --paradnn_counters: perf events per step ("cycles_per_step", ...), and
+  // why hardware events were not counted where they were not.
   std::map<std::string, double> perf;
+  std::string counters_missing;
   // Counters the isolated child measured beyond its time (the profile's).
   std::map<std::string, double> child_counters;
   // --paradnn_rounds: each round's child, in the order of rounds, and

@@ -161,6 +161,9 @@ void WriteIsolatedResult(const Run& run, const Entry& e,
   for (const core::Counter& c : ProfileCounters(e, run.settings.world.size)) {
     out["counters"][c.name] = c.value;
   }
+  if (!e.counters_missing.empty()) {
+    out["counters_missing"] = e.counters_missing;
+  }
   if (e.profile) out["profile"] = ProfileJson(*e.profile);
   std::ofstream(run.child_out) << out.dump() << "\n";
 }
@@ -226,6 +229,9 @@ ChildResult RunIsolated(Run& run, const Entry& e, int64_t steps, bool profile) {
   }
   for (const auto& [key, value] : result["counters"].items()) {
     r.counters[key] = value;
+  }
+  if (result.contains("counters_missing")) {
+    r.counters_missing = result["counters_missing"];
   }
   if (result.contains("profile")) {
     try {

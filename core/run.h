@@ -75,10 +75,11 @@ struct Run {
   // --paradnn_rounds, in the parent: every selected case once per round,
   // each time in a child, measured when the run starts (MeasureRounds).
   bool rounds_measured = false;
-  bool machine_sampled = false;  // by StartRun
-  std::string machine_use;       // CPUs busy and stolen over the rounds
-  bool isolated_child = false;   // this process runs a case for a parent
-  std::string child_out;         // where such a child writes its result
+  bool machine_sampled = false;        // by StartRun
+  std::string machine_use;             // CPUs busy and stolen over the rounds
+  bool isolated_child = false;         // this process runs a case for a parent
+  bool counters_missing_said = false;  // SayCountersMissing, once a run
+  std::string child_out;               // where such a child writes its result
 };
 
 // The run's life, as the API (paradnn/core.h) drives it; each of these is
