@@ -30,12 +30,11 @@ std::vector<std::string> WriteReport(const ReportOptions& options) {
     const Results more = ReadResults(file);
     page.results.cases.insert(page.results.cases.end(), more.cases.begin(),
                               more.cases.end());
-    page.results.failed.insert(page.results.failed.end(), more.failed.begin(),
-                               more.failed.end());
+    page.results.failed.insert(more.failed.begin(), more.failed.end());
   }
-  for (const std::string& f : page.results.failed) {
+  for (const auto& [name, message] : page.results.failed) {
     page.notes.push_back("failed or skipped in " + page.options.results + ": " +
-                         f);
+                         name + (message.empty() ? "" : " (" + message + ")"));
   }
   if (!page.options.platform.empty()) {
     try {

@@ -137,7 +137,7 @@ Results ResultsOf(const json& j, const std::string& path) {
     if (!b.contains("run_name") || !b["run_name"].is_string()) continue;
     const std::string name = CaseNameOf(b["run_name"]);
     if (b.value("error_occurred", false)) {
-      results.failed.push_back(name);
+      results.failed.emplace(name, b.value("error_message", ""));
       continue;
     }
     if (!b.contains("params") || !b.contains("flop_per_step") ||

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,10 +40,12 @@ struct CaseResult {
 
 struct Results {
   std::string path;
-  int world_size = 1;               // the context's paradnn_world_size
-  Stack stack;                      // what the context says it ran on
-  std::vector<CaseResult> cases;    // sorted by name
-  std::vector<std::string> failed;  // cases that reported an error
+  int world_size = 1;             // the context's paradnn_world_size
+  Stack stack;                    // what the context says it ran on
+  std::vector<CaseResult> cases;  // sorted by name
+  // Cases that reported an error, each once (a round or repetition reports
+  // it again), with its message.
+  std::map<std::string, std::string> failed;
 };
 
 // Reads a results file; per case the median aggregate where Google Benchmark

@@ -292,13 +292,18 @@ TEST_CASE("results JSON: per case, the median of repetitions", "[mlperf]") {
       "{\"context\": {}, \"benchmarks\": [" + Bench(kFc, 2, 90, 704) + ", " +
           Bench(kFc, 4, 90, 704) + ", " + Bench(kFc, 3, 90, 704) + ", " +
           Bench(kCnn, 500, 2e7, 6.4e11) + ", " +
-          Bench(kCnn, 1, 2e7, 6.4e11, ", \"error_occurred\": true") +
+          Bench(kCnn, 1, 2e7, 6.4e11,
+                ", \"error_occurred\": true, \"error_message\": \"no AMX\"") +
+          ", " +
+          Bench(kCnn, 1, 2e7, 6.4e11,
+                ", \"error_occurred\": true, \"error_message\": \"no AMX\"") +
           ", {\"name\": \"BM_Other\", \"run_name\": \"BM_Other\", "
           "\"real_time\": 1}]}");
   Results results = ReadResults(p.string());
   const std::vector<CaseResult>& r = results.cases;
   REQUIRE(r.size() == 2);
-  CHECK(results.failed == std::vector<std::string>{kCnn});
+  // Each failed case once, with its message, however often it reported.
+  CHECK(results.failed == std::map<std::string, std::string>{{kCnn, "no AMX"}});
   const CaseResult& cnn = r[0].name == kCnn ? r[0] : r[1];
   const CaseResult& fc = r[0].name == kFc ? r[0] : r[1];
   CHECK(fc.step_ms == Approx(3));  // median of 2, 4, 3
