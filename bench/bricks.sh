@@ -43,8 +43,9 @@ common="$root/build/paradnn --paradnn_config=$config --paradnn_progress=false --
   --run-b "$common" >/dev/null 2>"$out/compare.err"
 grep "^compare: A took" "$out/compare.err"
 grep -hE "^paradnn: (bricks|OpenBLAS|the torch)" "$out/a.round1.log" || true
-python3 - "$out" "$rounds" <<'PY'
+PYTHONPATH="$root/bench" PYTHONDONTWRITEBYTECODE=1 python3 - "$out" "$rounds" <<'PY'
 import json, math, os, random, statistics, sys
+import gbench
 out, rounds = sys.argv[1], int(sys.argv[2])
 estimates, lows, highs = {}, {}, {}
 for r in range(1, rounds + 1):
@@ -61,8 +62,7 @@ plain = {}
 for b in json.load(open(os.path.join(out, "b.json")))["benchmarks"]:
     if b.get("error_occurred") or b.get("run_type") == "aggregate":
         continue
-    name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
-    plain.setdefault(name, []).append(b["step_ms"])
+    plain.setdefault(gbench.case_name(b["run_name"]), []).append(b["step_ms"])
 method = bricks.get("method_error")
 print(f"layers {bricks['total_layers']}, unique {bricks['unique_layers']}; "
       f"{bricks['unique_bricks']} unique bricks; L3 "

@@ -42,18 +42,14 @@ PY
     --benchmark_out="$work/bricks.json" --benchmark_out_format=json \
     "$@" >/dev/null
 fi
-/usr/bin/python3 - "$work/profile.json" "$work/bricks.json" <<'PY'
+PYTHONPATH="$root/bench" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 - "$work/profile.json" "$work/bricks.json" <<'PY'
 import collections, json, os, statistics, sys
+import gbench
 cases = json.load(open(sys.argv[1]))["cases"]
 bricks = {}
 if os.path.exists(sys.argv[2]):
-    for b in json.load(open(sys.argv[2]))["benchmarks"]:
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        if b.get("run_type") != "aggregate" and b.get("rounds", 1) > 1:
-            continue
+    for name, b in gbench.per_case(sys.argv[2]):
         if b.get("step_ms", 0) > 0:
-            name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
             bricks[name] = b["step_ms"]
 groups = collections.defaultdict(list)
 for c in cases:

@@ -29,8 +29,9 @@ done
 "$root/build/paradnn" "${args[@]}" --paradnn_steps="$steps" \
   --paradnn_platform="$work/platform.json" --paradnn_progress=false \
   --benchmark_format=json >"$work/llm.json"
-/usr/bin/python3 - "$work" <<'PY'
+PYTHONPATH="$root/bench" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 - "$work" <<'PY'
 import json, os, sys
+import gbench
 work = sys.argv[1]
 p = json.load(open(os.path.join(work, "platform.json")))
 print(f"STREAM triad {p['memory_bandwidth'] / 1e9:.1f} GB/s, reads "
@@ -38,13 +39,7 @@ print(f"STREAM triad {p['memory_bandwidth'] / 1e9:.1f} GB/s, reads "
       f"{p['memory_write_bandwidth'] / 1e9:.1f} GB/s")
 print(f"{'case':<58} {'step ms':>9} {'tokens/s':>9} {'GB/s':>6} "
       f"{'bw util':>7} {'GFLOP/s':>8} {'flops util':>10}")
-for b in json.load(open(os.path.join(work, "llm.json")))["benchmarks"]:
-    # Each case's median over its rounds (--paradnn_rounds), or its one run.
-    if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-        continue
-    if b.get("run_type") != "aggregate" and b.get("rounds", 1) > 1:
-        continue
-    name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
+for name, b in gbench.per_case(os.path.join(work, "llm.json")):
     short = "/".join(name.split("/")[7:])
     if "error_occurred" in b:
         print(f"{short:<58} {b.get('error_message', '')}")
