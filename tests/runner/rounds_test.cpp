@@ -212,15 +212,16 @@ TEST_CASE(
   CHECK(turns.rfind("A1\nB1\nB2\nA2\nA3\nB3\n", 0) == 0);
   CHECK(std::count(turns.begin(), turns.end(), 'A') ==
         std::count(turns.begin(), turns.end(), 'B'));
-  // Every case slower, and the known stretch inside the group's interval.
-  // A process here may run these steps of tens of microseconds 1.6 times
-  // as fast as the next, and all four cases share a round's process, so
-  // five to twelve rounds a side pin the stretch down to an interval, not
-  // to a fixed tenth. The group is decided slower at the 98% compare
-  // prints; the stretch is looked for in its 99.9% interval, so that an
-  // honest interval misses it by chance once in a thousand runs, not once
-  // in fifty (at 98% over three rounds, about one run in eight here
-  // missed it).
+  // Every case slower, and the group's ratio F or a little over. The spin
+  // ends at F times each step's own time, but a stretched process's own
+  // steps run a few percent slower than the other side's (2-9% here,
+  // measured in process; the VM shows no counters that would say why), so
+  // B/A is F times that. A process here may also run these steps of tens
+  // of microseconds 1.6 times as fast as the next, and all four cases
+  // share a round's process: the group's 99.9% interval, which chance
+  // leaves wrong once in a thousand runs, not its 98% one (once in fifty),
+  // must reach F and start no further than a fifth above it (a stretch
+  // applied twice, or to more than the step, lies far beyond).
   const auto pairs =
       Pair(ReadRounds(out + "/a.json"), "", ReadRounds(out + "/b.json"), "");
   REQUIRE(pairs.size() == 4);
@@ -242,8 +243,8 @@ TEST_CASE(
                 << "; 99.9%: " << wide.low << "-" << wide.high << ")");
   REQUIRE(group.bounded);
   CHECK(group.low > 1);
-  CHECK(wide.low <= 2);
   CHECK(wide.high >= 2);
+  CHECK(wide.low <= 2 * 1.2);
   CHECK_THAT(Slurp(out + "/compare.txt"), ContainsSubstring("slower"));
   CHECK(std::filesystem::exists(out + "/a.round1.json"));
   CHECK(std::filesystem::exists(out + "/b.round3.log"));
