@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
 
 #include "generators/spec.h"
@@ -122,13 +124,9 @@ double NormalDensity(double x) {
   return std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
 }
 
-}  // namespace
-
-double MedianSdFactor(int n) {
-  if (n <= 1) return 1;
-  // Beyond a thousand rounds the asymptote is exact to 0.1%.
-  if (n > 1000) return std::sqrt(M_PI / (2.0 * n));
-  // Trapezoids over [-8, 8]: the densities below vanish beyond it.
+// MedianSdFactor for 1 < n <= 1000. Trapezoids over [-8, 8]: the
+// densities below vanish beyond it.
+double IntegratedMedianSd(int n) {
   constexpr int kPoints = 8001;
   constexpr double kEdge = 8;
   const double h = 2 * kEdge / (kPoints - 1);
@@ -179,6 +177,22 @@ double MedianSdFactor(int n) {
   cross *= h;
   const double square = second_moment(k);  // = E[X_(k+1)^2] by symmetry
   return std::sqrt((2 * square + 2 * cross) / 4);
+}
+
+}  // namespace
+
+double MedianSdFactor(int n) {
+  if (n <= 1) return 1;
+  // Beyond a thousand rounds the asymptote is exact to 0.1%.
+  if (n > 1000) return std::sqrt(M_PI / (2.0 * n));
+  // Each n is integrated once: an integral takes about a millisecond, and
+  // compare asks at every look of every case.
+  static std::mutex* const mutex = new std::mutex;
+  static std::map<int, double>* const known = new std::map<int, double>;
+  const std::lock_guard<std::mutex> lock(*mutex);
+  const auto [at, fresh] = known->try_emplace(n, 0.0);
+  if (fresh) at->second = IntegratedMedianSd(n);
+  return at->second;
 }
 
 Dispersion PoolDispersion(const std::vector<std::vector<double>>& cases) {

@@ -77,6 +77,9 @@ endfunction()
 
 run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${work}/prefix)
 find_program(ccache ccache)
+# Paths relative to paradnn's source, which holds this work folder: the
+# next clone's host builds find these compilations cached.
+set(ENV{CCACHE_BASEDIR} ${SOURCE})
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/hosts -B ${work}/build
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${work}/prefix
     -DCMAKE_CXX_FLAGS=${flags} -DCMAKE_CXX_COMPILER_LAUNCHER=${ccache}
