@@ -214,14 +214,14 @@ TEST_CASE(
         std::count(turns.begin(), turns.end(), 'B'));
   // Every case slower, and the group's ratio F or a little over. The spin
   // ends at F times each step's own time, but a stretched process's own
-  // steps run a few percent slower than the other side's (2-9% here,
-  // measured in process; the VM shows no counters that would say why), so
-  // B/A is F times that. A process here may also run these steps of tens
-  // of microseconds 1.6 times as fast as the next, and all four cases
-  // share a round's process: the group's 99.9% interval, which chance
-  // leaves wrong once in a thousand runs, not its 98% one (once in fifty),
-  // must reach F and start no further than a fifth above it (a stretch
-  // applied twice, or to more than the step, lies far beyond).
+  // steps run a few percent slower than the other side's (2-9% here; the
+  // VM shows no counters that would say why), so B/A is F times that. A
+  // process here may also run these steps of tens of microseconds 1.6
+  // times as fast as the next, and all four cases share a round's
+  // process: the group's 99.9% interval, which chance leaves wrong once
+  // in a thousand runs, not its 98% one (once in fifty), must reach F and
+  // start no further than a fifth above it (a stretch applied twice, or to
+  // more than the step, lies far beyond).
   const auto pairs =
       Pair(ReadRounds(out + "/a.json"), "", ReadRounds(out + "/b.json"), "");
   REQUIRE(pairs.size() == 4);
