@@ -18,6 +18,7 @@
 #include "machine/caches.h"
 #include "machine/host.h"
 #include "machine/perf_counters.h"
+#include "machine/platform.h"
 #include "records/results.h"
 
 namespace paradnn {
@@ -236,12 +237,20 @@ void AddCounters(const Run& run, const Entry& e,
   }
   // The share of its device's calibrated memory bandwidth the cost model's
   // bytes take (the roof decode steps live on), at the bandwidth of their
-  // mix of reads and writes.
+  // mix of reads and writes. Steps run back to back over what the backend
+  // holds: where that fits in a working set the host's caches were
+  // measured on, the traffic runs at that working set's rate.
   const auto bandwidth = run.settings.device_bandwidth.find(backend->Device());
+  const int64_t held =
+      backend->RecyclesWithinStep() ? e.cost.streaming_memory : e.cost.memory;
   const double roof =
       bandwidth == run.settings.device_bandwidth.end() || bytes <= 0
           ? 0
-          : bandwidth->second.For(e.cost.read_bytes / bytes);
+          : RoofFor(bandwidth->second,
+                    backend->Device() == "cpu"
+                        ? run.settings.cache_bandwidth
+                        : std::map<int64_t, Bandwidths>{},
+                    held, e.cost.read_bytes / bytes);
   if (roof > 0) counters->push_back({"bandwidth_util", bytes / step_s / roof});
   if (e.model && e.model->model.family == "LLM") {
     // What serving benchmarks report: tokens per second (a decode step

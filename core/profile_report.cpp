@@ -22,17 +22,11 @@ struct Roofs {
   std::map<int64_t, Bandwidths> caches;  // the host's, by working set
 
   // The memory roof of a layer whose passes each move at most
-  // `working_set` bytes, `read_fraction` of them read: the most bandwidth
-  // measured at that mix on a working set that holds them (data that fits
-  // one fits every larger one), else the memory's.
+  // `working_set` bytes, `read_fraction` of them read (RoofFor).
   std::optional<double> BandwidthFor(int64_t working_set,
                                      double read_fraction) const {
     if (!memory) return std::nullopt;
-    double best = memory->For(read_fraction);
-    for (const auto& [bytes, bw] : caches) {
-      if (working_set <= bytes) best = std::max(best, bw.For(read_fraction));
-    }
-    return best;
+    return RoofFor(*memory, caches, working_set, read_fraction);
   }
 };
 

@@ -46,6 +46,16 @@ double Bandwidths::For(double read_fraction) const {
   return 1 / (at_triad + w * (at_end - at_triad));
 }
 
+double RoofFor(const Bandwidths& memory,
+               const std::map<int64_t, Bandwidths>& caches, int64_t working_set,
+               double read_fraction) {
+  double best = memory.For(read_fraction);
+  for (const auto& [bytes, bw] : caches) {
+    if (working_set <= bytes) best = std::max(best, bw.For(read_fraction));
+  }
+  return best;
+}
+
 std::string Platform::DeviceOf(const std::string& backend) const {
   const auto it = backend_devices.find(backend);
   if (it != backend_devices.end()) return it->second;

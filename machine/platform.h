@@ -25,6 +25,14 @@ struct Bandwidths {
   double For(double read_fraction) const;
 };
 
+// The roof of traffic that passes, again and again, over at most
+// `working_set` bytes, `read_fraction` of them read: the most measured at
+// that mix on a working set of `caches` that holds them (data that fits
+// one fits every larger one), else `memory`'s.
+double RoofFor(const Bandwidths& memory,
+               const std::map<int64_t, Bandwidths>& caches, int64_t working_set,
+               double read_fraction);
+
 struct Platform {
   std::string name;
   std::string description;

@@ -140,5 +140,45 @@ TEST_CASE(
   CHECK_FALSE(j["benchmarks"][1].contains("error_occurred"));
 }
 
+TEST_CASE(
+    "a CPU case's bandwidth roof: a cache's where all it holds fits in that "
+    "working set, else the memory's",
+    "[runner][platform][serial]") {
+  // Two working sets measured, 256 KiB and 8 MiB, each faster than memory.
+  // The small case's weights alone, 512 x 256 + 256 x 256 + 256 x 10
+  // floats, are 0.8 MB: over 256 KiB, and with its activations of batch 64
+  // under 8 MiB. The large one's 4 x 1024 x 1024 weights are 16 MiB.
+  const std::string small =
+      "FC/layers:2/nodes:256/input:512/output:10/batch:64/clock/fp32/infer";
+  const std::string large =
+      "FC/layers:4/nodes:1024/input:1024/output:10/batch:8/clock/fp32/infer";
+  const std::string platform = Scratch("platform.json");
+  std::ofstream(platform)
+      << "{\"peak_flops\": {\"fp32\": 1e12}, \"memory_bandwidth\": 1e9, "
+         "\"cache_bandwidth\": {\"262144\": 1e12, \"8388608\": 1e11}}";
+  const Result r =
+      RunRunner("--paradnn_case=" + small + " --paradnn_case=" + large +
+                    " --paradnn_steps=10 --paradnn_threads=1"
+                    " --paradnn_platform=" +
+                    platform + " --benchmark_format=json",
+                ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const json j = json::parse(r.out);
+  REQUIRE(j["benchmarks"].size() == 2);
+  // The roof a case was set against: its bytes per second over its share.
+  auto roof = [](const json& b) {
+    return b["bytes_per_step"].get<double>() /
+           (b["step_ms"].get<double>() / 1e3) /
+           b["bandwidth_util"].get<double>();
+  };
+  const json& s = j["benchmarks"][0];
+  const json& l = j["benchmarks"][1];
+  REQUIRE(s["name"].get<std::string>().rfind(small + "/", 0) == 0);
+  REQUIRE(l["name"].get<std::string>().rfind(large + "/", 0) == 0);
+  CHECK(roof(s) == Approx(1e11).epsilon(1e-6));
+  CHECK(roof(l) == Approx(1e9).epsilon(1e-6));
+}
+
 }  // namespace
 }  // namespace paradnn::runner_tests
