@@ -31,6 +31,21 @@
 namespace paradnn::runner_tests {
 namespace {
 
+// The clock backends' `cases` (--paradnn_case flags), 10 steps each,
+// against a platform file holding `platform`: the runner's JSON.
+json RunOnPlatform(const std::string& cases, const std::string& platform) {
+  const std::string path = Scratch("platform.json");
+  std::ofstream(path) << platform;
+  const Result r = RunRunner(cases +
+                                 " --paradnn_steps=10 --paradnn_threads=1"
+                                 " --paradnn_platform=" +
+                                 path + " --benchmark_format=json",
+                             ClockPath());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return json::parse(r.out);
+}
+
 TEST_CASE(
     "a case's step time and every rate over it are the known step's, and "
     "flops_util is a plain fraction of the peak, never over 1",
@@ -49,17 +64,11 @@ TEST_CASE(
   const double flops = 2421161984;
   const double slack = 1.3;  // what another process may add to a step
   auto run = [&](double peak) {
-    const std::string platform = Scratch("platform.json");
-    std::ofstream(platform) << "{\"peak_flops\": {\"fp32\": " << peak
-                            << "}, \"memory_bandwidth\": 1e10}";
-    Result r = RunRunner("--paradnn_case=" + name +
-                             " --paradnn_steps=10 --paradnn_threads=1"
-                             " --paradnn_platform=" +
-                             platform + " --benchmark_format=json",
-                         ClockPath());
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const json b = json::parse(r.out)["benchmarks"][0];
+    std::ostringstream platform;
+    platform << "{\"peak_flops\": {\"fp32\": " << peak
+             << "}, \"memory_bandwidth\": 1e10}";
+    const json b = RunOnPlatform("--paradnn_case=" + name,
+                                 platform.str())["benchmarks"][0];
     CHECK(b["flop_per_step"].get<double>() == flops);
     CHECK(b["step_ms"].get<double>() >= truth_s * 1e3 * (1 - 1e-3));
     CHECK(b["step_ms"].get<double>() <= truth_s * 1e3 * slack);
@@ -152,19 +161,10 @@ TEST_CASE(
       "FC/layers:2/nodes:256/input:512/output:10/batch:64/clock/fp32/infer";
   const std::string large =
       "FC/layers:4/nodes:1024/input:1024/output:10/batch:8/clock/fp32/infer";
-  const std::string platform = Scratch("platform.json");
-  std::ofstream(platform)
-      << "{\"peak_flops\": {\"fp32\": 1e12}, \"memory_bandwidth\": 1e9, "
-         "\"cache_bandwidth\": {\"262144\": 1e12, \"8388608\": 1e11}}";
-  const Result r =
-      RunRunner("--paradnn_case=" + small + " --paradnn_case=" + large +
-                    " --paradnn_steps=10 --paradnn_threads=1"
-                    " --paradnn_platform=" +
-                    platform + " --benchmark_format=json",
-                ClockPath());
-  INFO(r.err);
-  REQUIRE(r.status == 0);
-  const json j = json::parse(r.out);
+  const json j = RunOnPlatform(
+      "--paradnn_case=" + small + " --paradnn_case=" + large,
+      "{\"peak_flops\": {\"fp32\": 1e12}, \"memory_bandwidth\": 1e9, "
+      "\"cache_bandwidth\": {\"262144\": 1e12, \"8388608\": 1e11}}");
   REQUIRE(j["benchmarks"].size() == 2);
   // The roof a case was set against: its bytes per second over its share.
   auto roof = [](const json& b) {
