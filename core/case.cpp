@@ -226,31 +226,22 @@ void AddCounters(const Run& run, const Entry& e,
   // flagged instead, as the ratio over it: the calibration missed
   // something, and no share is over 1.
   const Backend* backend = FindBackend(e.backend);
-  const auto device = run.settings.device_peaks.find(backend->Device());
-  if (device != run.settings.device_peaks.end()) {
-    const auto peak = device->second.find(ToString(e.dtype));
-    if (peak != device->second.end()) {
-      const double share = flops / step_s / peak->second;
-      counters->push_back(
-          {share <= 1 ? "flops_util" : "flops_over_peak", share});
-    }
+  const Roofs roofs = RoofsOf(run.settings, backend->Device(), e.dtype);
+  if (roofs.peak) {
+    const double share = flops / step_s / *roofs.peak;
+    counters->push_back({share <= 1 ? "flops_util" : "flops_over_peak", share});
   }
   // The share of its device's calibrated memory bandwidth the cost model's
   // bytes take (the roof decode steps live on), at the bandwidth of their
   // mix of reads and writes. Steps run back to back over what the backend
   // holds: where that fits in a working set the host's caches were
   // measured on, the traffic runs at that working set's rate.
-  const auto bandwidth = run.settings.device_bandwidth.find(backend->Device());
   const int64_t held =
       backend->RecyclesWithinStep() ? e.cost.streaming_memory : e.cost.memory;
   const double roof =
-      bandwidth == run.settings.device_bandwidth.end() || bytes <= 0
-          ? 0
-          : RoofFor(bandwidth->second,
-                    backend->Device() == "cpu"
-                        ? run.settings.cache_bandwidth
-                        : std::map<int64_t, Bandwidths>{},
-                    held, e.cost.read_bytes / bytes);
+      bytes > 0
+          ? roofs.BandwidthFor(held, e.cost.read_bytes / bytes).value_or(0)
+          : 0;
   if (roof > 0) counters->push_back({"bandwidth_util", bytes / step_s / roof});
   if (e.model && e.model->model.family == "LLM") {
     // What serving benchmarks report: tokens per second (a decode step

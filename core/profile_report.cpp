@@ -14,39 +14,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// The roofs of a case's device and data type, where a platform file gave
-// them: peak FLOP/s and memory bandwidths.
-struct Roofs {
-  std::optional<double> peak;
-  std::optional<Bandwidths> memory;
-  std::map<int64_t, Bandwidths> caches;  // the host's, by working set
-
-  // The memory roof of a layer whose passes each move at most
-  // `working_set` bytes, `read_fraction` of them read (RoofFor).
-  std::optional<double> BandwidthFor(int64_t working_set,
-                                     double read_fraction) const {
-    if (!memory) return std::nullopt;
-    return RoofFor(*memory, caches, working_set, read_fraction);
-  }
-};
-
-Roofs RoofsOf(const Run& run, const Entry& e) {
-  Roofs r;
-  const Backend* backend = FindBackend(e.backend);
-  if (backend == nullptr) return r;
-  const auto device = run.settings.device_peaks.find(backend->Device());
-  if (device != run.settings.device_peaks.end()) {
-    const auto peak = device->second.find(ToString(e.dtype));
-    if (peak != device->second.end() && peak->second > 0) r.peak = peak->second;
-  }
-  const auto bw = run.settings.device_bandwidth.find(backend->Device());
-  if (bw != run.settings.device_bandwidth.end() && bw->second.triad > 0) {
-    r.memory = bw->second;
-  }
-  if (backend->Device() == "cpu") r.caches = run.settings.cache_bandwidth;
-  return r;
-}
-
 // Each layer's brick case name (it runs the layer on its own), where
 // bricks cover the model; else empty names.
 std::vector<std::string> BrickNames(const Graph& g, const Entry& e) {
@@ -73,7 +40,10 @@ std::vector<std::string> BrickNames(const Graph& g, const Entry& e) {
 // the slowest first.
 ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
   const Graph g = e.BuildGraph();
-  const Roofs roofs = RoofsOf(run, e);
+  const Backend* backend = FindBackend(e.backend);
+  const Roofs roofs = backend == nullptr
+                          ? Roofs{}
+                          : RoofsOf(run.settings, backend->Device(), e.dtype);
   const std::vector<std::string> bricks = BrickNames(g, e);
   const double steps = p.steps();
   struct Row {

@@ -107,4 +107,26 @@ void UsePlatform(const Platform& platform, Settings* settings) {
   settings->cache_bandwidth = platform.cache_bandwidth;
 }
 
+std::optional<double> Roofs::BandwidthFor(int64_t working_set,
+                                          double read_fraction) const {
+  if (!memory) return std::nullopt;
+  return RoofFor(*memory, caches, working_set, read_fraction);
+}
+
+Roofs RoofsOf(const Settings& settings, const std::string& device,
+              DType dtype) {
+  Roofs r;
+  const auto peaks = settings.device_peaks.find(device);
+  if (peaks != settings.device_peaks.end()) {
+    const auto peak = peaks->second.find(ToString(dtype));
+    if (peak != peaks->second.end() && peak->second > 0) r.peak = peak->second;
+  }
+  const auto bw = settings.device_bandwidth.find(device);
+  if (bw != settings.device_bandwidth.end() && bw->second.triad > 0) {
+    r.memory = bw->second;
+  }
+  if (device == "cpu") r.caches = settings.cache_bandwidth;
+  return r;
+}
+
 }  // namespace paradnn

@@ -83,4 +83,18 @@ Settings ResolveSettings(Options flags, const World& world, const Sweep& sweep,
 // Peaks and bandwidths of the platform file, for utilizations.
 void UsePlatform(const Platform& platform, Settings* settings);
 
+// The roofs of a device and data type, where a platform file gave them:
+// peak FLOP/s and memory bandwidths (and on the CPU its caches').
+struct Roofs {
+  std::optional<double> peak;
+  std::optional<Bandwidths> memory;
+  std::map<int64_t, Bandwidths> caches;  // the host's, by working set
+
+  // The roof of traffic that passes over at most `working_set` bytes,
+  // `read_fraction` of them read (RoofFor).
+  std::optional<double> BandwidthFor(int64_t working_set,
+                                     double read_fraction) const;
+};
+Roofs RoofsOf(const Settings& settings, const std::string& device, DType dtype);
+
 }  // namespace paradnn
