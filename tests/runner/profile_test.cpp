@@ -96,12 +96,14 @@ TEST_CASE("profile shares are the known shares of a backend's step",
 TEST_CASE(
     "a profile's layers: each layer's known time, its work against its roof, "
     "its brick",
-    "[runner][profile]") {
+    "[runner][profile][serial]") {
   // The clock backend spins a known time per layer in the thread's CPU
   // time and profiles it as that layer's: the profile's layers must be
   // those times (each spin overshoots by the reads of the clock and what
   // the kernel charges the thread: up to ten microseconds here), and the
-  // step's fixed cost outside every layer.
+  // step's fixed cost outside every layer. The profile times each layer on
+  // the wall clock, which a test beside it on the same cores stretches (by
+  // up to a fifth, measured): it runs alone.
   const std::string name =
       "FC/layers:1/nodes:256/input:128/output:10/batch:32/clock/fp32/train";
   const std::string out = Scratch("layers.json");
