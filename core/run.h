@@ -117,6 +117,12 @@ const std::string& L3Source(Run& run);
 // where ranks communicate (`world_size` > 1).
 std::vector<core::Counter> ProfileCounters(const Entry& e, int world_size);
 
+// Every counter of a case's row, from its timed steps' mean (step_ms): its
+// rates, its shares of the platform's roofs, its rounds, its profile and
+// counts (ProfileCounters), its all-reduces.
+void AddCounters(const Run& run, const Entry& e,
+                 std::vector<core::Counter>* counters);
+
 // Runs the case's steps in a child process (a fork of this one) and gives
 // each step's time as the child measured it; a crash fails the case only,
 // a skip there is a skip here. `steps`: exactly that many, or (0) as a

@@ -253,25 +253,6 @@ std::function<bool(const std::string&)> Selector(const std::string& filter) {
   }
 }
 
-std::vector<core::Counter> ProfileCounters(const Entry& e, int world_size) {
-  std::vector<core::Counter> counters;
-  if (e.profile) {
-    const auto shares = e.profile->Shares();
-    for (int c = 0; c < kOpClasses; ++c) {
-      // Communication only where ranks communicate.
-      if (c == static_cast<int>(OpClass::kCommunication) && world_size == 1) {
-        continue;
-      }
-      counters.push_back({ShareCounter(static_cast<OpClass>(c)), shares[c]});
-    }
-  }
-  for (const auto& [key, value] : e.perf) counters.push_back({key, value});
-  for (const auto& [key, value] : e.child_counters) {
-    counters.push_back({key, value});
-  }
-  return counters;
-}
-
 core::Loaded Load(Run& run, int* argc, char** argv) {
   if (!run.loaded) {
     run.loaded.emplace();
