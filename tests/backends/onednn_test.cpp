@@ -15,6 +15,7 @@
 #include "tests/backends/values.h"
 #include "tests/busy_threads.h"
 #include "tests/catch.h"
+#include "tests/cpu_isa.h"
 
 namespace paradnn {
 namespace {
@@ -380,7 +381,7 @@ TEST_CASE("oneDNN matches LibTorch in bf16 within bf16's precision",
   // A CPU with AVX-512 compares every case; one without it (oneDNN's
   // bf16 kernels need avx512_core) none, each skipped for that reason
   // above.
-  if (__builtin_cpu_supports("avx512f")) {
+  if (test::HasAvx512Core()) {
     CHECK(compared == expected);
   } else {
     WARN("no AVX-512 here: oneDNN's bf16 cases were skipped, not compared");

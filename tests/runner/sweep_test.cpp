@@ -26,6 +26,7 @@
 #include "records/rounds.h"
 #include "tests/backends/clock_costs.h"
 #include "tests/catch.h"
+#include "tests/cpu_isa.h"
 #include "tests/runner/runner.h"
 #include "tests/scratch.h"
 
@@ -461,7 +462,7 @@ TEST_CASE(
   REQUIRE(r.status == 0);
   // Without AVX-512, oneDNN (2.6 and 3.x) has no jit kernel for softmax's
   // backward: its reference one is the only one there.
-  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx512 = test::HasAvx512Core();
   int executed = 0;
   std::string reference, generic_add;
   std::istringstream lines(r.out);
