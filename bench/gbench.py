@@ -12,9 +12,16 @@ def case_name(run_name):
 
 def per_case(path):
     """(name, benchmark) per case: the median over its rounds
-    (--paradnn_rounds), or its one run; a failed case's error rows as
-    Google Benchmark wrote them (one per round)."""
+    (--paradnn_rounds), or its one run; a failed case once, with the
+    first of its error rows (Google Benchmark writes one per round)."""
+    failed = set()
     for b in json.load(open(path))["benchmarks"]:
+        if "error_occurred" in b:
+            name = case_name(b["run_name"])
+            if name not in failed:
+                failed.add(name)
+                yield name, b
+            continue
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         if b.get("run_type") != "aggregate" and b.get("rounds", 1) > 1:
