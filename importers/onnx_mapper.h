@@ -1,0 +1,359 @@
+// How the ONNX module (importers/onnx_module.cpp) maps a file's nodes, in
+// order, onto the layer graph: the Mapper and what its parts share. Its
+// methods are defined by what they map: importers/onnx_mapper.cpp the
+// file's layers node by node, onnx_fold.cpp shape arithmetic and constants,
+// onnx_products.cpp views of layers and products by weights made layers,
+// onnx_attention.cpp the nodes of attention, layer normalization and GELU.
+#ifndef PARADNN_IMPORTERS_ONNX_MAPPER_H_
+#define PARADNN_IMPORTERS_ONNX_MAPPER_H_
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "generators/graph.h"
+#include "importers/onnx_views.h"
+
+namespace paradnn {
+
+// A node's attributes by name.
+class Attributes {
+ public:
+  explicit Attributes(const onnx::NodeProto& node) {
+    for (const onnx::AttributeProto& a : node.attribute())
+      by_name_[a.name()] = &a;
+  }
+  int64_t Int(const std::string& name, int64_t otherwise) const {
+    const auto it = by_name_.find(name);
+    return it == by_name_.end() ? otherwise : it->second->i();
+  }
+  float Float(const std::string& name, float otherwise) const {
+    const auto it = by_name_.find(name);
+    return it == by_name_.end() ? otherwise : it->second->f();
+  }
+  std::string String(const std::string& name) const {
+    const auto it = by_name_.find(name);
+    return it == by_name_.end() ? "" : it->second->s();
+  }
+  std::vector<int64_t> Ints(const std::string& name) const {
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) return {};
+    return {it->second->ints().begin(), it->second->ints().end()};
+  }
+
+ private:
+  std::map<std::string, const onnx::AttributeProto*> by_name_;
+};
+
+// A tensor's values as `Out`, where the file holds them (its raw bytes and
+// its typed field): float, double, int64 and int32 tensors; none for other
+// types, or where the values were let go.
+template <typename Out>
+std::vector<Out> TensorValues(const onnx::TensorProto& t) {
+  std::vector<Out> out;
+  auto read = [&](auto zero, const auto& typed) {
+    using T = decltype(zero);
+    const std::string& raw = t.raw_data();
+    out.resize(raw.size() / sizeof(T));
+    for (size_t i = 0; i < out.size(); ++i) {
+      T v;
+      std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+      out[i] = static_cast<Out>(v);
+    }
+    for (const auto v : typed) out.push_back(static_cast<Out>(v));
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      read(0.f, t.float_data());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      read(0.0, t.double_data());
+      break;
+    case onnx::TensorProto::INT64:
+      read(int64_t{0}, t.int64_data());
+      break;
+    case onnx::TensorProto::INT32:
+      read(int32_t{0}, t.int32_data());
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+// The tensors whose values the mapping reads (a clip's bounds, a pad's
+// widths) are this small; the values of larger ones are let go.
+constexpr int64_t kValuesKept = 64;
+
+// A float attribute as the exporter wrote it (1e-5f is 1e-5, not
+// 9.99999975e-6): the shortest decimal that reads back as the float, so
+// that a file's default epsilon is the graph's.
+double AsWritten(float f);
+
+// Operators that map onto no layer of their own: shape arithmetic, views,
+// and the nodes of the layers exporters write out (attention, layer
+// normalization, GELU), checked on their values and shapes.
+extern const std::set<std::string> kViewsOnly;
+
+// A tensor's values, shared by the layers that start from them.
+using Tensor = std::shared_ptr<const std::vector<float>>;
+using Tensors = std::map<std::string, Tensor>;
+
+// Maps a file's nodes, in order, onto a graph.
+class Mapper {
+ public:
+  // With `weights` (the file's float tensors by name), each layer gets its
+  // values; without, none.
+  Mapper(const onnx::GraphProto& g, int64_t batch, const Tensors* weights);
+
+  // Maps one node; returns why it cannot be ("" where it maps). Past the
+  // first node that cannot, nodes are checked by their operator alone:
+  // the shapes they would read are unknown.
+  std::string Map(int index);
+
+  // The graph with its loss over the file's first output, or why not.
+  std::optional<Graph> Finish(std::string* why);
+
+  int64_t params() const { return params_; }
+
+ private:
+  void Fail(const std::string& why);
+
+  void Bind(const std::string& value, int layer) { layer_of_[value] = layer; }
+
+  bool IsInitializer(const std::string& name) const;
+
+  const std::vector<int64_t>& InitializerDims(const std::string& name) const;
+
+  int64_t Count(const std::string& initializer) const;
+
+  // The node's data input, made by an earlier layer (a view of one as the
+  // layer it is); -1 where none is.
+  int DataInput(const onnx::NodeProto& n, int i = 0);
+
+  const Shape& ShapeOf(int layer) const { return graph_.layer(layer).shape; }
+
+  // The file's values of tensor `name`; with `transpose`, those of a
+  // [rows, columns] matrix as [columns, rows].
+  Tensor Weight(const std::string& name, bool transpose = false) const;
+
+  // Layer i starts from the file's tensors `names` (transposing those
+  // marked), where the file's weights are asked for.
+  void Give(int i, const std::vector<std::pair<std::string, bool>>& names);
+
+  std::string Where(const onnx::NodeProto& n) const;
+
+  // A following Add that adds an initializer of `units` values to the
+  // output of node `index` and nothing else reads it: a bias, folded into
+  // the dense layer.
+  int BiasAdd(int index, int64_t units) const;
+
+  // A convolution's weights and its bias, if any.
+  static std::vector<std::pair<std::string, bool>> ConvTensors(
+      const onnx::NodeProto& n, bool bias);
+
+  // A window's attributes the graph cannot express (a convolution's or a
+  // pool's), or "".
+  std::string Window(const onnx::NodeProto& n, int64_t kernel) const;
+
+  // A Clip's bound `i` (1: min, 2: max) from its input, or from its
+  // attribute before opset 11; nullopt where none is given.
+  std::optional<double> ClipBound(const onnx::NodeProto& n, int i) const;
+
+  // Why the graph cannot express node `n` from its operator and
+  // attributes alone, or "".
+  std::string Unsupported(const onnx::NodeProto& n) const;
+
+  // The node after `index` that multiplies the node's input by its output,
+  // the only reader of that output: sigmoid(x) * x, a SiLU; or -1.
+  int SiluMul(int index) const;
+
+  // A Reshape to [batch, the rest]: its target shape is in the file, two
+  // values, the second -1 or the rest's size.
+  bool ReshapeFlattens(const onnx::NodeProto& n, const Shape& in) const;
+
+  // ---- Shape arithmetic and views: what exporters write around attention.
+
+  // A small tensor the file computes from shapes and constants, known once
+  // the batch is: a reshape's target, a slice's bounds, a scale.
+  struct Known {
+    std::vector<int64_t> dims;
+    std::vector<double> v;
+    bool integer = true;
+  };
+
+  void Know(const std::string& name, const onnx::TensorProto& t);
+
+  const Known* KnownOf(const std::string& name) const;
+
+  // A known scalar (one value), or nullopt.
+  std::optional<double> Scalar(const std::string& name) const;
+
+  // Attribute `name`'s ints, or from input `i` where the opset moved them
+  // there (Unsqueeze's and Squeeze's axes since opset 13).
+  std::vector<int64_t> IntsOf(const onnx::NodeProto& n, const char* name,
+                              int i) const;
+
+  // A Slice's start or end on an axis of `size`: from the end where
+  // negative, INT64_MAX (the exporter's "to the end") the size, clamped.
+  static int64_t SliceBound(double x, int64_t size);
+
+  static int Axis(int64_t axis, size_t rank);
+
+  // A product by a weight matrix, not yet a layer: the packed projection
+  // of queries, keys and values is one, each of whose column blocks
+  // becomes a dense layer of its own when read.
+  struct Product {
+    int x = 0;    // the layer multiplied
+    Shape shape;  // the product's, in the graph's layout
+    std::string weight;
+    bool rows_are_units = false;  // the file's matrix is [units, in]
+    std::string bias;
+    std::map<std::pair<int64_t, int64_t>, int> made;  // columns -> layer
+  };
+
+  // Scores of queries by keys (q k^T) and, after a softmax, the weights of
+  // the values.
+  struct Scores {
+    View q, k;
+  };
+
+  static int ProductId(size_t p) { return -static_cast<int>(p) - 1; }
+
+  const Shape& LayerShape(int layer) const;
+
+  // The dimension of a layer that counts examples: a sequence's is its
+  // second ([length, batch, units]).
+  int BatchAxis(int layer) const;
+
+  int64_t BatchStride(int layer) const;
+
+  std::optional<View> ViewOf(const std::string& name) const;
+
+  void SetView(const std::string& name, const View& given);
+
+  // A layer made from `from`'s: of its kind of dimensions.
+  int Derived(int layer, int from);
+
+  static std::string Describe(const View& v);
+
+  // Columns [from, from + width) of product p as a dense layer.
+  int ProductLayer(size_t p, int64_t from, int64_t width);
+
+  // v on a layer of the graph: the block of a product's columns it reads
+  // made a dense layer. Its axes within a row (strides below the row's
+  // length) must read a block of columns whole, the others every row.
+  View Realize(View v);
+
+  // v where a layer of the graph is: the class token's output (the first
+  // position) or feature maps read as a sequence get a layer of their own.
+  std::optional<View> Arrange(const View& v);
+
+  // v as rows a layer reads along its last dimension (a product, a
+  // normalization, an elementwise function): a view covering its layer
+  // with rows whole.
+  View Rows(View v);
+
+  // v as the whole output of a layer, in the graph's layout.
+  int AsLayer(const View& v);
+
+  // How queries, keys or values are read by attention's products: v's
+  // last two axes (rows, then a head's dimensions; swapped for the keys of
+  // q k^T) over a [length, batch, units] layer, the others each example's
+  // heads.
+  struct HeadsOf {
+    int layer = 0;
+    int64_t dh = 0;
+    std::vector<std::pair<int64_t, int64_t>> batch;  // size, stride
+  };
+  std::optional<HeadsOf> Heads(const View& given, bool keys);
+
+  // Reshape's target: known, its 0s (copy) and -1 (the rest) resolved; a
+  // target the exporter fixed at the file's batch (PyTorch writes the
+  // batch times the heads as a number) has it replaced by the batch mapped:
+  // in the one dimension that then spans the layer's batch and is the
+  // smallest that does.
+  View Reshape(const onnx::NodeProto& n, const View& given);
+
+  // The node reading `value` with operator `op` (and `also`, if given, as
+  // another input), or -1.
+  int ReaderOf(const std::string& value, const std::string& op,
+               const std::string& also = "") const;
+
+  // The input of node k other than `value`.
+  std::string Other(int k, const std::string& value) const;
+
+  // A layer normalization as PyTorch's exporter writes it before opset 17:
+  // from the mean over the last axis of x, nine nodes. The last node's
+  // index, or -1 where they are not that.
+  int LayerNormNodes(int index, double* epsilon, std::string* scale,
+                     std::string* shift);
+
+  // GELU as the exporter writes it: x * (erf(x / sqrt 2) + 1) * 0.5, from
+  // the division. The last node's index, or -1.
+  int GeluNodes(int index);
+
+  // Every input known (and at least one).
+  bool AllKnown(const onnx::NodeProto& n) const;
+
+  // Computes a node of shape arithmetic; false for an operator it does
+  // not compute.
+  bool Fold(const onnx::NodeProto& n);
+
+  // Maps a node of the transformers' kind: shape arithmetic, views of
+  // layers, attention from its products and softmax, layer normalization
+  // and GELU from their nodes, the class token and positions. False where
+  // the node is left to the mapping of whole layers.
+  bool ApplyViews(int index, const onnx::NodeProto& n);
+
+  // A product by weights of a view (a dense layer, made when read), or of
+  // two views (attention's scores, or its weighted values).
+  bool ApplyProduct(const onnx::NodeProto& n);
+
+  // An add: a product's bias; a positional table over a sequence; two
+  // views of layers laid out alike.
+  bool ApplyAdd(const onnx::NodeProto& n);
+
+  // A class token (a [1, 1, units] tensor expanded over the batch) joined
+  // before a sequence along its positions.
+  bool ApplyClassToken(const onnx::NodeProto& n);
+
+  // Node `index` onto the graph: a node of views (ApplyViews), else the
+  // layer its operator is; GraphError where its shapes do not fit one.
+  void Apply(int index, const onnx::NodeProto& n);
+
+  const onnx::GraphProto& g_;
+  const bool given_;  // the layers get the file's values
+  Tensors weights_;
+  Graph graph_;
+  std::map<std::string, std::vector<int64_t>> initializers_;
+  std::map<std::string, std::vector<double>> values_;  // the small ones
+  std::map<std::string, int> readers_;   // value -> nodes reading it
+  std::map<std::string, int> layer_of_;  // value -> the layer making it
+  std::set<int> fused_;  // nodes folded into an earlier one's layer
+  std::map<std::string, std::vector<int>> reader_nodes_;  // value -> nodes
+  std::map<std::string, Known> known_;
+  std::map<std::string, View> views_;  // values that are views of layers
+  std::vector<Product> products_;
+  std::map<std::string, std::string> transposed_;  // value -> initializer
+  std::map<std::string, std::string> expanded_;    // value -> initializer
+  std::map<std::string, Scores> scores_, probs_;
+  std::map<int, int> batch_axis_;  // layer -> its batch's dimension
+  int64_t batch_ = 0;
+  int64_t file_batch_ = 0;  // the input's, as the file gives it (0: any)
+  bool failed_ = false;
+  std::string why_;
+  int64_t params_ = 0;
+};
+
+}  // namespace paradnn
+
+#endif  // PARADNN_IMPORTERS_ONNX_MAPPER_H_
