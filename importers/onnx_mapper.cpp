@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <stdexcept>
+#include <limits>
 
 namespace paradnn {
 

@@ -9,18 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <charconv>
 #include <climits>
-#include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <limits>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 
 #include "importers/onnx.h"
