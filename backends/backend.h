@@ -32,6 +32,10 @@ struct RunOptions {
   // MB). The core sets it for bricks (L3Bytes); runners made elsewhere
   // take 32 MB.
   int64_t l3_bytes = int64_t{32} << 20;
+  // Inference runs each fused group (generators/fusion.h) as one unit on
+  // a backend that fuses (FusesInference); false runs every layer on its
+  // own (--paradnn_fuse=false), for an A/B of the fusion itself.
+  bool fuse = true;
 };
 
 // What a backend is asked to run: a layer graph, in a data type and mode.
@@ -97,6 +101,10 @@ class Backend {
   // about 17 us of a training step, 7 on its own: docs/bricks.md at 23ff8d0,
   // "An activation after its producer").
   virtual bool ActivationsJoinProducer() const { return false; }
+  // Whether its inference runs the groups of PlanFusion as one unit each
+  // (with RunOptions::fuse): the cost model then counts the bytes those
+  // units move.
+  virtual bool FusesInference() const { return false; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
   // models run under (paradnn calibrate). `tf32`: fp32 operands multiplied
@@ -152,6 +160,8 @@ const Backend* FindBackend(const std::string& name,
 // The backend's ActivationsJoinProducer() without loading a built-in's
 // module (false where there is no such backend).
 bool ActivationsJoinProducer(const std::string& name);
+// The backend's FusesInference() without loading a built-in's module.
+bool FusesInference(const std::string& name);
 // Built-in, registered and PARADNN_BACKEND_PATH backends, none loaded.
 std::vector<std::string> BackendNames();
 

@@ -32,14 +32,15 @@ struct BuiltIn {
   // paper_fc.yaml's bricks take to list. The backends' tests check that
   // each backend says the same.
   bool activations_join;
+  bool fuses_inference;  // its Backend::FusesInference(), likewise
 };
 constexpr BuiltIn kBuiltIns[] = {
 #ifdef PARADNN_WITH_TORCH
-    {"torch", "torch", true},
-    {"torch_cuda", "torch", true},
+    {"torch", "torch", true, false},
+    {"torch_cuda", "torch", true, false},
 #endif
 #ifdef PARADNN_WITH_ONEDNN
-    {"onednn", "onednn", false},
+    {"onednn", "onednn", false, true},
 #endif
 };
 
@@ -132,6 +133,15 @@ bool ActivationsJoinProducer(const std::string& name) {
   }
   const Backend* backend = FindBackend(name);
   return backend != nullptr && backend->ActivationsJoinProducer();
+}
+
+bool FusesInference(const std::string& name) {
+  auto it = Table().find(name);
+  if (it != Table().end() && it->second.built_in != nullptr) {
+    return it->second.built_in->fuses_inference;
+  }
+  const Backend* backend = FindBackend(name);
+  return backend != nullptr && backend->FusesInference();
 }
 
 std::vector<std::string> BackendNames() {

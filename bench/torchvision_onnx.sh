@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Exports torchvision's models (untrained, seeded) as DIR/NAME.onnx with
 # PyTorch's own exporter, in training mode with their random layers
-# (dropout, stochastic depth) in eval mode, as the layer graph has them, and
+# (dropout, stochastic depth) in eval mode, as the layer graph has them
+# (TORCHVISION_ONNX_MODE=infer: the inference export an engine is given,
+# batch norm folded into the convolutions and the batch dynamic), and
 # writes DIR/models.yaml: a sweep of those files at the batch sizes given,
 # on both backends, in fp32, train and infer (the other flags of a run
 # change that: --paradnn_dtypes=fp32,bf16 ...).
@@ -18,15 +20,23 @@ mkdir -p "$dir"
   echo "sweeps:"
 } >"$dir/models.yaml"
 for m in "$@"; do
-  /usr/bin/python3 - "$dir/$m.onnx" "$m" >"$dir/$m.log" 2>&1 <<'PY'
+  /usr/bin/python3 - "$dir/$m.onnx" "$m" "${TORCHVISION_ONNX_MODE:-train}" \
+    >"$dir/$m.log" 2>&1 <<'PY'
 import sys, torch, torchvision
 torch.manual_seed(0)
 m = getattr(torchvision.models, sys.argv[2])()
+x = torch.randn(1, 3, 224, 224)
+if sys.argv[3] == "infer":
+    m.eval()
+    torch.onnx.export(m, x, sys.argv[1], input_names=["input"],
+                      dynamic_axes={"input": {0: "batch"}},
+                      do_constant_folding=True, opset_version=14)
+    sys.exit()
 m.train()
 for d in m.modules():
     if isinstance(d, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
         d.eval()
-torch.onnx.export(m, torch.randn(1, 3, 224, 224), sys.argv[1],
+torch.onnx.export(m, x, sys.argv[1],
                   training=torch.onnx.TrainingMode.PRESERVE,
                   do_constant_folding=False, opset_version=14)
 PY

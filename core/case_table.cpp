@@ -62,6 +62,12 @@ const Entry* CaseTable::Find(const std::string& name) const {
   return it == index.end() ? nullptr : &entries[it->second];
 }
 
+FusionPlan PlanOf(const Graph& g, const std::string& backend, Mode mode,
+                  const Settings& settings) {
+  return settings.flags.fuse && FusesInference(backend) ? PlanFusion(g, mode)
+                                                        : FusionPlan{};
+}
+
 CaseTable MakeCaseTable(std::vector<Case> cases, std::vector<BrickCase> bricks,
                         const Settings& settings) {
   const Options& o = settings.flags;
@@ -95,7 +101,8 @@ CaseTable MakeCaseTable(std::vector<Case> cases, std::vector<BrickCase> bricks,
     e.dtype = dtype;
     e.mode = mode;
     const Graph g = b.BuildGraph(mode);
-    e.cost = ComputeCost(g, e.mode, e.dtype);
+    const FusionPlan plan = PlanOf(g, backend, mode, settings);
+    e.cost = ComputeCost(g, e.mode, e.dtype, &plan);
     e.batch = g.batch();
     e.brick = std::move(b);
     e.model_bytes = model_bytes;
@@ -112,7 +119,8 @@ CaseTable MakeCaseTable(std::vector<Case> cases, std::vector<BrickCase> bricks,
     e.backend = c.backend;
     e.dtype = c.dtype;
     e.mode = c.mode;
-    e.cost = ComputeCost(g, e.mode, e.dtype);
+    const FusionPlan plan = PlanOf(g, c.backend, c.mode, settings);
+    e.cost = ComputeCost(g, e.mode, e.dtype, &plan);
     e.batch = g.batch();
     if (o.bricks) {
       auto name = [&](const Brick& b) {

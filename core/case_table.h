@@ -137,6 +137,12 @@ struct CaseTable {
   const Entry* Find(const std::string& name) const;
 };
 
+// The groups a case's backend runs fused (generators/fusion.h): its
+// inference on a backend that fuses, unless --paradnn_fuse=false; none
+// else.
+FusionPlan PlanOf(const Graph& g, const std::string& backend, Mode mode,
+                  const Settings& settings);
+
 // The table of a run's models and, with --paradnn_bricks, their unique
 // layers, each once, with its cost from the cost model, registered as the
 // settings say (steps, rounds, isolation, display); bricks named on their

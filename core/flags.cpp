@@ -88,6 +88,11 @@ po::options_description Describe(Options& o, Texts& t) {
       "parameters' values; batch norm's running statistics too) instead "
       "of values made from the seed, so that their outputs are the "
       "model's")(
+      "paradnn_fuse", po::value(&o.fuse)->value_name("BOOL"),
+      "inference runs each convolution or dense layer with the batch norm, "
+      "activations and residual add after it as one unit, on backends that "
+      "fuse (oneDNN), as inference engines do (default: true; false runs "
+      "every layer on its own, for comparing the two)")(
       "paradnn_pin", po::bool_switch(&o.pin),
       "place each OpenMP thread of a case (LibTorch's, OpenBLAS's, oneDNN's) "
       "on a CPU of its own, in the order of the CPUs this process may use")(

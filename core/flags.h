@@ -49,13 +49,14 @@ struct Options {
   // Every timed step stretched by this factor (a spin inside the step):
   // a known difference on any backend, for checking comparisons.
   double test_stretch = 1;
-  bool pin = false;            // the cases' OpenMP threads on a core each
-  bool profile = false;        // per-operation-class shares of step time
-  std::string profile_out;     // per-operation times of every case, as JSON
-  bool counters = false;       // perf events per step (PerfCounters)
-  std::string shard;           // "I/N"; empty: the scheduler's, else all cases
-  int shard_count = 0;         // N for Kubernetes Indexed Jobs
-  std::string resume;          // journal of finished cases, read and appended
+  bool fuse = true;         // inference's fused groups as one unit (PlanFusion)
+  bool pin = false;         // the cases' OpenMP threads on a core each
+  bool profile = false;     // per-operation-class shares of step time
+  std::string profile_out;  // per-operation times of every case, as JSON
+  bool counters = false;    // perf events per step (PerfCounters)
+  std::string shard;        // "I/N"; empty: the scheduler's, else all cases
+  int shard_count = 0;      // N for Kubernetes Indexed Jobs
+  std::string resume;       // journal of finished cases, read and appended
   int bricks_granularity = 1;  // layers per brick, at most
   std::string bricks_out;      // models' step times constructed from bricks
   std::string bricks_db;       // bricks measured before, reused, extended

@@ -45,6 +45,9 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
                           ? Roofs{}
                           : RoofsOf(run.settings, backend->Device(), e.dtype);
   const std::vector<std::string> bricks = BrickNames(g, e);
+  // A fused group is one unit, at its anchor: its layers' FLOPs, the bytes
+  // it moves (its intermediates never written), its member layers named.
+  const FusionPlan plan = PlanOf(g, e.backend, e.mode, run.settings);
   const double steps = p.steps();
   struct Row {
     double roof_util = -1, ms = 0;
@@ -55,7 +58,9 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
   for (const auto& [i, lp] : p.layers()) {
     if (i < 0 || i >= g.size()) continue;
     const Layer& l = g.layer(i);
-    const LayerCost c = ComputeLayerCost(g, i, e.mode, e.dtype);
+    const FusedGroup* group = plan.AnchoredAt(i);
+    const LayerCost c = group ? ComputeGroupCost(g, *group, e.dtype)
+                              : ComputeLayerCost(g, i, e.mode, e.dtype);
     const double ms = lp.total_s() * 1e3 / steps;
     layers_ms += ms;
     const double flops =
@@ -67,7 +72,9 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
     row.json = {{"layer", i},
                 {"op", ToString(l.op)},
                 {"shape", l.shape},
-                {"brick", bricks[i]},
+                // No brick runs a fused group (its anchor's is the
+                // anchor alone).
+                {"brick", group ? std::string() : bricks[i]},
                 {"forward_ms", lp.forward_s * 1e3 / steps},
                 {"backward_ms", lp.backward_s * 1e3 / steps},
                 {"update_ms", lp.update_s * 1e3 / steps},
@@ -78,6 +85,13 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
                 {"intensity", bytes > 0 ? flops / bytes : 0.0},
                 {"flop_per_s", s > 0 ? flops / s : 0.0},
                 {"bytes_per_s", s > 0 ? bytes / s : 0.0}};
+    if (group) {
+      ordered_json members = ordered_json::array();
+      for (int m : group->Members()) {
+        members.push_back({{"layer", m}, {"op", ToString(g.layer(m).op)}});
+      }
+      row.json["fused"] = members;
+    }
     const int64_t working_set =
         std::max({c.forward_bytes, c.backward_bytes, c.update_bytes});
     const std::optional<double> bandwidth =

@@ -299,6 +299,13 @@ std::vector<std::pair<std::string, std::string>> Context(const Run& run) {
           : std::string("1: each case once") +
                 (settings.Isolates() ? ", in a process of its own"
                                      : ", in this process"));
+  context.emplace_back(
+      "paradnn_fuse",
+      settings.flags.fuse
+          ? "inference's convolutions and dense layers with their batch "
+            "norm, activations and residual add as one unit, where the "
+            "backend fuses"
+          : "no (every layer on its own)");
   context.emplace_back("paradnn_pin",
                        settings.flags.pin
                            ? "each OpenMP thread on a CPU of its own"

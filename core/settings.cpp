@@ -11,6 +11,7 @@ RunOptions Settings::BackendOptions() const {
   RunOptions options;
   options.threads = flags.threads;
   options.seed = seed();
+  options.fuse = flags.fuse;
   return options;
 }
 

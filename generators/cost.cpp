@@ -183,7 +183,8 @@ int64_t StepParamBytes(const Graph& g, int i, int64_t e) {
 
 }  // namespace
 
-Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
+Cost ComputeCost(const Graph& g, Mode mode, DType dtype,
+                 const FusionPlan* plan) {
   const bool train = mode == Mode::kTrain;
   const std::vector<bool> needs_grad = g.NeedsGrad();
   const int64_t e = ElementSize(dtype);
@@ -208,7 +209,11 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     c.flops += fwd;
     c.elementwise += ForwardElementwise(g, l);
     const int64_t out = Elements(l.shape);
-    activation_bytes += OutputBytes(l, e);
+    // A fused group writes its output only: what its layers pass each
+    // other stays in registers and is never written.
+    if (plan == nullptr || !plan->Hidden(i)) {
+      activation_bytes += OutputBytes(l, e);
+    }
     // A decoder's attention reads its whole cache and writes the new
     // positions' keys and values into it.
     if (l.op == Op::kCachedAttention) {
@@ -249,6 +254,16 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype) {
     }
   }
   if (train) c.elementwise += 2 * step_params;
+  // A batch norm folded into its convolution reads no scale and shift:
+  // the convolution reads a bias of its own instead, where it had none.
+  if (plan != nullptr) {
+    for (const FusedGroup& group : plan->groups) {
+      if (group.batch_norm < 0) continue;
+      const int64_t channels = g.layer(group.anchor).units;
+      step_params -= 2 * channels;
+      if (!g.layer(group.anchor).bias) step_params += channels;
+    }
+  }
 
   const int64_t weight_bytes = c.params * e;
   const int64_t step_weight_bytes = step_params * e;
@@ -331,6 +346,24 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   for (int x : l.inputs) {
     if (needs_grad[x]) c.backward_bytes += OutputBytes(g.layer(x), e);
   }
+  return c;
+}
+
+LayerCost ComputeGroupCost(const Graph& g, const FusedGroup& group,
+                           DType dtype) {
+  const int64_t e = ElementSize(dtype);
+  const Layer& anchor = g.layer(group.anchor);
+  LayerCost c = ComputeLayerCost(g, group.anchor, Mode::kInfer, dtype);
+  if (group.batch_norm >= 0) {
+    const int64_t channels = anchor.units * e;
+    c.read_bytes += anchor.bias ? 0 : channels;
+  }
+  if (group.shortcut >= 0) {
+    c.read_bytes += OutputBytes(g.layer(group.shortcut), e);
+  }
+  // The anchor's output is the group's, written once at its end.
+  c.forward_bytes = c.read_bytes + OutputBytes(g.layer(group.Output()), e);
+  for (int m : group.Members()) c.forward_flops += ForwardFlops(g, m);
   return c;
 }
 

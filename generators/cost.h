@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "generators/fusion.h"
 #include "generators/graph.h"
 
 namespace paradnn {
@@ -28,7 +29,11 @@ struct Cost {
   int64_t kv_cache_bytes = 0;  // decoders: their key/value caches
 };
 
-Cost ComputeCost(const Graph& g, Mode mode, DType dtype);
+// With a fusion plan, the step of a backend that runs its groups fused
+// (generators/fusion.h): each group writes its output alone, and a batch
+// norm folded into a convolution is read as the convolution's bias.
+Cost ComputeCost(const Graph& g, Mode mode, DType dtype,
+                 const FusionPlan* plan = nullptr);
 
 // Bytes each rank sends per step when `world` ranks average the gradients
 // (one per parameter, in the step's data type) with a ring all-reduce:
@@ -60,6 +65,12 @@ struct LayerCost {
   }
 };
 LayerCost ComputeLayerCost(const Graph& g, int layer, Mode mode, DType dtype);
+// A fused group's part of an inference step (generators/fusion.h): its
+// layers' FLOPs; it reads the anchor's inputs and parameters (a folded
+// batch norm as a bias) and a sum's other operand, and writes its output
+// once.
+LayerCost ComputeGroupCost(const Graph& g, const FusedGroup& group,
+                           DType dtype);
 
 // A cached attention's (query, key) pairs per sequence that its mask
 // allows, and its key/value cache's bytes (0 for other layers).

@@ -65,6 +65,10 @@ std::vector<LayerRow> ReadLayers(const std::string& path,
       r.backend = BackendOf(r.case_name);
       r.layer = l.value("layer", 0);
       r.op = l.value("op", "");
+      // A fused group is a kind of its own: "conv2d+batch_norm+relu".
+      for (const json& m : l.value("fused", json::array())) {
+        r.op += "+" + m.value("op", "");
+      }
       for (const json& d : l.value("shape", json::array())) {
         r.shape += (r.shape.empty() ? "" : "x") + d.dump();
       }
@@ -125,13 +129,14 @@ void BesideBricks(Page& page, const std::vector<LayerRow>& rows) {
   }
   std::ofstream csv(page.options.out + "/layers_vs_bricks.csv");
   csv << "op,backend,layers,median,p10,p90\n";
-  page.html << "<h3>Inside the model against on its own</h3>\n<p>Each "
-               "profiled layer's time in its model over its brick's step "
-               "(--bricks: the same layer run on its own, updated too, whose "
-               "step adds a mean loss and a step's own overhead); 1 is what "
-               "layer bricks assume.</p>\n<table><tr><th>layer</th><th>backend</th>"
-               "<th>layers</th><th>median</th><th>10th-90th percentile</th>"
-               "</tr>\n";
+  page.html
+      << "<h3>Inside the model against on its own</h3>\n<p>Each "
+         "profiled layer's time in its model over its brick's step "
+         "(--bricks: the same layer run on its own, updated too, whose "
+         "step adds a mean loss and a step's own overhead); 1 is what "
+         "layer bricks assume.</p>\n<table><tr><th>layer</th><th>backend</th>"
+         "<th>layers</th><th>median</th><th>10th-90th percentile</th>"
+         "</tr>\n";
   for (const auto& [key, v] : ratios) {
     const double median = Median(v), low = Percentile(v, 10),
                  high = Percentile(v, 90);

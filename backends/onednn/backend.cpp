@@ -46,6 +46,10 @@ class OnednnBackend : public Backend {
     }
   }
 
+  // A product's bias, activations and residual sum as post-ops, a batch
+  // norm folded into its convolution (FusedAttr, FoldBatchNorm).
+  bool FusesInference() const override { return true; }
+
   // oneDNN's own products: the matmul primitive and the inner product the
   // dense layers run (which on some shapes beats matmul), in the formats
   // each picks; the faster of the two.

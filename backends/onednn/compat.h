@@ -86,6 +86,17 @@ inline Args ScaleInput(Attr& attr, int arg, float scale, const engine& eng,
 #endif
 }
 
+// An element-wise function applied to a primitive's output as it writes
+// it (a post-op): oneDNN 2 scales its result, which 3 dropped.
+inline void AppendEltwise(dnnl::post_ops& ops, algorithm alg, float alpha,
+                          float beta) {
+#if PARADNN_DNNL3
+  ops.append_eltwise(alg, alpha, beta);
+#else
+  ops.append_eltwise(1.f, alg, alpha, beta);
+#endif
+}
+
 // Multiplies a matmul's result by `scale` before it is written. oneDNN 3's
 // destination scale divides (it quantizes), so there a linear post-op
 // multiplies instead.
@@ -183,14 +194,14 @@ inline dnnl::softmax_backward::primitive_desc SoftmaxBackwardPd(
 
 inline dnnl::inner_product_forward::primitive_desc InnerProductPd(
     const engine& eng, prop_kind prop, const Md& src, const Md& weights,
-    const Md* bias, const Md& dst) {
+    const Md* bias, const Md& dst, const Attr& attr = Attr()) {
 #if PARADNN_DNNL3
-  if (bias) return {eng, prop, src, weights, *bias, dst};
-  return {eng, prop, src, weights, dst};
+  if (bias) return {eng, prop, src, weights, *bias, dst, attr};
+  return {eng, prop, src, weights, dst, attr};
 #else
   using D = dnnl::inner_product_forward::desc;
   return {bias ? D(prop, src, weights, *bias, dst) : D(prop, src, weights, dst),
-          eng};
+          attr, eng};
 #endif
 }
 
@@ -223,17 +234,18 @@ inline dnnl::inner_product_backward_data::primitive_desc InnerProductDataPd(
 // grouped one.
 inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
     const engine& eng, prop_kind prop, const Md& src, const Md& weights,
-    const Md* bias, const Md& dst, const Dims& strides, const Dims& pad) {
+    const Md* bias, const Md& dst, const Dims& strides, const Dims& pad,
+    const Attr& attr = Attr()) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
   if (bias)
-    return {eng, prop, alg, src, weights, *bias, dst, strides, pad, pad};
-  return {eng, prop, alg, src, weights, dst, strides, pad, pad};
+    return {eng, prop, alg, src, weights, *bias, dst, strides, pad, pad, attr};
+  return {eng, prop, alg, src, weights, dst, strides, pad, pad, attr};
 #else
   using D = dnnl::convolution_forward::desc;
   return {bias ? D(prop, alg, src, weights, *bias, dst, strides, pad, pad)
                : D(prop, alg, src, weights, dst, strides, pad, pad),
-          eng};
+          attr, eng};
 #endif
 }
 

@@ -34,10 +34,15 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc dst_md(dst_dims, dt_, Tag::any);
+  // Inference may run it with the layers after it (FusedAttr), a batch
+  // norm folded in giving it a bias.
+  const FusedGroup* group = plan_.AnchoredAt(i);
+  const bool folded = group != nullptr && group->batch_norm >= 0;
   const memory::desc b_md({l.units}, dt_, Tag::x);
-  const memory::desc* bias = l.bias ? &b_md : nullptr;
-  const auto pd = ConvolutionPd(engine_, Forward(), src_md, w_md, bias, dst_md,
-                                strides, pad);
+  const memory::desc* bias = l.bias || folded ? &b_md : nullptr;
+  const auto pd =
+      ConvolutionPd(engine_, Forward(), src_md, w_md, bias, dst_md, strides,
+                    pad, group ? FusedAttr(*group) : dnnl::primitive_attr());
   // Backward weights has jit kernels for the gradient in f32 and in the
   // format it picks; asked for bf16 in the forward weights' blocked format
   // it falls back to the reference code (hundreds of times slower). The
@@ -50,8 +55,8 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     auto backward_weights = [&](const memory::desc& diff_dst) {
       wpd.emplace(ConvolutionWeightsPd(
           engine_, memory::desc(src_dims, dt_, Tag::any),
-          memory::desc(w_dims, Dt::f32, Tag::any), l.bias ? &b_grad_md : nullptr,
-          diff_dst, strides, pad, pd));
+          memory::desc(w_dims, Dt::f32, Tag::any),
+          l.bias ? &b_grad_md : nullptr, diff_dst, strides, pad, pd));
     };
     backward_weights(pd.dst_desc());
     // AVX2's jit kernel takes no image smaller than its kernel's reach
@@ -64,18 +69,26 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
       backward_weights(memory::desc(dst_dims, dt_, Tag::any));
     }
   }
-  AddParam(i, "weight", pd.weights_desc(), memory::desc(w_dims, Dt::f32, w_user),
+  AddParam(i, "weight", pd.weights_desc(),
+           memory::desc(w_dims, Dt::f32, w_user),
            wpd ? wpd->diff_weights_desc() : pd.weights_desc());
   if (l.bias) {
     AddParam(i, "bias", pd.bias_desc(), b_grad_md,
              wpd ? wpd->diff_bias_desc() : pd.bias_desc());
+  } else if (folded) {
+    folded_bias_[i] = Make(pd.bias_desc());
   }
-  SetOut(i, pd.dst_desc());
+  if (group) {
+    FusedOutput(*group, pd.dst_desc());
+  } else {
+    SetOut(i, pd.dst_desc());
+  }
   const memory in = Input(x, pd.src_desc());
   Weight& w = ParamOf(i, "weight");
   Args args = {
       {DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w.value}, {DNNL_ARG_DST, out_[i]}};
   if (l.bias) args[DNNL_ARG_BIAS] = ParamOf(i, "bias").value;
+  if (!l.bias && folded) args[DNNL_ARG_BIAS] = folded_bias_.at(i);
   Run(forward_, dnnl::convolution_forward(pd), args);
   if (!train_) return;
   Args grads = {

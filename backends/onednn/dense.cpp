@@ -15,22 +15,29 @@ void OnednnRunner::BuildDense(int i, const Layer& l) {
     w_tag = Tag::oihw;
   }
   const Dims dst_dims = {src_dims[0], l.units};
+  // Inference may run it with the layers after it (FusedAttr).
+  const FusedGroup* group = plan_.AnchoredAt(i);
   // The logits stay plain for the loss.
-  const bool logits = i == graph_.logits();
+  const bool logits = (group ? group->Output() : i) == graph_.logits();
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc b_md =
       l.bias ? memory::desc({l.units}, dt_, Tag::x) : memory::desc();
   memory::desc dst_md(dst_dims, dt_, logits ? Tag::nc : Tag::any);
-  const auto pd = InnerProductPd(engine_, Forward(), src_md, w_md,
-                                 l.bias ? &b_md : nullptr, dst_md);
+  const auto pd = InnerProductPd(
+      engine_, Forward(), src_md, w_md, l.bias ? &b_md : nullptr, dst_md,
+      group ? FusedAttr(*group) : dnnl::primitive_attr());
   AddParam(i, "weight", pd.weights_desc(), memory::desc(w_dims, Dt::f32, w_tag),
            pd.weights_desc());
   if (l.bias) {
     AddParam(i, "bias", pd.bias_desc(),
              memory::desc({l.units}, Dt::f32, Tag::x), pd.bias_desc());
   }
-  SetOut(i, pd.dst_desc());
+  if (group) {
+    FusedOutput(*group, pd.dst_desc());
+  } else {
+    SetOut(i, pd.dst_desc());
+  }
   const memory in = Input(x, pd.src_desc());
   Weight& w = ParamOf(i, "weight");
   Args args = {

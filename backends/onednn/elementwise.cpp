@@ -4,6 +4,49 @@
 
 namespace paradnn::onednn {
 
+namespace {
+// Hard sigmoid, relu6(x + 3) / 6: a line of this slope and offset clipped
+// to [0, 1].
+constexpr float kHardSigmoidSlope = 1.f / 6.f, kHardSigmoidOffset = 0.5f;
+}  // namespace
+
+std::vector<EltwiseStep> ActivationSteps(Op op) {
+  using A = dnnl::algorithm;
+  switch (op) {
+    case Op::kReLU:
+      return {{A::eltwise_relu}};
+    case Op::kGelu:
+      return {{A::eltwise_gelu_erf}};
+    case Op::kSigmoid:
+      return {{A::eltwise_logistic}};
+    case Op::kSilu:
+      return {{A::eltwise_swish, 1.f}};
+    case Op::kRelu6:
+      return {{A::eltwise_clip, 0.f, 6.f}};
+    case Op::kHardSwish:
+      return {{A::eltwise_hardswish, kHardSwishAlpha, kHardSwishBeta}};
+    case Op::kHardSigmoid:
+#if PARADNN_DNNL3
+      return {{A::eltwise_hardsigmoid, kHardSigmoidSlope, kHardSigmoidOffset}};
+#else
+      return {{A::eltwise_linear, kHardSigmoidSlope, kHardSigmoidOffset},
+              {A::eltwise_clip, 0.f, 1.f}};
+#endif
+    default:
+      throw std::logic_error(std::string(ToString(op)) +
+                             " is not an activation");
+  }
+}
+
+void OnednnRunner::BuildActivation(int i, const Layer& l) {
+  const std::vector<EltwiseStep> steps = ActivationSteps(l.op);
+  if (steps.size() == 1) {
+    BuildEltwise(i, l, steps[0].alg, steps[0].alpha, steps[0].beta);
+  } else {
+    BuildHardSigmoid(i, l);
+  }
+}
+
 void OnednnRunner::BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
                                 float alpha, float beta) {
   const int x = l.inputs[0];
@@ -41,15 +84,11 @@ void OnednnRunner::BuildAdd(int i, const Layer& l) {
 }
 
 void OnednnRunner::BuildHardSigmoid(int i, const Layer& l) {
-  constexpr float kSlope = 1.f / 6.f, kOffset = 0.5f;
-#if PARADNN_DNNL3
-  BuildEltwise(i, l, dnnl::algorithm::eltwise_hardsigmoid, kSlope, kOffset);
-#else
+  constexpr float kSlope = kHardSigmoidSlope, kOffset = kHardSigmoidOffset;
   const int x = l.inputs[0];
   const memory::desc md = out_[x].get_desc();
-  const auto line = EltwisePd(engine_, Forward(),
-                              dnnl::algorithm::eltwise_linear, md, kSlope,
-                              kOffset);
+  const auto line = EltwisePd(
+      engine_, Forward(), dnnl::algorithm::eltwise_linear, md, kSlope, kOffset);
   const auto clip = EltwisePd(engine_, Forward(), dnnl::algorithm::eltwise_clip,
                               md, 0.f, 1.f);
   memory linear = Make(md);
@@ -61,9 +100,8 @@ void OnednnRunner::BuildHardSigmoid(int i, const Layer& l) {
   if (!Grad(x)) return;
   const auto clip_back = EltwiseBackwardPd(
       engine_, dnnl::algorithm::eltwise_clip, md, md, clip, 0.f, 1.f);
-  const auto line_back =
-      EltwiseBackwardPd(engine_, dnnl::algorithm::eltwise_linear, md, md, line,
-                        kSlope, kOffset);
+  const auto line_back = EltwiseBackwardPd(
+      engine_, dnnl::algorithm::eltwise_linear, md, md, line, kSlope, kOffset);
   memory inner = Make(md);
   Run(backward_[i], dnnl::eltwise_backward(clip_back),
       {{DNNL_ARG_SRC, linear},
@@ -75,7 +113,6 @@ void OnednnRunner::BuildHardSigmoid(int i, const Layer& l) {
        {DNNL_ARG_DIFF_DST, inner},
        {DNNL_ARG_DIFF_SRC, grad}});
   Deliver(x, i, grad);
-#endif
 }
 
 // x [N, C, H, W] times s [N, C] broadcast over H and W. Backward: x's

@@ -9,12 +9,18 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
   auto flags = dnnl::normalization_flags::use_scale |
                dnnl::normalization_flags::use_shift;
   if (!train_) flags = flags | dnnl::normalization_flags::use_global_stats;
+  // Inference may apply the ReLU after it as it writes (PlanFusion).
+  const FusedGroup* group = plan_.AnchoredAt(i);
+  if (group) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
   const auto pd = NormalizationPd<dnnl::batch_normalization_forward>(
       engine_, Forward(), data_md, static_cast<float>(l.epsilon), flags);
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
   SetOut(i, pd.dst_desc());
+  if (group) {
+    for (int m : group->Members()) out_[m] = out_[i];
+  }
   memory mean = Make(c_md), variance = Make(c_md);
   // Inference uses the running statistics a file gives, else those of a
   // fresh model: 0 and 1.
@@ -38,7 +44,8 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
        {DNNL_ARG_VARIANCE, variance}});
   if (!train_) return;
   const auto bpd = NormalizationBackwardPd<dnnl::batch_normalization_backward>(
-      engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags, pd);
+      engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags,
+      pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::batch_normalization_backward(bpd),
       NormalizationBackward(x, i, mean, variance, grad,
@@ -89,7 +96,8 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   Run(forward_, dnnl::layer_normalization_forward(pd), args);
   if (!train_) return;
   const auto bpd = NormalizationBackwardPd<dnnl::layer_normalization_backward>(
-      engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags, pd);
+      engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags,
+      pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::layer_normalization_backward(bpd),
       NormalizationBackward(x, i, mean, variance, grad, true));

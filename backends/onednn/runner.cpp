@@ -9,6 +9,7 @@ namespace paradnn::onednn {
 OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     : graph_(job.graph),
       train_(job.mode == Mode::kTrain),
+      plan_(opt.fuse ? PlanFusion(job.graph, job.mode) : FusionPlan{}),
       dt_(job.dtype == DType::kBf16 ? Dt::bf16 : Dt::f32),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_),
@@ -43,6 +44,9 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     // An embedding bag's table is updated by its own loop (no gradient).
     building_ = specs[p].layer;
     if (train_ && param.grad) AddUpdate(param);
+  }
+  for (const FusedGroup& group : plan_.groups) {
+    if (group.batch_norm >= 0) FoldBatchNorm(group);
   }
   for (RecurrentBias& b : biases_) {
     b.ih = InitParam(graph_, opt.seed, b.ih_index);
@@ -87,6 +91,9 @@ std::vector<float> OnednnRunner::Output() {
 }
 
 std::vector<float> OnednnRunner::Param(int index) {
+  // Inference never changes a parameter (and a folded batch norm's live
+  // in its convolution's weights).
+  if (!train_) return InitParam(graph_, seed_, index);
   for (const RecurrentBias& b : biases_) {
     if (b.ih_index == index) return b.ih;
     if (b.hh_index == index) return b.hh;
@@ -448,6 +455,8 @@ void OnednnRunner::AddUpdate(Weight& p) {
 void OnednnRunner::Build(int i) {
   building_ = i;
   const Layer& l = graph_.layer(i);
+  // Its group's product computes it.
+  if (plan_.Absorbed(i)) return;
   switch (l.op) {
     case Op::kInput: {
       const Tag tag = PlainTag(l.shape.size());
@@ -474,10 +483,13 @@ void OnednnRunner::Build(int i) {
       BuildBatchNorm(i, l);
       break;
     case Op::kReLU:
-      BuildEltwise(i, l, dnnl::algorithm::eltwise_relu);
-      break;
     case Op::kGelu:
-      BuildEltwise(i, l, dnnl::algorithm::eltwise_gelu_erf);
+    case Op::kSigmoid:
+    case Op::kSilu:
+    case Op::kRelu6:
+    case Op::kHardSwish:
+    case Op::kHardSigmoid:
+      BuildActivation(i, l);
       break;
     case Op::kLayerNorm:
       BuildLayerNorm(i, l);
@@ -555,22 +567,6 @@ void OnednnRunner::Build(int i) {
       break;
     case Op::kFlatten:
       BuildFlatten(i, l);
-      break;
-    case Op::kSigmoid:
-      BuildEltwise(i, l, dnnl::algorithm::eltwise_logistic);
-      break;
-    case Op::kSilu:
-      BuildEltwise(i, l, dnnl::algorithm::eltwise_swish, 1.f);
-      break;
-    case Op::kRelu6:
-      BuildEltwise(i, l, dnnl::algorithm::eltwise_clip, 0.f, 6.f);
-      break;
-    case Op::kHardSwish:
-      BuildEltwise(i, l, dnnl::algorithm::eltwise_hardswish, kHardSwishAlpha,
-                   kHardSwishBeta);
-      break;
-    case Op::kHardSigmoid:
-      BuildHardSigmoid(i, l);
       break;
     case Op::kChannelMul:
       BuildChannelMul(i, l);

@@ -26,6 +26,7 @@
 #include "backends/onednn/compat.h"
 #include "distributed/world.h"
 #include "generators/check.h"
+#include "generators/fusion.h"
 #include "generators/init.h"
 
 namespace paradnn::onednn {
@@ -88,6 +89,16 @@ void ForEachIdColumns(const std::vector<int64_t>& ids, int64_t units,
 // LibTorch orders GRU gates (r, z, n); oneDNN orders them (u = z, r, o = n).
 // The same permutation maps both ways.
 constexpr int kGruGate[3] = {1, 0, 2};
+
+// One eltwise algorithm with its alpha and beta as oneDNN reads them.
+struct EltwiseStep {
+  dnnl::algorithm alg;
+  float alpha = 0.f, beta = 0.f;
+};
+
+// The eltwise steps that compute activation `op` (FusibleActivation): one,
+// but for oneDNN 2's hard sigmoid, which has none (a line, then a clip).
+std::vector<EltwiseStep> ActivationSteps(Op op);
 
 // A trainable tensor: its memory in the primitive's format, its gradient,
 // and how to move values to and from LibTorch's layout.
@@ -298,9 +309,23 @@ class OnednnRunner : public Runner {
   // alpha and beta as the algorithm reads them (EltwisePd).
   void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
                     float alpha = 0.f, float beta = 0.f);
+  // An activation layer (ActivationSteps).
+  void BuildActivation(int i, const Layer& l);
 
-  // relu6(x + 3) / 6: oneDNN 3's hard sigmoid; in oneDNN 2, which has
-  // none, x / 6 + 1/2 clipped to [0, 1].
+  // Fused inference (fusion.cpp). The post-ops of group g's product: its
+  // activations, the sum of its shortcut, the activations after it.
+  dnnl::primitive_attr FusedAttr(const FusedGroup& g) const;
+  // The buffer group g's product writes in format `md`, the output of
+  // every layer of the group; with a sum, holding the shortcut's values
+  // when the product runs: the shortcut's own buffer where nothing reads
+  // it later, else a copy made in the step.
+  memory FusedOutput(const FusedGroup& g, const memory::desc& md);
+  // The batch norm's scale and shift folded into the convolution's
+  // weights and bias, once the weights are written.
+  void FoldBatchNorm(const FusedGroup& g);
+
+  // relu6(x + 3) / 6 where oneDNN has no hard sigmoid (2): x / 6 + 1/2,
+  // then clipped to [0, 1], forward and backward.
   void BuildHardSigmoid(int i, const Layer& l);
 
   // [N, C, H, W] -> [N, C x H x W] in LibTorch's order.
@@ -379,6 +404,10 @@ class OnednnRunner : public Runner {
 
   const Graph graph_;
   const bool train_;
+  // Inference's fused groups; none in training or without RunOptions::fuse.
+  const FusionPlan plan_;
+  // The bias a folded batch norm gives a convolution that had none.
+  std::unordered_map<int, memory> folded_bias_;
   const Dt dt_;
   dnnl::engine engine_;
   dnnl::stream stream_;

@@ -16,6 +16,7 @@
 #include "tests/busy_threads.h"
 #include "tests/catch.h"
 #include "tests/cpu_isa.h"
+#include "tests/generators/fused_graph.h"
 
 namespace paradnn {
 namespace {
@@ -107,6 +108,75 @@ TEST_CASE("the table of built-in backends says what oneDNN's says",
   // Bricks are made before any module loads, from the table.
   CHECK_FALSE(ActivationsJoinProducer("onednn"));
   CHECK_FALSE(MakeOnednnBackend()->ActivationsJoinProducer());
+}
+
+TEST_CASE("the table of built-in backends says which fuse inference",
+          "[onednn][fusion]") {
+  CHECK(FusesInference("onednn"));
+  CHECK(MakeOnednnBackend()->FusesInference());
+}
+
+// Inference fused (generators/fusion.h): each group one primitive, batch
+// norms with a trained model's statistics folded in, sums in place and
+// into copies; the same logits as every layer on its own and as LibTorch.
+TEST_CASE("oneDNN's fused inference: LibTorch's logits, fewer primitives",
+          "[onednn][fusion]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  const test::FusedGraph f = test::MakeFusedGraph();
+  for (DType dtype : {DType::kFp32, DType::kBf16}) {
+    if (dtype == DType::kBf16 && !test::HasAvx512Core()) continue;
+    INFO(ToString(dtype));
+    const Job job{f.g, dtype, Mode::kInfer};
+    RunOptions opt;
+    opt.threads = 2;
+    opt.seed = 5;
+    auto fused = onednn->Prepare(job, opt);
+    opt.fuse = false;
+    auto plain = onednn->Prepare(job, opt);
+    fused->Step();
+    plain->Step();
+    const double tolerance = dtype == DType::kFp32 ? kFp32Tolerance : 2e-2;
+    CHECK(RelativeError(fused->Output(), plain->Output()) < tolerance);
+    if (dtype == DType::kFp32) {
+      auto reference = torch->Prepare(job, opt);
+      reference->Step();
+      CHECK(RelativeError(fused->Output(), reference->Output()) <
+            kFp32Tolerance);
+      CHECK(fused->Loss() == Approx(reference->Loss()).epsilon(1e-5));
+    }
+    // Each layer's kernels: a fused group runs no eltwise, batch norm or
+    // binary primitive of its own, and its anchor's primitive carries it.
+    auto kinds = [](Runner& r) {
+      std::multiset<std::string> out;
+      const StepProfile profile = r.Profile(1);
+      for (const auto& [layer, lp] : profile.layers()) {
+        for (const auto& [name, s] : lp.kernels) {
+          out.insert(name.substr(0, name.find(" (")));
+        }
+      }
+      return out;
+    };
+    const std::multiset<std::string> with = kinds(*fused),
+                                     without = kinds(*plain);
+    CHECK(with.count("eltwise forward") == 0);
+    // The batch norm without a convolution before it, its ReLU inside.
+    CHECK(with.count("batch_normalization forward") == 1);
+    // The one sum of two sums (add7), no product's.
+    CHECK(with.count("binary forward") == 1);
+    CHECK(without.count("eltwise forward") == 7);
+    CHECK(without.count("batch_normalization forward") == 3);
+    CHECK(without.count("binary forward") == 5);
+    // Two shortcuts are copied, not overwritten: relu1, which conv2 reads
+    // as it sums it, and add5, which add7 reads after conv6 summed it.
+    CHECK(with.count("reorder forward") ==
+          without.count("reorder forward") + 2);
+    // Inference never changes a parameter: the batch norm's are the
+    // file's, folded or not.
+    const int scale = 1;  // bn1's weight: after conv1's
+    REQUIRE(f.g.Params()[scale].layer == f.bn1);
+    CHECK(fused->Param(scale) == *f.g.layer(f.bn1).values[0]);
+  }
 }
 
 TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",

@@ -74,6 +74,22 @@ TEST_CASE("bad flags say which and why", "[flags]") {
                     ContainsSubstring("paradnn_threads"));
 }
 
+TEST_CASE("fusion: on by default, off as a value or from the environment",
+          "[flags][fusion]") {
+  Argv none({"bin"});
+  CHECK(ParseFlags(&none.argc, none.ptrs.data()).fuse);
+  Argv off({"bin", "--paradnn_fuse=false", "--benchmark_filter=x"});
+  CHECK_FALSE(ParseFlags(&off.argc, off.ptrs.data()).fuse);
+  CHECK(off.rest() == std::vector<std::string>{"bin", "--benchmark_filter=x"});
+  setenv("PARADNN_FUSE", "0", 1);
+  const bool env = ParseFlags(nullptr, nullptr).fuse;
+  unsetenv("PARADNN_FUSE");
+  CHECK_FALSE(env);
+  Argv bad({"bin", "--paradnn_fuse=maybe"});
+  CHECK_THROWS_WITH(ParseFlags(&bad.argc, bad.ptrs.data()),
+                    Catch::Matchers::ContainsSubstring("paradnn_fuse"));
+}
+
 TEST_CASE("memory sizes", "[flags]") {
   CHECK(ParseSize("8G") == 8LL << 30);
   CHECK(ParseSize("512M") == 512LL << 20);

@@ -352,5 +352,60 @@ TEST_CASE("profiles: shares of step time per operation class",
   CHECK(dense == 2);
 }
 
+TEST_CASE("fused inference: one row a group, its bytes, and switched off",
+          "[runner][profile][fusion]") {
+  // A residual CNN on oneDNN: its convolutions with their batch norms,
+  // ReLUs and residual adds as one unit each, unless --paradnn_fuse=false.
+  const std::string name =
+      "CNN/block:residual/blocks:1/filters:8/image:32/output:10/batch:2/"
+      "onednn/fp32/infer";
+  auto run = [&](bool fuse) {
+    const std::string out = Scratch(fuse ? "fused.json" : "unfused.json");
+    Result r =
+        RunRunner("--paradnn_case=" + name +
+                  " --paradnn_steps=2 --benchmark_format=json "
+                  "--paradnn_fuse=" +
+                  (fuse ? "true" : "false") + " --paradnn_profile_out=" + out);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return std::make_pair(json::parse(r.out), json::parse(Slurp(out)));
+  };
+  const auto [fused, fused_profile] = run(true);
+  const auto [plain, plain_profile] = run(false);
+  CHECK(fused["context"]["paradnn_fuse"].get<std::string>().rfind("infer", 0) ==
+        0);
+  CHECK(plain["context"]["paradnn_fuse"].get<std::string>().rfind("no", 0) ==
+        0);
+  const json& a = fused["benchmarks"][0];
+  const json& b = plain["benchmarks"][0];
+  CHECK(a["flop_per_step"] == b["flop_per_step"]);
+  CHECK(a["params"] == b["params"]);
+  // A batch norm's and a ReLU's output of each fused convolution are
+  // never written: less than the unfused step by more than the stem's
+  // two (2 x 8 x 16 x 16 values each).
+  CHECK(b["bytes_per_step"].get<double>() - a["bytes_per_step"].get<double>() >
+        2 * 4 * 2 * 8 * 16 * 16);
+  std::map<std::string, int> fused_ops, plain_ops;
+  int groups = 0;
+  for (const json& l : fused_profile["cases"][0]["layers"]["list"]) {
+    ++fused_ops[l["op"]];
+    if (!l.contains("fused")) continue;
+    ++groups;
+    CHECK(l["op"] == "conv2d");
+    CHECK(l["brick"] == "");
+    CHECK(l["fused"][0]["op"] == "batchnorm");
+  }
+  for (const json& l : plain_profile["cases"][0]["layers"]["list"]) {
+    ++plain_ops[l["op"]];
+    CHECK_FALSE(l.contains("fused"));
+  }
+  CHECK(groups == fused_ops["conv2d"]);
+  CHECK(groups > 0);
+  CHECK(fused_ops["relu"] == 0);
+  CHECK(fused_ops["add"] == 0);
+  CHECK(plain_ops["batchnorm"] == plain_ops["conv2d"]);
+  CHECK(plain_ops["relu"] > 0);
+}
+
 }  // namespace
 }  // namespace paradnn::runner_tests
