@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/profile.h"
+#include "generators/fusion.h"
 #include "generators/spec.h"
 
 namespace paradnn {
@@ -33,7 +34,7 @@ struct RunOptions {
   // take 32 MB.
   int64_t l3_bytes = int64_t{32} << 20;
   // Inference runs each fused group (generators/fusion.h) as one unit on
-  // a backend that fuses (FusesInference); false runs every layer on its
+  // a backend that fuses (InferenceFusion); false runs every layer on its
   // own (--paradnn_fuse=false), for an A/B of the fusion itself.
   bool fuse = true;
 };
@@ -101,10 +102,10 @@ class Backend {
   // about 17 us of a training step, 7 on its own: docs/bricks.md at 23ff8d0,
   // "An activation after its producer").
   virtual bool ActivationsJoinProducer() const { return false; }
-  // Whether its inference runs the groups of PlanFusion as one unit each
-  // (with RunOptions::fuse): the cost model then counts the bytes those
-  // units move.
-  virtual bool FusesInference() const { return false; }
+  // What its inference runs fused (with RunOptions::fuse): the groups of
+  // PlanFusion(graph, mode, InferenceFusion()), whose bytes the cost model
+  // then counts as the fused units move them.
+  virtual Fusion InferenceFusion() const { return Fusion::kNone; }
   // FLOP/s of the library's own matrix product (m x k by k x n) in `dtype`
   // with `threads` threads, the best of a few runs: the roof this backend's
   // models run under (paradnn calibrate). `tf32`: fp32 operands multiplied
@@ -160,8 +161,8 @@ const Backend* FindBackend(const std::string& name,
 // The backend's ActivationsJoinProducer() without loading a built-in's
 // module (false where there is no such backend).
 bool ActivationsJoinProducer(const std::string& name);
-// The backend's FusesInference() without loading a built-in's module.
-bool FusesInference(const std::string& name);
+// The backend's InferenceFusion() without loading a built-in's module.
+Fusion InferenceFusion(const std::string& name);
 // Built-in, registered and PARADNN_BACKEND_PATH backends, none loaded.
 std::vector<std::string> BackendNames();
 

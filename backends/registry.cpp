@@ -32,15 +32,15 @@ struct BuiltIn {
   // paper_fc.yaml's bricks take to list. The backends' tests check that
   // each backend says the same.
   bool activations_join;
-  bool fuses_inference;  // its Backend::FusesInference(), likewise
+  Fusion inference_fusion;  // its Backend::InferenceFusion(), likewise
 };
 constexpr BuiltIn kBuiltIns[] = {
 #ifdef PARADNN_WITH_TORCH
-    {"torch", "torch", true, false},
-    {"torch_cuda", "torch", true, false},
+    {"torch", "torch", true, Fusion::kFoldBatchNorm},
+    {"torch_cuda", "torch", true, Fusion::kFoldBatchNorm},
 #endif
 #ifdef PARADNN_WITH_ONEDNN
-    {"onednn", "onednn", false, true},
+    {"onednn", "onednn", false, Fusion::kFull},
 #endif
 };
 
@@ -135,13 +135,13 @@ bool ActivationsJoinProducer(const std::string& name) {
   return backend != nullptr && backend->ActivationsJoinProducer();
 }
 
-bool FusesInference(const std::string& name) {
+Fusion InferenceFusion(const std::string& name) {
   auto it = Table().find(name);
   if (it != Table().end() && it->second.built_in != nullptr) {
-    return it->second.built_in->fuses_inference;
+    return it->second.built_in->inference_fusion;
   }
   const Backend* backend = FindBackend(name);
-  return backend != nullptr && backend->FusesInference();
+  return backend != nullptr ? backend->InferenceFusion() : Fusion::kNone;
 }
 
 std::vector<std::string> BackendNames() {

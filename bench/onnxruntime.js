@@ -5,7 +5,8 @@
 // default graph optimizations (all), one thread pool of --threads threads
 // and sequential execution: what a user of the engine gets. The file is
 // DIR/NAME.onnx; its first input gets B examples of uniform values in
-// [-1, 1]. Prints JSON {case name: seconds per step}; with BENCHMARK_OUT set
+// [-1, 1]. BENCHMARK_FILTER (a regular expression) keeps the cases it
+// matches. Prints JSON {case name: seconds per step}; with BENCHMARK_OUT set
 // (as `paradnn compare --run-a` sets it), also writes the times there as
 // Google Benchmark JSON, one run per case, under the case's own name, so
 // that compare pairs them with paradnn's run of the same names.
@@ -87,8 +88,15 @@ async function timeCase(name, args) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
+  // compare's later rounds ask for the undecided cases only, as Google
+  // Benchmark's filter (a regular expression) would.
+  const filter = process.env.BENCHMARK_FILTER ?
+      new RegExp(process.env.BENCHMARK_FILTER) :
+      null;
   const times = {};
-  for (const name of args.names) times[name] = await timeCase(name, args);
+  for (const name of args.names) {
+    if (!filter || filter.test(name)) times[name] = await timeCase(name, args);
+  }
   console.log(JSON.stringify(times));
   if (process.env.BENCHMARK_OUT) {
     const runs = Object.entries(times).map(([name, s]) => ({

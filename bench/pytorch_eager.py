@@ -6,6 +6,9 @@ times there as Google Benchmark JSON, one run per case. An ONNX file's case
 (NAME.onnx/batch:B/...) is torchvision's model NAME on 224x224 images, the
 file being its export (bench/onnx_models.sh); its random layers (dropout,
 stochastic depth) train in eval mode, as the file's graph has them.
+Inference runs as PyTorch's tuning guide has CPU inference run, and as the
+LibTorch backend does: batch norms folded into their convolutions
+(torch.fx's fuse), images and weights channels-last.
 
     /usr/bin/python3 bench/pytorch_eager.py --threads 2 NAME [NAME ...]
 """
@@ -239,6 +242,14 @@ def time_case(name, min_seconds):
             opt.step()
     else:
         model.eval()
+        # PyTorch's guidance for CPU inference, as the LibTorch backend runs
+        # it: batch norms folded into the convolutions before them, images
+        # and weights channels-last (bf16 stays as the backend has it).
+        if any(isinstance(m, nn.Conv2d) for m in model.modules()):
+            from torch.fx.experimental.optimization import fuse
+            model = fuse(model)
+            model = model.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
 
         def step():
             with torch.inference_mode():

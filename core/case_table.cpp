@@ -64,8 +64,9 @@ const Entry* CaseTable::Find(const std::string& name) const {
 
 FusionPlan PlanOf(const Graph& g, const std::string& backend, Mode mode,
                   const Settings& settings) {
-  return settings.flags.fuse && FusesInference(backend) ? PlanFusion(g, mode)
-                                                        : FusionPlan{};
+  return PlanFusion(
+      g, mode,
+      settings.flags.fuse ? InferenceFusion(backend) : Fusion::kNone);
 }
 
 CaseTable MakeCaseTable(std::vector<Case> cases, std::vector<BrickCase> bricks,

@@ -53,10 +53,20 @@ ordered_json Layers(const Run& run, const Entry& e, const StepProfile& p) {
     double roof_util = -1, ms = 0;
     ordered_json json;
   };
-  std::vector<Row> rows;
-  double layers_ms = 0;
+  // What a group's other layers still ran on their own (LibTorch's scope
+  // around a folded batch norm) is the group's.
+  std::map<int, LayerProfile> units;
   for (const auto& [i, lp] : p.layers()) {
     if (i < 0 || i >= g.size()) continue;
+    LayerProfile& u = units[plan.UnitOf(i)];
+    u.forward_s += lp.forward_s;
+    u.backward_s += lp.backward_s;
+    u.update_s += lp.update_s;
+    for (const auto& [name, s] : lp.kernels) u.kernels[name] += s;
+  }
+  std::vector<Row> rows;
+  double layers_ms = 0;
+  for (const auto& [i, lp] : units) {
     const Layer& l = g.layer(i);
     const FusedGroup* group = plan.AnchoredAt(i);
     const LayerCost c = group ? ComputeGroupCost(g, *group, e.dtype)

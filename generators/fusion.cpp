@@ -51,10 +51,11 @@ bool FusibleActivation(Op op) {
   }
 }
 
-FusionPlan PlanFusion(const Graph& g, Mode mode) {
+FusionPlan PlanFusion(const Graph& g, Mode mode, Fusion fusion) {
   FusionPlan plan;
   plan.group_of.assign(g.size(), -1);
-  if (mode != Mode::kInfer) return plan;
+  if (mode != Mode::kInfer || fusion == Fusion::kNone) return plan;
+  const bool full = fusion == Fusion::kFull;
   // Who reads each layer: a layer is absorbed only as its input's one
   // reader.
   std::vector<std::vector<int>> readers(g.size());
@@ -84,7 +85,7 @@ FusionPlan PlanFusion(const Graph& g, Mode mode) {
     int next = only_reader(last);
     if (op == Op::kBatchNorm) {
       // oneDNN's batch norm applies a ReLU, nothing else.
-      if (next >= 0 && g.layer(next).op == Op::kReLU) {
+      if (full && next >= 0 && g.layer(next).op == Op::kReLU) {
         group.before_sum.push_back(next);
       }
     } else {
@@ -94,6 +95,7 @@ FusionPlan PlanFusion(const Graph& g, Mode mode) {
         last = next;
         next = only_reader(last);
       }
+      if (!full) next = -1;
       while (next >= 0 && FusibleActivation(g.layer(next).op)) {
         group.before_sum.push_back(next);
         last = next;

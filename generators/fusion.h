@@ -38,10 +38,19 @@ struct FusionPlan {
   const FusedGroup* AnchoredAt(int i) const;
   // Whether layer i runs inside another layer's group.
   bool Absorbed(int i) const;
+  // The layer whose unit runs layer i: its group's anchor, else i.
+  int UnitOf(int i) const {
+    return Absorbed(i) ? groups[group_of[i]].anchor : i;
+  }
   // Whether layer i's output is never written: a group's layer but its
   // last.
   bool Hidden(int i) const;
 };
+
+// What a backend's inference runs fused: nothing; batch norms folded into
+// the convolutions before them (LibTorch, as PyTorch's guidance folds
+// them); or whole groups (oneDNN's post-ops).
+enum class Fusion { kNone, kFoldBatchNorm, kFull };
 
 // The activations a product applies to its output as it writes it:
 // ReLU, ReLU6, SiLU, hard-swish, hard sigmoid, sigmoid and GELU.
@@ -53,7 +62,8 @@ bool FusibleActivation(Op op);
 // only (its scale per output channel is the convolution's), and a batch
 // norm that no convolution writes takes a ReLU after it (oneDNN's
 // normalization with ReLU). Training fuses nothing: backward reads the
-// intermediates. Groups of one layer are left out.
-FusionPlan PlanFusion(const Graph& g, Mode mode);
+// intermediates. Groups of one layer are left out. kFoldBatchNorm: the
+// groups of a convolution and its batch norm only; kNone: no group.
+FusionPlan PlanFusion(const Graph& g, Mode mode, Fusion fusion = Fusion::kFull);
 
 }  // namespace paradnn

@@ -48,7 +48,7 @@ class OnednnBackend : public Backend {
 
   // A product's bias, activations and residual sum as post-ops, a batch
   // norm folded into its convolution (FusedAttr, FoldBatchNorm).
-  bool FusesInference() const override { return true; }
+  Fusion InferenceFusion() const override { return Fusion::kFull; }
 
   // oneDNN's own products: the matmul primitive and the inner product the
   // dense layers run (which on some shapes beats matmul), in the formats

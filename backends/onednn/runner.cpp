@@ -9,7 +9,8 @@ namespace paradnn::onednn {
 OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
     : graph_(job.graph),
       train_(job.mode == Mode::kTrain),
-      plan_(opt.fuse ? PlanFusion(job.graph, job.mode) : FusionPlan{}),
+      plan_(PlanFusion(job.graph, job.mode,
+                       opt.fuse ? Fusion::kFull : Fusion::kNone)),
       dt_(job.dtype == DType::kBf16 ? Dt::bf16 : Dt::f32),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_),

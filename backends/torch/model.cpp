@@ -182,6 +182,34 @@ std::vector<torch::Tensor> TorchModel::OrderedParams() {
   return out;
 }
 
+void TorchModel::PrepareInference(const FusionPlan& plan, bool channels_last) {
+  torch::NoGradGuard no_grad;
+  for (const FusedGroup& g : plan.groups) {
+    if (g.batch_norm < 0) continue;
+    LayerModules& conv = layers_[g.anchor];
+    LayerModules& bn = layers_[g.batch_norm];
+    const torch::Tensor w = conv.conv->weight;
+    // In fp32 whatever the model's type, rounded once.
+    auto f32 = [](const torch::Tensor& t) { return t.to(torch::kFloat); };
+    const torch::Tensor scale =
+        f32(bn.bn->weight) /
+        torch::sqrt(f32(bn.bn->running_var) + bn.bn->options.eps());
+    const torch::Tensor bias = conv.conv->options.bias()
+                                   ? f32(conv.conv->bias)
+                                   : torch::zeros_like(scale);
+    w.copy_(f32(w) * scale.view({-1, 1, 1, 1}));
+    conv.folded_bias =
+        ((bias - f32(bn.bn->running_mean)) * scale + f32(bn.bn->bias))
+            .to(w.dtype());
+    bn.folded = true;
+  }
+  for (LayerModules& m : layers_) {
+    if (!channels_last || !m.conv) continue;
+    torch::Tensor& w = m.conv->weight;
+    w.set_data(w.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+}
+
 torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
                                   const torch::Tensor& labels,
                                   torch::Tensor* loss) {
@@ -207,10 +235,14 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         y = m.linear(x);
         break;
       case Op::kConv2d:
-        y = m.conv(x);
+        y = m.folded_bias.defined()
+                ? torch::conv2d(x, m.conv->weight, m.folded_bias,
+                                {l.stride, l.stride}, {l.pad, l.pad}, {1, 1},
+                                l.groups)
+                : m.conv(x);
         break;
       case Op::kBatchNorm:
-        y = m.bn(x);
+        y = m.folded ? x : m.bn(x);
         break;
       case Op::kReLU:
         y = torch::relu(x);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/torch/profiler.h"
+#include "generators/fusion.h"
 #include "generators/graph.h"
 
 namespace paradnn {
@@ -38,6 +39,10 @@ struct LayerModules {
   // of [heads / kv_heads x length] (prefill only).
   torch::Tensor keys, values, cache_mask;
   torch::Tensor rope_cos, rope_sin;  // rotary: [length, 1, 1, dh / 2]
+  // Inference with a batch norm folded in (PrepareInference): a convolution's
+  // bias, the norm's shift among it; the norm then passes its input on.
+  torch::Tensor folded_bias;
+  bool folded = false;
 };
 
 class TorchModel : public torch::nn::Module {
@@ -54,6 +59,14 @@ class TorchModel : public torch::nn::Module {
 
   // Parameters in the order of Graph::Params().
   std::vector<torch::Tensor> OrderedParams();
+
+  // Inference as PyTorch's guidance runs a CNN: each batch norm a
+  // convolution writes folded into that convolution's weights and a bias
+  // (the plan's), so that the norm costs no pass of its own
+  // (torch.nn.utils.fusion.fuse_conv_bn_eval), and on a CPU
+  // (`channels_last`) the convolutions' weights channels-last, where
+  // oneDNN's kernels take them without reordering every call.
+  void PrepareInference(const FusionPlan& plan, bool channels_last);
 
   // Returns the logits (the last output of a graph without loss); in
   // training also sets `loss`. inputs[i] feeds input layer i.

@@ -23,7 +23,8 @@ class TorchRunner : public Runner {
       : graph_(job.graph),
         train_(job.mode == Mode::kTrain),
         device_(device),
-        threads_(opt.threads) {
+        threads_(opt.threads),
+        seed_(opt.seed) {
     UseThreads(opt.threads);
     const auto dtype = TorchType(job.dtype);
     {
@@ -50,8 +51,13 @@ class TorchRunner : public Runner {
     model_->to(device_, dtype);
     model_->MoveMasks(device_, dtype);
     model_->FillCaches(opt.seed, device_, dtype);
-    params_ = model_->OrderedParams();
     model_->train(train_);
+    if (!train_ && opt.fuse) {
+      model_->PrepareInference(
+          PlanFusion(graph_, job.mode, Fusion::kFoldBatchNorm),
+          !device_.is_cuda());
+    }
+    params_ = model_->OrderedParams();
 
     inputs_.resize(graph_.size());
     for (int i = 0; i < graph_.size(); ++i) {
@@ -67,6 +73,11 @@ class TorchRunner : public Runner {
                        l.shape)
                 .to(device_, dtype)
                 .requires_grad_(train_ && l.requires_grad);
+        // Images channels-last too, as the convolutions' weights are.
+        if (!train_ && !device_.is_cuda() && opt.fuse && l.shape.size() == 4 &&
+            graph_.Has(Op::kConv2d)) {
+          inputs_[i] = inputs_[i].contiguous(torch::MemoryFormat::ChannelsLast);
+        }
       }
     }
     const std::vector<int64_t> labels =
@@ -165,6 +176,9 @@ class TorchRunner : public Runner {
   }
 
   std::vector<float> Param(int index) override {
+    // Inference never changes a parameter (and a folded batch norm's live
+    // in its convolution's weights).
+    if (!train_) return InitParam(graph_, seed_, index);
     return Translated([&] { return ToVector(params_.at(index)); });
   }
 
@@ -225,6 +239,7 @@ class TorchRunner : public Runner {
   const bool train_;
   const torch::Device device_;
   const int threads_;
+  const uint64_t seed_;
   Communicator* comm_ = nullptr;
   std::vector<GradBuffer> grads_;
   std::shared_ptr<TorchModel> model_;

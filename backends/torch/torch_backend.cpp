@@ -79,6 +79,8 @@ class TorchBackend : public Backend {
   // The step allocator hands a tensor the block of its size freed last.
   bool RecyclesWithinStep() const override { return true; }
   bool ActivationsJoinProducer() const override { return true; }
+  // Batch norms folded into their convolutions (PrepareInference).
+  Fusion InferenceFusion() const override { return Fusion::kFoldBatchNorm; }
 
   // torch::mm, which LibTorch hands to its BLAS on the CPU, to cuBLAS on a
   // GPU.

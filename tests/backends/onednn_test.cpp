@@ -112,8 +112,8 @@ TEST_CASE("the table of built-in backends says what oneDNN's says",
 
 TEST_CASE("the table of built-in backends says which fuse inference",
           "[onednn][fusion]") {
-  CHECK(FusesInference("onednn"));
-  CHECK(MakeOnednnBackend()->FusesInference());
+  CHECK(InferenceFusion("onednn") == Fusion::kFull);
+  CHECK(MakeOnednnBackend()->InferenceFusion() == Fusion::kFull);
 }
 
 // Inference fused (generators/fusion.h): each group one primitive, batch
@@ -144,6 +144,14 @@ TEST_CASE("oneDNN's fused inference: LibTorch's logits, fewer primitives",
       CHECK(RelativeError(fused->Output(), reference->Output()) <
             kFp32Tolerance);
       CHECK(fused->Loss() == Approx(reference->Loss()).epsilon(1e-5));
+      // LibTorch's own fast path: batch norms folded, channels-last.
+      opt.fuse = true;
+      auto folded = torch->Prepare(job, opt);
+      folded->Step();
+      CHECK(RelativeError(folded->Output(), reference->Output()) <
+            kFp32Tolerance);
+      CHECK(folded->Param(1) == *f.g.layer(f.bn1).values[0]);
+      opt.fuse = false;
     }
     // Each layer's kernels: a fused group runs no eltwise, batch norm or
     // binary primitive of its own, and its anchor's primitive carries it.

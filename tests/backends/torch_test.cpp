@@ -63,6 +63,11 @@ TEST_CASE("the table of built-in backends says what LibTorch's say",
   CHECK(MakeTorchBackend(false)->ActivationsJoinProducer());
   CHECK(ActivationsJoinProducer("torch_cuda"));
   CHECK(MakeTorchBackend(true)->ActivationsJoinProducer());
+  for (bool cuda : {false, true}) {
+    CHECK(InferenceFusion(cuda ? "torch_cuda" : "torch") ==
+          Fusion::kFoldBatchNorm);
+    CHECK(MakeTorchBackend(cuda)->InferenceFusion() == Fusion::kFoldBatchNorm);
+  }
 }
 
 TEST_CASE("every smoke case runs, with the loss of an untrained model",

@@ -55,9 +55,23 @@ TEST_CASE("the fusion plan groups what inference engines fuse", "[fusion]") {
     CHECK_FALSE(plan.Hidden(i));
   }
   CHECK_FALSE(FusionPlan{}.Hidden(0));
+  CHECK(plan.UnitOf(f.relu6) == f.conv2);
+  CHECK(plan.UnitOf(f.pool) == f.pool);
 }
 
-TEST_CASE("training fuses nothing; a layer read twice ends its group",
+TEST_CASE("folding batch norms only: each with its convolution", "[fusion]") {
+  const test::FusedGraph f = test::MakeFusedGraph();
+  const FusionPlan plan =
+      PlanFusion(f.g, Mode::kInfer, Fusion::kFoldBatchNorm);
+  REQUIRE(plan.groups.size() == 2);
+  CHECK(plan.groups[0].anchor == f.conv1);
+  CHECK(plan.groups[0].Members() == std::vector<int>{f.bn1});
+  CHECK(plan.groups[1].anchor == f.conv2);
+  CHECK(plan.groups[1].Members() == std::vector<int>{f.bn2});
+  CHECK(PlanFusion(f.g, Mode::kInfer, Fusion::kNone).groups.empty());
+}
+
+TEST_CASE("training fuses nothing, and a layer read twice ends its group",
           "[fusion]") {
   const test::FusedGraph f = test::MakeFusedGraph();
   CHECK(PlanFusion(f.g, Mode::kTrain).groups.empty());
