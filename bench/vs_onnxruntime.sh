@@ -7,9 +7,12 @@
 # oneDNN and LibTorch backends on the same files, the same threads, one
 # process a side a round taking turns (paradnn compare --run-a/--run-b):
 # per case paradnn's time over ONNX Runtime's with its interval, and their
-# geometric mean per backend. Then fusion itself: oneDNN's fused inference
-# over every layer on its own (--paradnn_fuse=false), on the same files and
-# on the synthetic families (bench/fusion_slice.yaml).
+# geometric mean per backend. LibTorch's against PyTorch eager running the
+# same torchvision models as PyTorch's guidance has it
+# (bench/pytorch_eager.py: batch norms folded, channels-last). Then fusion
+# itself: each backend's inference over every layer on its own
+# (--paradnn_fuse=false) on the same files, and oneDNN's on the synthetic
+# families (bench/fusion_slice.yaml).
 #   [ORT_VERSION=1.30.0] [ONNX_MODELS="NAME ..."] \
 #     bench/vs_onnxruntime.sh [rounds] [threads] [batches]
 set -euo pipefail
@@ -66,17 +69,32 @@ against_ort() {
 against_ort onednn
 against_ort torch
 
+echo "== LibTorch over PyTorch eager, fp32 inference (below 1: paradnn faster)"
+names=()
+for m in "${models[@]}"; do
+  for b in $batches; do names+=("$m.onnx/batch:$b/torch/fp32/infer"); done
+done
+args=()
+for c in "${names[@]}"; do args+=(--paradnn_case="$c"); done
+"$root/build/paradnn" compare --rounds "$rounds" --max-rounds $((2 * rounds)) \
+  -o "$work/eager" \
+  --run-a "/usr/bin/python3 $root/bench/pytorch_eager.py --threads $threads --min_seconds 0.5 ${names[*]}" \
+  --run-b "$root/build/paradnn ${families[*]} ${args[*]} --paradnn_threads=$threads --paradnn_progress=false --benchmark_min_time=0.5" \
+  2>/dev/null
+
 # Fusion itself, on the same files and on every synthetic family's
 # inference: the same command with and without it, taking turns.
-echo "== oneDNN fused over unfused, fp32 inference (below 1: fusion faster)"
-cases=()
-for m in "${models[@]}"; do
-  for b in $batches; do cases+=(--paradnn_case="$m.onnx/batch:$b/onednn/fp32/infer"); done
+for backend in onednn torch; do
+  echo "== $backend fused over unfused, fp32 inference (below 1: fusion faster)"
+  cases=()
+  for m in "${models[@]}"; do
+    for b in $batches; do cases+=(--paradnn_case="$m.onnx/batch:$b/$backend/fp32/infer"); done
+  done
+  run="$root/build/paradnn ${families[*]} ${cases[*]} --paradnn_threads=$threads --paradnn_progress=false --benchmark_min_time=0.5"
+  "$root/build/paradnn" compare --rounds "$rounds" --max-rounds $((2 * rounds)) \
+    -o "$work/fuse_$backend" --run-a "$run --paradnn_fuse=false" \
+    --run-b "$run --paradnn_fuse=true" 2>/dev/null
 done
-run="$root/build/paradnn ${families[*]} ${cases[*]} --paradnn_threads=$threads --paradnn_progress=false --benchmark_min_time=0.5"
-"$root/build/paradnn" compare --rounds "$rounds" --max-rounds $((2 * rounds)) \
-  -o "$work/fuse_onnx" --run-a "$run --paradnn_fuse=false" \
-  --run-b "$run --paradnn_fuse=true" 2>/dev/null
 run="$root/build/paradnn --paradnn_config=$root/bench/fusion_slice.yaml --paradnn_threads=$threads --paradnn_progress=false --benchmark_min_time=0.2"
 "$root/build/paradnn" compare --rounds "$rounds" --max-rounds $((2 * rounds)) \
   -o "$work/fuse_synthetic" --run-a "$run --paradnn_fuse=false" \
