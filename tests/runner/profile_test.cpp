@@ -126,15 +126,19 @@ TEST_CASE(
   const Case c = ParseCaseName(name);
   std::map<int, std::pair<double, double>> truth_us;  // forward, backward
   double parts_us = 0;
-  for (const test::ClockPart& p :
-       test::ClockParts(c.model.BuildGraph(), c.mode)) {
+  const std::vector<test::ClockPart> parts =
+      test::ClockParts(c.model.BuildGraph(), c.mode);
+  for (const test::ClockPart& p : parts) {
     (p.backward ? truth_us[p.layer].second : truth_us[p.layer].first) += p.us;
     parts_us += p.us;
   }
   const json j = json::parse(Slurp(out))["cases"][0];
   const json& layers = j["layers"];
+  // Each spin overshoots by up to ten microseconds (above), so the sum by
+  // up to ten a part: a 2-vCPU EPYC measured 17-20 us over 327 in about
+  // half its runs, 6% over.
   CHECK(layers["layers_ms"].get<double>() ==
-        Approx(parts_us / 1e3).epsilon(0.05));
+        Approx(parts_us / 1e3).epsilon(0.05).margin(10e-3 * parts.size()));
   CHECK(layers["unattributed_ms"].get<double>() ==
         Approx(test::kClockStepUs / 1e3).epsilon(0.2));
   REQUIRE(layers["list"].size() == truth_us.size());
