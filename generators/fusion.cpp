@@ -18,22 +18,30 @@ int FusedGroup::Output() const {
   return m.empty() ? anchor : m.back();
 }
 
+const FusedGroup* FusionPlan::GroupOf(int i) const {
+  return i >= 0 && i < static_cast<int>(group_of.size()) && group_of[i] >= 0
+             ? &groups[group_of[i]]
+             : nullptr;
+}
+
 const FusedGroup* FusionPlan::AnchoredAt(int i) const {
-  if (i < 0 || i >= static_cast<int>(group_of.size()) || group_of[i] < 0) {
-    return nullptr;
-  }
-  const FusedGroup& g = groups[group_of[i]];
-  return g.anchor == i ? &g : nullptr;
+  const FusedGroup* g = GroupOf(i);
+  return g != nullptr && g->anchor == i ? g : nullptr;
 }
 
 bool FusionPlan::Absorbed(int i) const {
-  return i >= 0 && i < static_cast<int>(group_of.size()) && group_of[i] >= 0 &&
-         groups[group_of[i]].anchor != i;
+  const FusedGroup* g = GroupOf(i);
+  return g != nullptr && g->anchor != i;
+}
+
+int FusionPlan::UnitOf(int i) const {
+  const FusedGroup* g = GroupOf(i);
+  return g != nullptr ? g->anchor : i;
 }
 
 bool FusionPlan::Hidden(int i) const {
-  return i >= 0 && i < static_cast<int>(group_of.size()) && group_of[i] >= 0 &&
-         groups[group_of[i]].Output() != i;
+  const FusedGroup* g = GroupOf(i);
+  return g != nullptr && g->Output() != i;
 }
 
 bool FusibleActivation(Op op) {

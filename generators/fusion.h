@@ -39,12 +39,14 @@ struct FusionPlan {
   // Whether layer i runs inside another layer's group.
   bool Absorbed(int i) const;
   // The layer whose unit runs layer i: its group's anchor, else i.
-  int UnitOf(int i) const {
-    return Absorbed(i) ? groups[group_of[i]].anchor : i;
-  }
+  int UnitOf(int i) const;
   // Whether layer i's output is never written: a group's layer but its
   // last.
   bool Hidden(int i) const;
+
+ private:
+  // The group layer i is in, or nullptr.
+  const FusedGroup* GroupOf(int i) const;
 };
 
 // What a backend's inference runs fused: nothing; batch norms folded into

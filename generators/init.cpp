@@ -116,6 +116,14 @@ std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
                      logits.back());
 }
 
+RunningStatistics InitRunningStatistics(const Layer& batch_norm) {
+  const int64_t c = batch_norm.units;
+  if (batch_norm.values.size() == 4) {
+    return {*batch_norm.values[2], *batch_norm.values[3]};
+  }
+  return {std::vector<float>(c, 0.f), std::vector<float>(c, 1.f)};
+}
+
 std::vector<float> InitCache(const Graph& g, uint64_t seed, int layer) {
   const Layer& l = g.layer(layer);
   PARADNN_CHECK(l.op == Op::kCachedAttention, "not a cached attention");

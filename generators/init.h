@@ -13,6 +13,13 @@ namespace paradnn {
 std::vector<float> InitParam(const Graph& g, uint64_t seed, int index);
 void InitParam(const ParamTensor& p, uint64_t seed, int index, float* out);
 
+// A batch norm's running mean and variance: the ones a file gives
+// (Layer::values), else a fresh model's, 0 and 1.
+struct RunningStatistics {
+  std::vector<float> mean, variance;
+};
+RunningStatistics InitRunningStatistics(const Layer& batch_norm);
+
 // Inputs and labels are functions of the example too: with `first_example`
 // f, a graph of batch b holds examples f..f+b-1, so two ranks of batch b
 // (f = 0 and f = b) hold between them exactly the examples of one graph of

@@ -58,8 +58,8 @@ memory OnednnRunner::FusedOutput(const FusedGroup& g, const memory::desc& md) {
 
 // y = gamma (conv(x) + b - mean) / sqrt(var + eps) + beta is a convolution
 // with weights W gamma / sqrt(var + eps) per output channel and bias
-// (b - mean) gamma / sqrt(var + eps) + beta. The statistics are the file's,
-// else a fresh model's (0 and 1), as BuildBatchNorm uses them.
+// (b - mean) gamma / sqrt(var + eps) + beta, with the statistics
+// BuildBatchNorm uses (InitRunningStatistics).
 void OnednnRunner::FoldBatchNorm(const FusedGroup& g) {
   const Layer& conv = graph_.layer(g.anchor);
   const Layer& bn = graph_.layer(g.batch_norm);
@@ -68,14 +68,11 @@ void OnednnRunner::FoldBatchNorm(const FusedGroup& g) {
       InitParam(graph_, seed_, param_index_.at({g.batch_norm, "weight"}));
   const std::vector<float> beta =
       InitParam(graph_, seed_, param_index_.at({g.batch_norm, "bias"}));
-  std::vector<float> mean(c, 0.f), var(c, 1.f);
-  if (bn.values.size() == 4) {
-    mean = *bn.values[2];
-    var = *bn.values[3];
-  }
+  const RunningStatistics stats = InitRunningStatistics(bn);
   std::vector<double> scale(c);
   for (int64_t k = 0; k < c; ++k) {
-    scale[k] = gamma[k] / std::sqrt(static_cast<double>(var[k]) + bn.epsilon);
+    scale[k] = gamma[k] /
+               std::sqrt(static_cast<double>(stats.variance[k]) + bn.epsilon);
   }
   // LibTorch's layout, [out, in / groups, h, w] (or [groups, out / groups,
   // ...]): each output channel's weights are one run of the buffer.
@@ -99,7 +96,7 @@ void OnednnRunner::FoldBatchNorm(const FusedGroup& g) {
   memory user_bias = Staging(memory::desc({c}, Dt::f32, Tag::x));
   float* ub = static_cast<float*>(user_bias.get_data_handle());
   for (int64_t k = 0; k < c; ++k) {
-    ub[k] = static_cast<float>((b[k] - mean[k]) * scale[k] + beta[k]);
+    ub[k] = static_cast<float>((b[k] - stats.mean[k]) * scale[k] + beta[k]);
   }
   RunNow(user_bias, bias);
 }

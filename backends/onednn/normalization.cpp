@@ -24,15 +24,11 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
   memory mean = Make(c_md), variance = Make(c_md);
   // Inference uses the running statistics a file gives, else those of a
   // fresh model: 0 and 1.
-  float* m = static_cast<float*>(mean.get_data_handle());
-  float* v = static_cast<float*>(variance.get_data_handle());
-  if (l.values.size() == 4) {
-    std::copy(l.values[2]->begin(), l.values[2]->end(), m);
-    std::copy(l.values[3]->begin(), l.values[3]->end(), v);
-  } else {
-    std::fill_n(m, l.units, 0.f);
-    std::fill_n(v, l.units, 1.f);
-  }
+  const RunningStatistics stats = InitRunningStatistics(l);
+  std::copy(stats.mean.begin(), stats.mean.end(),
+            static_cast<float*>(mean.get_data_handle()));
+  std::copy(stats.variance.begin(), stats.variance.end(),
+            static_cast<float*>(variance.get_data_handle()));
   Weight& scale = ParamOf(i, "weight");
   Weight& shift = ParamOf(i, "bias");
   Run(forward_, dnnl::batch_normalization_forward(pd),

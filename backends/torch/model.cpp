@@ -45,10 +45,11 @@ TorchModel::TorchModel(const Graph& g)
             name, torch::nn::BatchNorm2d(
                       torch::nn::BatchNormOptions(l.units).eps(l.epsilon)));
         m.base = m.bn.get();
-        if (l.values.size() == 4) {  // running statistics from a file
+        {  // running statistics from a file, else a fresh model's
           torch::NoGradGuard no_grad;
-          m.bn->running_mean.copy_(torch::tensor(*l.values[2]));
-          m.bn->running_var.copy_(torch::tensor(*l.values[3]));
+          const RunningStatistics stats = InitRunningStatistics(l);
+          m.bn->running_mean.copy_(torch::tensor(stats.mean));
+          m.bn->running_var.copy_(torch::tensor(stats.variance));
         }
         break;
       case Op::kEmbedding:

@@ -52,10 +52,13 @@ class TorchRunner : public Runner {
     model_->MoveMasks(device_, dtype);
     model_->FillCaches(opt.seed, device_, dtype);
     model_->train(train_);
+    // PyTorch's inference guidance: on a CPU, a CNN's images and weights
+    // channels-last.
+    const bool channels_last =
+        !train_ && opt.fuse && !device_.is_cuda() && graph_.Has(Op::kConv2d);
     if (!train_ && opt.fuse) {
       model_->PrepareInference(
-          PlanFusion(graph_, job.mode, Fusion::kFoldBatchNorm),
-          !device_.is_cuda());
+          PlanFusion(graph_, job.mode, Fusion::kFoldBatchNorm), channels_last);
     }
     params_ = model_->OrderedParams();
 
@@ -74,8 +77,7 @@ class TorchRunner : public Runner {
                 .to(device_, dtype)
                 .requires_grad_(train_ && l.requires_grad);
         // Images channels-last too, as the convolutions' weights are.
-        if (!train_ && !device_.is_cuda() && opt.fuse && l.shape.size() == 4 &&
-            graph_.Has(Op::kConv2d)) {
+        if (channels_last && l.shape.size() == 4) {
           inputs_[i] = inputs_[i].contiguous(torch::MemoryFormat::ChannelsLast);
         }
       }
