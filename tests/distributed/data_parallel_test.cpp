@@ -20,6 +20,7 @@
 #include "generators/sweep.h"
 #include "tests/backends/values.h"
 #include "tests/catch.h"
+#include "tests/distributed/free_port.h"
 #include "tests/scratch.h"
 
 extern char** environ;
@@ -162,8 +163,7 @@ TEST_CASE("two ranks averaging gradients step as one rank on both batches",
   const std::string half = model + std::to_string(kBatch) + suffix;
   const std::string whole = model + std::to_string(2 * kBatch) + suffix;
   INFO(half);
-  static int next = 0;
-  const int port = 21000 + (getpid() % 2000) * 8 + next++ % 8;
+  const int port = test::FreePort();
   const std::string out0 = Scratch("rank0.bin"), out1 = Scratch("rank1.bin");
   const pid_t r0 = StartRank(0, port, half, out0);
   const pid_t r1 = StartRank(1, port, half, out1);

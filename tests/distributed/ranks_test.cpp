@@ -11,6 +11,7 @@
 
 #include "tests/catch.h"
 #include "tests/distributed/delay_comm.h"
+#include "tests/distributed/free_port.h"
 #include "tests/scratch.h"
 
 namespace paradnn {
@@ -41,8 +42,7 @@ std::string Slurp(const std::string& path) {
 // rank r told that the world has worlds[r] ranks, and waits for all.
 std::vector<Rank> RunRanks(const std::vector<std::string>& args,
                            const std::vector<int>& worlds) {
-  static int next = 0;
-  const int port = 23000 + (getpid() % 1000) * 8 + next++ % 8;
+  const int port = test::FreePort();
   std::string script;
   for (size_t r = 0; r < args.size(); ++r) {
     const std::string base = Scratch("rank" + std::to_string(r));
