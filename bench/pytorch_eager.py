@@ -265,6 +265,17 @@ def time_case(name, min_seconds):
             return elapsed / n
 
 
+def amd_cache_leaf_missing():
+    """An AMD CPU without the topology extensions, whose cache sizes oneDNN 3
+    misreads: the LibTorch backend then turns oneDNN off, and so does this
+    script (machine/caches.h, AmdCacheLeafMissing)."""
+    with open("/proc/cpuinfo") as f:
+        info = f.read()
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
+                  if line.startswith("flags")), [])
+    return "AuthenticAMD" in info and "topoext" not in flags
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
@@ -272,6 +283,8 @@ def main():
     ap.add_argument("names", nargs="+")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if amd_cache_leaf_missing():
+        torch.backends.mkldnn.enabled = False
     times = {n: time_case(n, args.min_seconds) for n in args.names}
     print(json.dumps(times))
     if os.environ.get("BENCHMARK_OUT"):

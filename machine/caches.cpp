@@ -74,6 +74,19 @@ size_t CpuidCacheBytes(int level) {
   return bytes > 0 ? bytes : 0;
 }
 
+bool AmdCacheLeafMissing() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  // "AuthenticAMD", in the order CPUID returns it: EBX, EDX, ECX.
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;
+  if (!amd || !__get_cpuid(0x80000001, &a, &b, &c, &d)) return false;
+  return (c >> 22 & 1) == 0;
+#else
+  return false;
+#endif
+}
+
 int64_t L2Bytes() {
   static const int64_t l2 = [] {
     const size_t kernel = KernelCacheBytes(2), cpuid = CpuidCacheBytes(2);

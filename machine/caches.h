@@ -17,6 +17,14 @@ size_t KernelCacheBytes(int level);
 // 508 MB on a virtual one), of which a core reads only its own.
 size_t CpuidCacheBytes(int level);
 
+// Whether this is an AMD CPU without the topology extensions (CPUID
+// 0x80000001 ECX bit 22), as virtual machines that hide them present it:
+// leaf 0x8000001D, defined only with them, then describes no cache, and
+// oneDNN 3 (its Xbyak reads AMD's cache sizes there regardless) takes the
+// L1 for 1 byte, which breaks its reorders of padded layouts and can
+// divide by zero sizing a convolution's blocks.
+bool AmdCacheLeafMissing();
+
 // The L2 cache of one core, in bytes: the kernel's, else CPUID's (1 MiB
 // where neither says).
 int64_t L2Bytes();

@@ -2,12 +2,14 @@
 #include <oneapi/dnnl/dnnl_version.h>
 
 #include "backends/onednn/onednn_backend.h"
+#include "backends/onednn/padded_reorder.h"
 #include "backends/onednn/runner.h"
 
 namespace paradnn {
 namespace {
 
 using onednn::OnednnRunner;
+using onednn::PaddedReordersExact;
 
 class OnednnBackend : public Backend {
  public:
@@ -81,7 +83,13 @@ class OnednnBackend : public Backend {
   }
 
   std::string Describe() const override {
-    return "oneDNN " + Version() + ", CPU runtime OpenMP, ISA " + IsaName();
+    // A run says when its padded layouts are reordered by paradnn's element
+    // copy, which is slower than oneDNN's (padded_reorder.h).
+    return "oneDNN " + Version() + ", CPU runtime OpenMP, ISA " + IsaName() +
+           (PaddedReordersExact()
+                ? ""
+                : ", padded layouts reordered element by element (oneDNN's "
+                  "reorders are wrong on this CPU)");
   }
 
  private:

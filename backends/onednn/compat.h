@@ -6,6 +6,7 @@
 // and data_type(); the functions take oneDNN 3's order of arguments.
 #pragma once
 
+#include <cstdint>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -48,6 +49,36 @@ inline std::string ImplementationOf(const dnnl::primitive& p) {
     return "";
   }
   return impl;
+}
+
+// Where a blocked memory descriptor keeps its elements: the element at
+// logical index i is at offset0 + sum over dims of its outer index times
+// the dim's stride, plus its place in the inner blocks (innermost last).
+struct Blocking {
+  Dims dims, padded_dims, strides, inner_blks, inner_idxs;
+  int64_t offset0 = 0;
+};
+
+inline Blocking BlockingOf(const Md& md) {
+  Blocking b;
+#if PARADNN_DNNL3
+  b.dims = md.get_dims();
+  b.padded_dims = md.get_padded_dims();
+  b.strides = md.get_strides();
+  b.inner_blks = md.get_inner_blks();
+  b.inner_idxs = md.get_inner_idxs();
+  b.offset0 = md.get_submemory_offset();
+#else
+  const auto& d = md.data;
+  const auto& blk = d.format_desc.blocking;
+  b.dims.assign(d.dims, d.dims + d.ndims);
+  b.padded_dims.assign(d.padded_dims, d.padded_dims + d.ndims);
+  b.strides.assign(blk.strides, blk.strides + d.ndims);
+  b.inner_blks.assign(blk.inner_blks, blk.inner_blks + blk.inner_nblks);
+  b.inner_idxs.assign(blk.inner_idxs, blk.inner_idxs + blk.inner_nblks);
+  b.offset0 = d.offset0;
+#endif
+  return b;
 }
 
 inline memory::data_type TypeOf(const Md& md) {

@@ -2,6 +2,7 @@
 // loss.
 #include "backends/onednn/runner.h"
 
+#include "backends/onednn/padded_reorder.h"
 #include "machine/caches.h"
 
 namespace paradnn::onednn {
@@ -276,6 +277,14 @@ void OnednnRunner::Reorder(Actions& list, const memory& src, const memory& dst,
       return;
     }
   }
+  if (!PaddedReordersExact() &&
+      (Padded(src.get_desc()) || Padded(dst.get_desc()))) {
+    Push(list, OpClass::kMovement, "reorder (element by element, padded)",
+         [src, dst, accumulate, scale] {
+           CopyElements(src, dst, accumulate, scale);
+         });
+    return;
+  }
   dnnl::primitive_attr attr;
   Args args = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
   if (scale != 1.f) {
@@ -420,6 +429,11 @@ void OnednnRunner::WriteParam(Weight& p, const ParamTensor& spec, int index) {
 
 // A reorder outside the step, at preparation or to read results.
 void OnednnRunner::RunNow(memory from, memory to) {
+  if (!PaddedReordersExact() &&
+      (Padded(from.get_desc()) || Padded(to.get_desc()))) {
+    CopyElements(from, to, false, 1.f);
+    return;
+  }
   dnnl::reorder(from, to).execute(stream_, from, to);
   stream_.wait();
 }

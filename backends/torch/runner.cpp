@@ -53,9 +53,11 @@ class TorchRunner : public Runner {
     model_->FillCaches(opt.seed, device_, dtype);
     model_->train(train_);
     // PyTorch's inference guidance: on a CPU, a CNN's images and weights
-    // channels-last.
-    const bool channels_last =
-        !train_ && opt.fuse && !device_.is_cuda() && graph_.Has(Op::kConv2d);
+    // channels-last, which its oneDNN convolves without reorders (and its
+    // own convolution, where the backend turned oneDNN off, with copies).
+    const bool channels_last = !train_ && opt.fuse && !device_.is_cuda() &&
+                               graph_.Has(Op::kConv2d) &&
+                               at::globalContext().userEnabledMkldnn();
     if (!train_ && opt.fuse) {
       model_->PrepareInference(
           PlanFusion(graph_, job.mode, Fusion::kFoldBatchNorm), channels_last);

@@ -21,6 +21,7 @@
 #include "backends/torch/runner.h"
 #include "backends/torch/runtime.h"
 #include "machine/blas.h"
+#include "machine/caches.h"
 
 namespace paradnn {
 namespace {
@@ -33,10 +34,20 @@ std::string LoadedBlas() {
   return at::hasMKL() ? "MKL (linked into LibTorch)" : "none loaded";
 }
 
+bool OneDnnOff() { return at::hasMKLDNN() && AmdCacheLeafMissing(); }
+
 class TorchBackend : public Backend {
  public:
   // Before any of its products runs: the kernels they run on.
-  explicit TorchBackend(bool cuda) : cuda_(cuda) { ReplacedBlasCore(); }
+  // Before any of its products runs: the kernels they run on. Where the
+  // CPU hides its cache sizes, LibTorch's oneDNN 3 misreads them
+  // (AmdCacheLeafMissing): its convolutions then write wrong values or
+  // divide by zero, so LibTorch convolves in its own code, as it does when
+  // built without oneDNN, and the run's context says so.
+  explicit TorchBackend(bool cuda) : cuda_(cuda) {
+    ReplacedBlasCore();
+    if (!cuda_ && OneDnnOff()) at::globalContext().setUserEnabledMkldnn(false);
+  }
 
   std::string name() const override { return cuda_ ? "torch_cuda" : "torch"; }
 
@@ -71,7 +82,9 @@ class TorchBackend : public Backend {
     return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
            BlasCore() +
            (cuda_ ? ", CUDA device 0 (fp32 without TF32, cuDNN autotuned)"
-                  : ", CPU");
+            : OneDnnOff()
+                ? ", CPU, its oneDNN off (this CPU hides its cache sizes)"
+                : ", CPU");
   }
 
   std::string Device() const override { return cuda_ ? "gpu" : "cpu"; }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/onednn/onednn_backend.h"
+#include "backends/onednn/padded_reorder.h"
 #include "backends/torch/torch_backend.h"
 #include "bricks/bricks.h"
 #include "generators/declared.h"
@@ -184,6 +185,77 @@ TEST_CASE("oneDNN's fused inference: LibTorch's logits, fewer primitives",
     const int scale = 1;  // bn1's weight: after conv1's
     REQUIRE(f.g.Params()[scale].layer == f.bn1);
     CHECK(fused->Param(scale) == *f.g.layer(f.bn1).values[0]);
+  }
+}
+
+// The element copy that stands in for oneDNN's reorders of padded layouts
+// where those are wrong, against the layouts' offsets written out by hand:
+// AB16b32a (16 columns by 32 rows a block, rows innermost) and nChw16c.
+TEST_CASE(
+    "element copies into padded layouts: their offsets and zeros and bf16",
+    "[onednn]") {
+  using dnnl::memory;
+  using Tag = memory::format_tag;
+  using Dt = memory::data_type;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  auto filled = [&](const memory::desc& md, float value) {
+    memory m(md, engine);
+    float* p = static_cast<float*>(m.get_data_handle());
+    std::fill(p, p + md.get_size() / sizeof(float), value);
+    return m;
+  };
+  SECTION("a matrix into blocks, its padding zeroed, and back") {
+    const int64_t rows = 5, cols = 3;
+    std::vector<float> values(rows * cols);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = i + 1.f;
+    memory plain({{rows, cols}, Dt::f32, Tag::ab}, engine, values.data());
+    memory blocked = filled({{rows, cols}, Dt::f32, Tag::AB16b32a}, 7.f);
+    onednn::CopyElements(plain, blocked, false, 1.f);
+    const float* b = static_cast<const float*>(blocked.get_data_handle());
+    std::vector<float> want(16 * 32, 0.f);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) want[c * 32 + r] = values[r * cols + c];
+    }
+    CHECK(std::vector<float>(b, b + want.size()) == want);
+    CHECK(onednn::Padded(blocked.get_desc()));
+    CHECK(!onednn::Padded(plain.get_desc()));
+    memory back = filled(plain.get_desc(), 0.f);
+    onednn::CopyElements(blocked, back, false, 1.f);
+    const float* r = static_cast<const float*>(back.get_data_handle());
+    CHECK(std::vector<float>(r, r + values.size()) == values);
+  }
+  SECTION("images into 16-channel blocks, scaled and added") {
+    const int64_t n = 2, c = 3, h = 2, w = 2;
+    std::vector<float> values(n * c * h * w);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = i + 1.f;
+    memory plain({{n, c, h, w}, Dt::f32, Tag::nchw}, engine, values.data());
+    memory blocked = filled({{n, c, h, w}, Dt::f32, Tag::nChw16c}, 0.f);
+    onednn::CopyElements(plain, blocked, false, 1.f);
+    onednn::CopyElements(plain, blocked, true, -0.25f);
+    const float* b = static_cast<const float*>(blocked.get_data_handle());
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < c; ++k) {
+        for (int64_t y = 0; y < h * w; ++y) {
+          INFO(i << " " << k << " " << y);
+          CHECK(b[(i * h * w + y) * 16 + k] ==
+                0.75f * values[(i * c + k) * h * w + y]);
+        }
+      }
+    }
+  }
+  SECTION("f32 to bf16 rounds to nearest, ties to even") {
+    // 1 + 2^-8 lies halfway between bf16's 1 and 1 + 2^-7 (odd): to 1;
+    // 1 + 3 * 2^-8 halfway between 1 + 2^-7 and 1 + 2^-6 (even): up.
+    std::vector<float> values = {1.f + 0x1p-8f, 1.f + 0x3p-8f, -2.5f};
+    memory plain({{3, 1}, Dt::f32, Tag::ab}, engine, values.data());
+    memory half({{3, 1}, Dt::bf16, Tag::AB16b32a}, engine);
+    onednn::CopyElements(plain, half, false, 1.f);
+    memory back = filled(plain.get_desc(), 0.f);
+    onednn::CopyElements(half, back, false, 1.f);
+    const float* r = static_cast<const float*>(back.get_data_handle());
+    CHECK(r[0] == 1.f);
+    CHECK(r[1] == 1.f + 0x1p-6f);
+    CHECK(r[2] == -2.5f);
   }
 }
 
