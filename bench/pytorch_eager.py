@@ -15,6 +15,7 @@ LibTorch backend does: batch norms folded into their convolutions
 import argparse
 import json
 import os
+import re
 import time
 
 import torch
@@ -265,15 +266,18 @@ def time_case(name, min_seconds):
             return elapsed / n
 
 
-def amd_cache_leaf_missing():
-    """An AMD CPU without the topology extensions, whose cache sizes oneDNN 3
-    misreads: the LibTorch backend then turns oneDNN off, and so does this
-    script (machine/caches.h, AmdCacheLeafMissing)."""
+def onednn_misreads_caches():
+    """PyTorch's oneDNN 3 or later on an AMD CPU without the topology
+    extensions, whose cache sizes it misreads: the LibTorch backend then
+    turns its oneDNN off, and so does this script
+    (TorchOneDnnMisreadsCaches, backends/torch/torch_backend.h)."""
     with open("/proc/cpuinfo") as f:
         info = f.read()
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
                   if line.startswith("flags")), [])
-    return "AuthenticAMD" in info and "topoext" not in flags
+    version = re.search(r"MKL-DNN v(\d+)", torch.__config__.show())
+    return ("AuthenticAMD" in info and "topoext" not in flags and
+            version is not None and int(version.group(1)) >= 3)
 
 
 def main():
@@ -283,7 +287,7 @@ def main():
     ap.add_argument("names", nargs="+")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    if amd_cache_leaf_missing():
+    if onednn_misreads_caches():
         torch.backends.mkldnn.enabled = False
     times = {n: time_case(n, args.min_seconds) for n in args.names}
     print(json.dumps(times))

@@ -3,7 +3,9 @@
 // descriptors (a ResNet-50's, a DenseNet-121's), which kills the process:
 // the backend cannot step around it, and a sweep reports such a case as
 // crashed in its isolated process. The tests that run those models on the
-// oneDNN backend name the defect and leave that backend out there.
+// oneDNN backend name the defect and leave that backend out there. Debian
+// links LibTorch to the same oneDNN, which the LibTorch backend then turns
+// off (TorchOneDnnMisreadsCaches).
 #pragma once
 
 #include <string>
@@ -24,8 +26,8 @@ inline std::string OnednnCacheDefect() {
   if (DNNL_VERSION_MAJOR < 3 || !AmdCacheLeafMissing()) return "";
   return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." +
          std::to_string(DNNL_VERSION_MINOR) +
-         " divides by zero sizing some convolutions on this CPU, which hides "
-         "its cache sizes (AmdCacheLeafMissing): oneDNN left out";
+         " misreads the caches of this CPU, which hides their sizes "
+         "(AmdCacheLeafMissing): left out";
 #endif
 }
 

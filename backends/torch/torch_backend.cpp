@@ -34,8 +34,6 @@ std::string LoadedBlas() {
   return at::hasMKL() ? "MKL (linked into LibTorch)" : "none loaded";
 }
 
-bool OneDnnOff() { return at::hasMKLDNN() && AmdCacheLeafMissing(); }
-
 class TorchBackend : public Backend {
  public:
   // Before any of its products runs: the kernels they run on.
@@ -46,7 +44,9 @@ class TorchBackend : public Backend {
   // built without oneDNN, and the run's context says so.
   explicit TorchBackend(bool cuda) : cuda_(cuda) {
     ReplacedBlasCore();
-    if (!cuda_ && OneDnnOff()) at::globalContext().setUserEnabledMkldnn(false);
+    if (!cuda_ && TorchOneDnnMisreadsCaches()) {
+      at::globalContext().setUserEnabledMkldnn(false);
+    }
   }
 
   std::string name() const override { return cuda_ ? "torch_cuda" : "torch"; }
@@ -82,7 +82,7 @@ class TorchBackend : public Backend {
     return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
            BlasCore() +
            (cuda_ ? ", CUDA device 0 (fp32 without TF32, cuDNN autotuned)"
-            : OneDnnOff()
+            : TorchOneDnnMisreadsCaches()
                 ? ", CPU, its oneDNN off (this CPU hides its cache sizes)"
                 : ", CPU");
   }
@@ -193,5 +193,16 @@ int64_t TorchModuleParameterCount(const Graph& g) {
 int TorchThreads() { return torch::get_num_threads(); }
 
 bool TorchHasCuda() { return torch::cuda::is_available(); }
+
+bool TorchOneDnnMisreadsCaches() {
+  static const bool misreads = [] {
+    if (!at::hasMKLDNN() || !AmdCacheLeafMissing()) return false;
+    // "Intel(R) MKL-DNN v3.7.2 (Git Hash ...)": the oneDNN LibTorch runs.
+    const std::string config = at::show_config();
+    const size_t at = config.find("MKL-DNN v");
+    return at != std::string::npos && std::atoi(config.c_str() + at + 9) >= 3;
+  }();
+  return misreads;
+}
 
 }  // namespace paradnn

@@ -19,5 +19,9 @@ int64_t TorchModuleParameterCount(const Graph& g);
 int TorchThreads();
 // Whether this LibTorch has CUDA and sees a GPU.
 bool TorchHasCuda();
+// Whether LibTorch's oneDNN is version 3 or later on an AMD CPU that hides
+// its cache sizes (AmdCacheLeafMissing, machine/caches.h), where it
+// misreads them: the backend then turns LibTorch's oneDNN off.
+bool TorchOneDnnMisreadsCaches();
 
 }  // namespace paradnn
