@@ -19,7 +19,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kConv2d, {"units", "kernel", "stride", "pad", "groups?", "bias?"}},
       {Op::kBatchNorm, {"eps?"}},
       {Op::kReLU, {}},
-      {Op::kMaxPool, {"kernel", "stride", "pad"}},
+      {Op::kMaxPool, {"kernel", "stride", "pad", "ceil?"}},
       {Op::kAdd, {}},
       {Op::kGlobalAvgPool, {}},
       {Op::kEmbedding, {"vocab", "units"}},
@@ -55,6 +55,7 @@ std::pair<std::string, bool> AttributeName(const std::string& a) {
 bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "groups") return b.groups == 1;
   if (a == "bias") return !b.bias;
+  if (a == "ceil") return !b.ceil;
   if (a == "eps") return b.epsilon == kNormEpsilon;
   return false;
 }
@@ -114,6 +115,7 @@ std::string AttributeText(const Brick& b) {
     if (a == "pad") text += std::to_string(b.pad);
     if (a == "vocab") text += std::to_string(b.vocab);
     if (a == "bias") text += b.bias ? "1" : "0";
+    if (a == "ceil") text += b.ceil ? "1" : "0";
     if (a == "cell") text += ToString(b.cell);
     if (a == "heads") text += std::to_string(b.heads);
     if (a == "causal") text += b.causal ? "1" : "0";
@@ -161,6 +163,7 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "pad") b->pad = PositiveInt(a, v, 0);
     if (a == "vocab") b->vocab = PositiveInt(a, v);
     if (a == "bias") b->bias = PositiveInt(a, v, 0) != 0;
+    if (a == "ceil") b->ceil = PositiveInt(a, v, 0) != 0;
     if (a == "heads") b->heads = PositiveInt(a, v);
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
     if (a == "groups") b->groups = PositiveInt(a, v);
@@ -209,7 +212,7 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kReLU:
       return g.ReLU(in[0]);
     case Op::kMaxPool:
-      return g.MaxPool(in[0], b.kernel, b.stride, b.pad);
+      return g.MaxPool(in[0], b.kernel, b.stride, b.pad, b.ceil);
     case Op::kAdd:
       return g.Add(in[0], in[1]);
     case Op::kGlobalAvgPool:
@@ -398,6 +401,7 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.heads = l.heads;
     b.causal = l.causal;
     b.groups = l.groups;
+    b.ceil = l.ceil;
     b.axis = l.axis;
     b.epsilon = l.epsilon;
     const bool reads_previous =

@@ -203,7 +203,7 @@ class Builder {
           break;
         case Op::kMaxPool:
           made = g_.MaxPool(in[0], size("kernel", 0), size("stride", 1),
-                            size("pad", 0));
+                            size("pad", 0), flag("ceil", false));
           break;
         case Op::kAdd:
           made = g_.Add(in[0], in[1]);

@@ -312,8 +312,22 @@ int Graph::BatchNorm(int x, double epsilon) {
 
 int Graph::ReLU(int x) { return SameShape(Op::kReLU, x); }
 
-int Graph::MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
-  return Windowed(Op::kMaxPool, x, layer(x).shape.at(1), kernel, stride, pad);
+int Graph::MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad,
+                   bool ceil) {
+  const int i =
+      Windowed(Op::kMaxPool, x, layer(x).shape.at(1), kernel, stride, pad);
+  if (!ceil) return i;
+  // PyTorch's: ceil((in + 2 pad - kernel) / stride) + 1 windows, less the
+  // last where it would start past the input and the padding before it.
+  Layer& l = layers_[i];
+  l.ceil = true;
+  for (int d = 2; d < 4; ++d) {
+    const int64_t in = layer(x).shape[d];
+    int64_t out = (in + 2 * pad - kernel + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= in + pad) --out;
+    l.shape[d] = out;
+  }
+  return i;
 }
 
 int Graph::Add(int a, int b) {

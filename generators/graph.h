@@ -120,6 +120,7 @@ struct Layer {
   int64_t rank = 0;      // cross layer: W's rank (0: full)
   int64_t groups = 1;    // convolution: groups of channels
   int64_t axis = 0;      // concat: the dimension joined
+  bool ceil = false;     // max pool: ceil mode (Graph::MaxPool)
   double epsilon = kNormEpsilon;  // batch and layer norm: added to variance
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
@@ -169,7 +170,10 @@ class Graph {
              int64_t pad, int64_t groups = 1, bool bias = false);
   int BatchNorm(int x, double epsilon = kNormEpsilon);
   int ReLU(int x);
-  int MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad);
+  // ceil: PyTorch's ceil_mode, a last window that starts inside the input
+  // (or its padding before it) even where it hangs past the input's end.
+  int MaxPool(int x, int64_t kernel, int64_t stride, int64_t pad,
+              bool ceil = false);
   // a is the tensor just written (the main path), b one from further back
   // (a residual's shortcut): a brick of the add finds only a in the caches.
   int Add(int a, int b);

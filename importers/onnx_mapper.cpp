@@ -256,7 +256,6 @@ std::string Mapper::Window(const onnx::NodeProto& n, int64_t kernel) const {
            ToString(a.Ints("pads")) +
            ": the graph's windows are square, the same on every side";
   }
-  if (a.Int("ceil_mode", 0) != 0) return where + ": ceil_mode";
   if (!AllEqual(a.Ints("dilations"), 1)) {
     return where + ": dilations " + ToString(a.Ints("dilations"));
   }
@@ -301,6 +300,9 @@ std::string Mapper::Unsupported(const onnx::NodeProto& n) const {
   if (op == "MaxPool" || op == "AveragePool") {
     const std::string why = Window(n, Uniform(a.Ints("kernel_shape"), -1));
     if (!why.empty()) return why;
+    if (op == "AveragePool" && a.Int("ceil_mode", 0) != 0) {
+      return where + ": ceil_mode on an average";
+    }
     if (op == "AveragePool" && a.Int("count_include_pad", 0) != 0 &&
         !AllEqual(a.Ints("pads"), 0)) {
       return where +
@@ -463,8 +465,10 @@ void Mapper::Apply(int index, const onnx::NodeProto& n) {
     const int64_t k = a.Ints("kernel_shape")[0];
     const int64_t stride = Uniform(a.Ints("strides"), 1);
     const int64_t pad = Uniform(a.Ints("pads"), 0);
-    Bind(n.output(0), op == "MaxPool" ? graph_.MaxPool(x, k, stride, pad)
-                                      : graph_.AvgPool(x, k, stride, pad));
+    Bind(n.output(0),
+         op == "MaxPool"
+             ? graph_.MaxPool(x, k, stride, pad, a.Int("ceil_mode", 0) != 0)
+             : graph_.AvgPool(x, k, stride, pad));
   } else if (op == "Relu") {
     Bind(n.output(0), graph_.ReLU(x));
   } else if (op == "Sigmoid") {

@@ -316,26 +316,30 @@ inline dnnl::convolution_backward_data::primitive_desc ConvolutionDataPd(
 }
 
 // Square pooling windows, padded alike on both sides, without dilation.
+// `pad` before the first window, `pad_end` after the last (ceil mode's
+// window may hang past the input).
 inline dnnl::pooling_forward::primitive_desc PoolingPd(
     const engine& eng, prop_kind prop, algorithm alg, const Md& src,
-    const Md& dst, const Dims& strides, const Dims& kernel, const Dims& pad) {
+    const Md& dst, const Dims& strides, const Dims& kernel, const Dims& pad,
+    const Dims& pad_end) {
 #if PARADNN_DNNL3
   const Dims none(strides.size(), 0);
-  return {eng, prop, alg, src, dst, strides, kernel, none, pad, pad};
+  return {eng, prop, alg, src, dst, strides, kernel, none, pad, pad_end};
 #else
-  return {{prop, alg, src, dst, strides, kernel, pad, pad}, eng};
+  return {{prop, alg, src, dst, strides, kernel, pad, pad_end}, eng};
 #endif
 }
 
 inline dnnl::pooling_backward::primitive_desc PoolingBackwardPd(
     const engine& eng, algorithm alg, const Md& diff_src, const Md& diff_dst,
     const Dims& strides, const Dims& kernel, const Dims& pad,
-    const dnnl::pooling_forward::primitive_desc& hint) {
+    const Dims& pad_end, const dnnl::pooling_forward::primitive_desc& hint) {
 #if PARADNN_DNNL3
   const Dims none(strides.size(), 0);
-  return {eng, alg, diff_src, diff_dst, strides, kernel, none, pad, pad, hint};
+  return {eng,    alg,  diff_src, diff_dst, strides,
+          kernel, none, pad,      pad_end,  hint};
 #else
-  return {{alg, diff_src, diff_dst, strides, kernel, pad, pad}, eng, hint};
+  return {{alg, diff_src, diff_dst, strides, kernel, pad, pad_end}, eng, hint};
 #endif
 }
 

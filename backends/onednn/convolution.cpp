@@ -119,14 +119,22 @@ void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
   const int x = l.inputs[0];
   const memory::desc src_md = out_[x].get_desc();
   const Dims src_dims = DimsOf(src_md);
-  const Dims dst_dims = {src_dims[0], src_dims[1],
-                         (src_dims[2] + 2 * pad - kernel) / stride + 1,
-                         (src_dims[3] + 2 * pad - kernel) / stride + 1};
+  // The graph's output (a global pool's [N, C] as 1x1 maps). In ceil mode
+  // the last window may hang past the input: the padding after it is what
+  // that window needs.
+  const bool maps = l.shape.size() == 4;
+  const Dims dst_dims = {src_dims[0], src_dims[1], maps ? l.shape[2] : 1,
+                         maps ? l.shape[3] : 1};
   const Dims strides = {stride, stride}, kernels = {kernel, kernel},
              pads = {pad, pad};
-  const auto pd =
-      PoolingPd(engine_, Forward(), alg, src_md,
-                memory::desc(dst_dims, dt_, Tag::any), strides, kernels, pads);
+  Dims pads_end(2);
+  for (int d = 0; d < 2; ++d) {
+    pads_end[d] =
+        (dst_dims[d + 2] - 1) * stride + kernel - src_dims[d + 2] - pad;
+  }
+  const auto pd = PoolingPd(engine_, Forward(), alg, src_md,
+                            memory::desc(dst_dims, dt_, Tag::any), strides,
+                            kernels, pads, pads_end);
   SetOut(i, pd.dst_desc());
   Args args = {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}};
   memory workspace;
@@ -137,7 +145,7 @@ void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
   Run(forward_, dnnl::pooling_forward(pd), args);
   if (!Grad(x)) return;
   const auto bpd = PoolingBackwardPd(engine_, alg, src_md, pd.dst_desc(),
-                                     strides, kernels, pads, pd);
+                                     strides, kernels, pads, pads_end, pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Args bargs = {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_DIFF_SRC, grad}};
   if (workspace) bargs[DNNL_ARG_WORKSPACE] = workspace;

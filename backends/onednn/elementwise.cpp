@@ -135,7 +135,7 @@ void OnednnRunner::BuildChannelMul(int i, const Layer& l) {
   auto pool = [&](const memory::desc& maps) {
     return PoolingPd(engine_, dnnl::prop_kind::forward_inference,
                      dnnl::algorithm::pooling_avg_exclude_padding, maps,
-                     factors, ones, window, none);
+                     factors, ones, window, none, none);
   };
   memory::desc md = out_[x].get_desc();
   auto pool_pd = pool(md);

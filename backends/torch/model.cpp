@@ -249,7 +249,8 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         y = torch::relu(x);
         break;
       case Op::kMaxPool:
-        y = torch::max_pool2d(x, l.kernel, l.stride, l.pad);
+        y = torch::max_pool2d(x, l.kernel, l.stride, l.pad, /*dilation=*/1,
+                              l.ceil);
         break;
       case Op::kAdd:
         y = x + values_[l.inputs[1]];

@@ -259,6 +259,16 @@ TEST_CASE(
   }
 }
 
+// The comparisons below hold only if a NaN or an infinity fails them.
+TEST_CASE("a relative error with a NaN or an infinity fails every bound",
+          "[values]") {
+  CHECK(std::isinf(RelativeError({NAN, 1.f}, {1.f, 1.f})));
+  CHECK(std::isinf(RelativeError({1.f, 1.f}, {1.f, INFINITY})));
+  CHECK(std::isinf(RelativeError({1.f}, {1.f, 2.f})));
+  // |2 - 2.5| over the largest |b|, 2.5.
+  CHECK(RelativeError({1.f, 2.f}, {1.f, 2.5f}) == Approx(0.2));
+}
+
 TEST_CASE("oneDNN matches LibTorch in fp32: outputs, loss, updated weights",
           "[onednn]") {
   auto torch = MakeTorchBackend(false);
@@ -314,8 +324,9 @@ TEST_CASE(
 // backward has work to do: a grouped and a depthwise convolution with
 // biases, a squeeze-and-excitation (a per-channel product whose factors
 // come from the same maps), every activation, average pools with and
-// without padding, a concat of channels (one input twice, channel counts
-// that split oneDNN's blocks of 16), a flatten of feature maps.
+// without padding, a maximum in ceil mode, a concat of channels (one input
+// twice, channel counts that split oneDNN's blocks of 16), a flatten of
+// feature maps.
 TEST_CASE(
     "oneDNN matches LibTorch in fp32: the layers of mobile and dense CNNs",
     "[onednn]") {
@@ -331,9 +342,13 @@ TEST_CASE(
   const int scaled = g.ChannelMul(depthwise, excited);
   const int joined =
       g.Concat({scaled, g.Conv2d(scaled, 5, 1, 1, 0), scaled}, 1);
-  const int pooled = g.AvgPool(g.AvgPool(joined, 3, 1, 1), 2, 2, 0);
+  // A ceil-mode maximum's last window hangs past the 5x5 maps: 3x3 (2x2
+  // rounded down).
+  const int ceiled = g.MaxPool(g.AvgPool(joined, 3, 1, 1), 2, 2, 0, true);
+  const int pooled = g.AvgPool(ceiled, 2, 1, 0);
   g.SoftmaxCrossEntropy(g.Dense(g.Flatten(pooled), 7));
   CHECK(g.layer(joined).shape == Shape{3, 29, 5, 5});
+  CHECK(g.layer(ceiled).shape == Shape{3, 29, 3, 3});
   CHECK(g.layer(pooled).shape == Shape{3, 29, 2, 2});
   StepBothModes(*onednn, *torch, g);
 }

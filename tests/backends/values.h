@@ -21,12 +21,15 @@ inline bool AllBf16(const std::vector<float>& values) {
 }
 
 // Largest |a - b| relative to the largest |b|, so that a bound reads as a
-// fraction of the values' scale. Sizes must agree.
+// fraction of the values' scale. Sizes must agree, and every value be
+// finite: otherwise infinite, which fails every bound (std::max keeps its
+// first argument against a NaN, so NaNs would otherwise compare as equal).
 inline double RelativeError(const std::vector<float>& a,
                             const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
   double diff = 0, scale = 1e-30;
   for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
     diff = std::max(diff, std::abs(double(a[i]) - b[i]));
     scale = std::max(scale, std::abs(double(b[i])));
   }

@@ -166,6 +166,21 @@ TEST_CASE("brick names round-trip", "[bricks]") {
       BrickCase{norm, "torch", DType::kFp32, Mode::kInfer}.Name();
   CHECK(ParseBrickName(norm_name).brick.epsilon == 0.001);
   CHECK(ParseBrickName(norm_name).Name() == norm_name);
+  // A max pool in ceil mode says so; one rounding down, as before.
+  Graph pools;
+  const int maps = pools.Input({2, 4, 8, 8});
+  pools.MaxPool(pools.MaxPool(maps, 3, 2, 0, true), 2, 2, 0);
+  const std::vector<Brick> pool_bricks = BricksOf(pools, Mode::kInfer);
+  CHECK(pool_bricks.at(0).Key() ==
+        "maxpool/in:2x4x8x8/kernel:3/stride:2/pad:0/ceil:1/grad:0");
+  CHECK(pool_bricks.at(1).Key() ==
+        "maxpool/in:2x4x4x4/kernel:2/stride:2/pad:0/grad:0");
+  const std::string pool_name =
+      BrickCase{pool_bricks[0], "onednn", DType::kFp32, Mode::kInfer}.Name();
+  CHECK(ParseBrickName(pool_name).brick == pool_bricks[0]);
+  CHECK(
+      ParseBrickName(pool_name).brick.BuildGraph(Mode::kInfer).layer(1).shape ==
+      Shape{2, 4, 4, 4});
   CHECK_THROWS_WITH(
       ParseBrickName("BRICK/concat/in:2x8x9x9/axis:1/grad:1/torch/fp32/train"),
       ContainsSubstring("1 input shape, concat takes two or more"));

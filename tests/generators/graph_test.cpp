@@ -98,5 +98,20 @@ TEST_CASE("initial values are deterministic and bounded", "[graph][init]") {
   for (int64_t t : tokens) CHECK((t >= 0 && t < 3));
 }
 
+// PyTorch's ceil_mode, its sizes worked by hand: 8 - 3 = 5 steps of 2 is
+// 2.5 windows after the first, 3 rounded down and 4 up; from 5 with
+// padding 1 and windows of 2, ceil would give 4, but the fourth window
+// would start at 6, in the padding after the input: 3.
+TEST_CASE("a max pool in ceil mode keeps a last window that hangs past",
+          "[graph]") {
+  Graph g;
+  const int x = g.Input({1, 2, 8, 5});
+  CHECK(g.layer(g.MaxPool(x, 3, 2, 0)).shape == Shape{1, 2, 3, 2});
+  CHECK(g.layer(g.MaxPool(x, 3, 2, 0, true)).shape == Shape{1, 2, 4, 2});
+  const int padded = g.MaxPool(x, 2, 2, 1, true);
+  CHECK(g.layer(padded).shape == Shape{1, 2, 5, 3});
+  CHECK(g.layer(padded).ceil);
+}
+
 }  // namespace
 }  // namespace paradnn
