@@ -79,12 +79,13 @@ class TorchBackend : public Backend {
   }
 
   std::string Describe() const override {
-    return std::string("LibTorch ") + TORCH_VERSION + ", BLAS " + LoadedBlas() +
-           BlasCore() +
+    return std::string("LibTorch ") + TORCH_VERSION +
+           (!cuda_ && TorchOneDnnMisreadsCaches()
+                ? " (its oneDNN off: this CPU hides its cache sizes)"
+                : "") +
+           ", BLAS " + LoadedBlas() + BlasCore() +
            (cuda_ ? ", CUDA device 0 (fp32 without TF32, cuDNN autotuned)"
-            : TorchOneDnnMisreadsCaches()
-                ? ", CPU, its oneDNN off (this CPU hides its cache sizes)"
-                : ", CPU");
+                  : ", CPU");
   }
 
   std::string Device() const override { return cuda_ ? "gpu" : "cpu"; }
