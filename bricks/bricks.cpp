@@ -37,6 +37,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kHardSwish, {}},
       {Op::kHardSigmoid, {}},
       {Op::kChannelMul, {}},
+      {Op::kChannelShuffle, {"groups"}},
       {Op::kConcat, {"axis"}},
       {Op::kSequence, {}},
       {Op::kClassToken, {}},
@@ -254,6 +255,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.HardSigmoid(in[0]);
     case Op::kChannelMul:
       return g.ChannelMul(in[0], in[1]);
+    case Op::kChannelShuffle:
+      return g.ChannelShuffle(in[0], b.groups);
     case Op::kConcat:
       return g.Concat(in, b.axis);
     case Op::kSequence:

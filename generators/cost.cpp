@@ -337,7 +337,8 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   // pass the gradient back, and a sum's inputs take its output's gradient
   // as it is.
   const bool moves = l.op == Op::kAdd || l.op == Op::kConcat ||
-                     l.op == Op::kSequence || l.op == Op::kClassToken;
+                     l.op == Op::kSequence || l.op == Op::kClassToken ||
+                     l.op == Op::kChannelShuffle;
   const int64_t reads =
       (loss ? 0 : OutputBytes(l, e)) + (moves ? 0 : in_bytes) + param_bytes;
   c.read_bytes += reads;

@@ -102,6 +102,8 @@ const std::map<std::string, OpInfo>& Ops() {
       {"hardswish", {Op::kHardSwish, 1, {}}},
       {"hardsigmoid", {Op::kHardSigmoid, 1, {}}},
       {"channel_mul", {Op::kChannelMul, 2, {}}},
+      {"channel_shuffle",
+       {Op::kChannelShuffle, 1, {{"groups", Kind::kPositive, true}}}},
       {"sequence", {Op::kSequence, 1, {}}},
       {"class_token", {Op::kClassToken, 1, {}}},
       {"first_token", {Op::kFirstToken, 1, {}}},

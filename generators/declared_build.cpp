@@ -286,6 +286,9 @@ class Builder {
         case Op::kChannelMul:
           made = g_.ChannelMul(in[0], in[1]);
           break;
+        case Op::kChannelShuffle:
+          made = g_.ChannelShuffle(in[0], size("groups", 0));
+          break;
         case Op::kSequence:
           made = g_.Sequence(in[0]);
           break;

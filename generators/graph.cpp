@@ -97,6 +97,8 @@ const char* ToString(Op op) {
       return "hardswish";
     case Op::kChannelMul:
       return "channel_mul";
+    case Op::kChannelShuffle:
+      return "channel_shuffle";
     case Op::kHardSigmoid:
       return "hardsigmoid";
     case Op::kSequence:
@@ -257,6 +259,17 @@ int Graph::ChannelMul(int x, int s) {
               ToString(layer(s).shape) + ": expected [N, C, H, W] by [N, C]");
   const int i = SameShape(Op::kChannelMul, x);
   layers_[i].inputs.push_back(s);
+  return i;
+}
+
+int Graph::ChannelShuffle(int x, int64_t groups) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 4 && groups > 1 && in[1] % groups == 0,
+          "a channel shuffle of " + ToString(in) + " in " +
+              std::to_string(groups) +
+              " groups: expected [N, C, H, W] with C a multiple of them");
+  const int i = SameShape(Op::kChannelShuffle, x);
+  layers_[i].groups = groups;
   return i;
 }
 

@@ -73,6 +73,10 @@ enum class Op {
   kHardSwish,    // x * relu6(x + 3) / 6
   kHardSigmoid,  // relu6(x + 3) / 6
   kChannelMul,   // inputs[0] [N, C, H, W] x inputs[1] [N, C], per channel
+  // [N, C, H, W]: channels as `groups` rows of C / groups, transposed
+  // (ShuffleNet's): output channel i x groups + j is input channel
+  // j x C / groups + i.
+  kChannelShuffle,
   // Vision transformers' layers:
   kSequence,    // [N, C, H, W] -> [H x W, N, C]: each position a token
   kClassToken,  // [L, N, E] -> [1 + L, N, E]: a trainable [E] token first
@@ -118,7 +122,7 @@ struct Layer {
   int64_t context = 0;   // cached attention: positions in the cache
   int64_t position = 0;  // rotary embedding: the first position
   int64_t rank = 0;      // cross layer: W's rank (0: full)
-  int64_t groups = 1;    // convolution: groups of channels
+  int64_t groups = 1;    // convolution, channel shuffle: groups of channels
   int64_t axis = 0;      // concat: the dimension joined
   bool ceil = false;     // max pool: ceil mode (Graph::MaxPool)
   double epsilon = kNormEpsilon;  // batch and layer norm: added to variance
@@ -205,6 +209,7 @@ class Graph {
   int HardSigmoid(int x);
   // x [N, C, H, W] scaled per example and channel by s [N, C].
   int ChannelMul(int x, int s);
+  int ChannelShuffle(int x, int64_t groups);
   int Sequence(int x);
   int ClassToken(int x);
   int FirstToken(int x);

@@ -282,6 +282,13 @@ class Mapper {
   // in the one dimension that then spans the layer's batch and is the
   // smallest that does.
   View Reshape(const onnx::NodeProto& n, const View& given);
+  // ShuffleNet's channel shuffle (torchvision's: maps [N, C, H, W] viewed
+  // as [N, g, C / g, H, W], the two channel axes transposed, reshaped
+  // back): `v` that view after the transpose, `to` the maps' shape (at
+  // the graph's batch or the file's, -1 where the reshape puts the rest). The
+  // layer that moves the channels, as a view of its whole output; nullopt
+  // for any other view.
+  std::optional<View> Shuffled(const View& v, const Shape& to);
 
   // The node reading `value` with operator `op` (and `also`, if given, as
   // another input), or -1.

@@ -189,6 +189,35 @@ std::optional<Mapper::HeadsOf> Mapper::Heads(const View& given, bool keys) {
   return h;
 }
 
+std::optional<View> Mapper::Shuffled(const View& v, const Shape& to) {
+  if (v.layer < 0 || v.offset != 0 || v.scale != 1 || v.shape.size() != 5) {
+    return std::nullopt;
+  }
+  const Shape s = LayerShape(v.layer);
+  const int64_t groups = v.shape[2];
+  // The maps' shape (-1 where the rest goes), its batch the graph's or the
+  // one the file fixed.
+  auto fits = [&](size_t k) {
+    return to[k] == -1 || to[k] == s[k] || (k == 0 && to[k] == file_batch_);
+  };
+  if (s.size() != 4 || to.size() != 4 || groups < 2 || s[1] % groups != 0 ||
+      !fits(0) || !fits(1) || !fits(2) || !fits(3)) {
+    return std::nullopt;
+  }
+  const int64_t maps = s[2] * s[3];
+  const View shuffle =
+      Canonical({v.layer,
+                 {s[0], s[1] / groups, groups, s[2], s[3]},
+                 {s[1] * maps, maps, s[1] / groups * maps, s[3], 1},
+                 0,
+                 1});
+  const View given = Canonical(v);
+  if (given.shape != shuffle.shape || given.strides != shuffle.strides) {
+    return std::nullopt;
+  }
+  return Whole(graph_.ChannelShuffle(v.layer, groups), s);
+}
+
 View Mapper::Reshape(const onnx::NodeProto& n, const View& given) {
   const Known* target = KnownOf(n.input(1));
   if (target == nullptr) {
@@ -206,6 +235,8 @@ View Mapper::Reshape(const onnx::NodeProto& n, const View& given) {
       product *= shape[k];
     }
   }
+  // Before the -1 takes the rest: a batch the file fixed would move it.
+  if (const auto out = Shuffled(given, shape)) return *out;
   const int64_t elements = Elements(given.shape);
   if (rest >= 0 && product > 0) shape[rest] = elements / product;
   auto reshaped = [&](const View& v, const Shape& to) {

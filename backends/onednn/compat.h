@@ -343,6 +343,29 @@ inline dnnl::pooling_backward::primitive_desc PoolingBackwardPd(
 #endif
 }
 
+// A shuffle along `axis`, seen as [size / group_size][group_size] and
+// transposed; its output in its input's format.
+inline dnnl::shuffle_forward::primitive_desc ShufflePd(const engine& eng,
+                                                       prop_kind prop,
+                                                       const Md& src, int axis,
+                                                       int64_t group_size) {
+#if PARADNN_DNNL3
+  return {eng, prop, src, src, axis, static_cast<int>(group_size)};
+#else
+  return {{prop, src, axis, static_cast<int>(group_size)}, eng};
+#endif
+}
+
+inline dnnl::shuffle_backward::primitive_desc ShuffleBackwardPd(
+    const engine& eng, const Md& diff, int axis, int64_t group_size,
+    const dnnl::shuffle_forward::primitive_desc& hint) {
+#if PARADNN_DNNL3
+  return {eng, diff, diff, axis, static_cast<int>(group_size), hint};
+#else
+  return {{diff, axis, static_cast<int>(group_size)}, eng, hint};
+#endif
+}
+
 // Batch and layer normalization (`Norm` their forward, `Backward` their
 // backward primitive), which take the same arguments and write in their
 // source's format.

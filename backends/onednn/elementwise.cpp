@@ -115,6 +115,24 @@ void OnednnRunner::BuildHardSigmoid(int i, const Layer& l) {
   Deliver(x, i, grad);
 }
 
+// oneDNN's shuffle sees the axis as [C / G][G] and transposes it: the
+// graph's groups rows of C / groups are its group size G = C / groups.
+void OnednnRunner::BuildChannelShuffle(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const int64_t group_size = l.shape[1] / l.groups;
+  const auto pd =
+      ShufflePd(engine_, Forward(), out_[x].get_desc(), 1, group_size);
+  SetOut(i, pd.dst_desc());
+  Run(forward_, dnnl::shuffle_forward(pd),
+      {{DNNL_ARG_SRC, out_[x]}, {DNNL_ARG_DST, out_[i]}});
+  if (!Grad(x)) return;
+  const auto bpd = ShuffleBackwardPd(engine_, pd.dst_desc(), 1, group_size, pd);
+  memory grad = GradTarget(x, i, bpd.diff_src_desc());
+  Run(backward_[i], dnnl::shuffle_backward(bpd),
+      {{DNNL_ARG_DIFF_DST, diff_[i]}, {DNNL_ARG_DIFF_SRC, grad}});
+  Deliver(x, i, grad);
+}
+
 // x [N, C, H, W] times s [N, C] broadcast over H and W. Backward: x's
 // gradient is the output's times s; s's is the sum over H and W of the
 // output's gradient times x, an average pool of their product scaled by

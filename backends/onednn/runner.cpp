@@ -586,6 +586,9 @@ void OnednnRunner::Build(int i) {
     case Op::kChannelMul:
       BuildChannelMul(i, l);
       break;
+    case Op::kChannelShuffle:
+      BuildChannelShuffle(i, l);
+      break;
     case Op::kCross:
       BuildCross(i, l);
       break;

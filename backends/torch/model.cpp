@@ -248,6 +248,16 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kReLU:
         y = torch::relu(x);
         break;
+      case Op::kChannelShuffle: {
+        // torchvision's channel_shuffle: groups rows of channels, transposed
+        // (a copy, as its contiguous() makes).
+        const int64_t n = x.size(0), c = x.size(1), h = x.size(2),
+                      w = x.size(3);
+        y = x.reshape({n, l.groups, c / l.groups, h, w})
+                .transpose(1, 2)
+                .reshape({n, c, h, w});
+        break;
+      }
       case Op::kMaxPool:
         y = torch::max_pool2d(x, l.kernel, l.stride, l.pad, /*dilation=*/1,
                               l.ceil);

@@ -353,6 +353,43 @@ TEST_CASE(
   StepBothModes(*onednn, *torch, g);
 }
 
+// ShuffleNet's channel shuffle, its permutation written out: of 6
+// channels in 3 groups (3 rows of 2), output channel 3i + j is input
+// channel 2j + i; and where backward passes its gradient back, in
+// 16-channel blocks behind a convolution.
+TEST_CASE("a channel shuffle moves channels as torchvision's, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph small;
+  const int maps = small.Input({2, 6, 1, 2});
+  small.SoftmaxCrossEntropy(small.Flatten(small.ChannelShuffle(maps, 3)));
+  const std::vector<float> x = InitInput(small, 11, maps);
+  std::vector<float> want(x.size());
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t c = 0; c < 6; ++c) {
+      const int64_t from = c % 3 * 2 + c / 3;  // i = c / 3, j = c % 3
+      for (int64_t p = 0; p < 2; ++p) {
+        want[(n * 6 + c) * 2 + p] = x[(n * 6 + from) * 2 + p];
+      }
+    }
+  }
+  Case c = ParseCaseName(
+      "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
+  for (const Backend* b : {torch.get(), onednn.get()}) {
+    INFO(b->name());
+    auto r = Prepare(*b, c, small);
+    r->Step();
+    CHECK(r->Output() == want);
+  }
+  Graph g;
+  const int conv = g.Conv2d(g.Input({2, 4, 5, 5}), 32, 3, 1, 1);
+  const int shuffled = g.ChannelShuffle(g.ReLU(conv), 2);
+  g.SoftmaxCrossEntropy(
+      g.Dense(g.GlobalAvgPool(g.Conv2d(shuffled, 8, 1, 1, 0)), 3));
+  StepBothModes(*onednn, *torch, g);
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

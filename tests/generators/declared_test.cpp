@@ -245,7 +245,8 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
                        "  - {op: dens, units: nodes}\n") ==
         "f.yaml:5: 'dens' is not an operation: expected one of add, "
         "attention, avgpool, avgpool2d, batchnorm, cached_attention, "
-        "channel_mul, class_token, concat, conv2d, cross, dense, embedding, "
+        "channel_mul, channel_shuffle, class_token, concat, conv2d, cross, "
+        "dense, embedding, "
         "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
         "input, last_position, layernorm, maxpool, positional, recurrent, "
         "relu, relu6, rmsnorm, rope, sequence, sigmoid, silu, softmax_xent, "

@@ -113,5 +113,16 @@ TEST_CASE("a max pool in ceil mode keeps a last window that hangs past",
   CHECK(g.layer(padded).ceil);
 }
 
+TEST_CASE("a channel shuffle keeps the maps' shape, its groups dividing C",
+          "[graph]") {
+  Graph g;
+  const int x = g.Input({2, 6, 4, 4});
+  const int s = g.ChannelShuffle(x, 3);
+  CHECK(g.layer(s).shape == Shape{2, 6, 4, 4});
+  CHECK(g.layer(s).groups == 3);
+  CHECK_THROWS_WITH(g.ChannelShuffle(x, 4),
+                    Catch::Matchers::ContainsSubstring("C a multiple of them"));
+}
+
 }  // namespace
 }  // namespace paradnn

@@ -41,6 +41,14 @@ class ModelWriter {
     }
     for (int64_t i = 0; i < n; ++i) t->add_float_data(value);
   }
+  // A 1-D tensor of int64 values: a reshape's target shape.
+  void Ints(const std::string& name, std::initializer_list<int64_t> values) {
+    onnx::TensorProto* t = g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
   onnx::NodeProto* Node(const std::string& op, const std::string& name,
                         std::initializer_list<std::string> inputs,
                         std::initializer_list<std::string> outputs) {
@@ -104,8 +112,8 @@ inline std::string ResidualNet(bool dilated = false) {
   onnx::NodeProto* c1 = w.Node("Conv", "conv1", {"x", "w1"}, {"c1"});
   ModelWriter::Ints(c1, "kernel_shape", {3, 3});
   // Dilated, the kernel reaches 5x5: pads of 2 keep the image's size.
-  ModelWriter::Ints(c1, "pads", {1 + dilated, 1 + dilated, 1 + dilated,
-                                 1 + dilated});
+  ModelWriter::Ints(c1, "pads",
+                    {1 + dilated, 1 + dilated, 1 + dilated, 1 + dilated});
   if (dilated) ModelWriter::Ints(c1, "dilations", {2, 2});
   w.Node("BatchNormalization", "bn1", {"c1", "s1", "t1", "m1", "v1"}, {"n1"});
   w.Node("Relu", "relu1", {"n1"}, {"r1"});
