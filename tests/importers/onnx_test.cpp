@@ -104,22 +104,26 @@ TEST_CASE("ONNX: a node the graph cannot express is named, with why",
 // to -1: one layer that moves the channels.
 TEST_CASE("ONNX: a channel shuffle's reshapes and transpose are one layer",
           "[onnx]") {
-  ModelWriter w;
-  w.Input("x", {1, 8, 4, 4});
-  w.Weights("cw", {8, 8, 1, 1});
-  w.Weights("fc_w", {8, 3});
-  w.Ints("split", {1, 2, 4, 4, 4});
-  w.Ints("merge", {1, -1, 4, 4});
-  w.Node("Conv", "conv", {"x", "cw"}, {"c"});
-  w.Node("Reshape", "split_channels", {"c", "split"}, {"s"});
-  onnx::NodeProto* t = w.Node("Transpose", "swap", {"s"}, {"t"});
-  ModelWriter::Ints(t, "perm", {0, 2, 1, 3, 4});
-  w.Node("Reshape", "merge_channels", {"t", "merge"}, {"m"});
-  w.Node("GlobalAveragePool", "pool", {"m"}, {"p"});
-  w.Node("Flatten", "flat", {"p"}, {"f"});
-  w.Node("MatMul", "fc", {"f", "fc_w"}, {"y"});
-  w.Output("y", {1, 3});
-  const OnnxModel m = ReadOnnx(w.Write("shuffle.onnx"), 3);
+  // The maps split into 2 x 4 channels, axes swapped by `perm`, merged
+  // back, pooled and classified.
+  auto file = [](std::initializer_list<int64_t> perm, const std::string& name) {
+    ModelWriter w;
+    w.Input("x", {1, 8, 4, 4});
+    w.Weights("cw", {8, 8, 1, 1});
+    w.Weights("fc_w", {8, 3});
+    w.Ints("split", {1, 2, 4, 4, 4});
+    w.Ints("merge", {1, -1, 4, 4});
+    w.Node("Conv", "conv", {"x", "cw"}, {"c"});
+    w.Node("Reshape", "split_channels", {"c", "split"}, {"s"});
+    ModelWriter::Ints(w.Node("Transpose", "swap", {"s"}, {"t"}), "perm", perm);
+    w.Node("Reshape", "merge_channels", {"t", "merge"}, {"m"});
+    w.Node("GlobalAveragePool", "pool", {"m"}, {"p"});
+    w.Node("Flatten", "flat", {"p"}, {"f"});
+    w.Node("MatMul", "fc", {"f", "fc_w"}, {"y"});
+    w.Output("y", {1, 3});
+    return w.Write(name);
+  };
+  const OnnxModel m = ReadOnnx(file({0, 2, 1, 3, 4}, "shuffle.onnx"), 3);
   INFO(m.why_no_graph);
   REQUIRE(m.graph);
   const Graph& g = *m.graph;
@@ -132,18 +136,7 @@ TEST_CASE("ONNX: a channel shuffle's reshapes and transpose are one layer",
   CHECK(g.layer(3).inputs == std::vector<int>{2});
   // A transpose of other axes (height and width) is no shuffle: a view the
   // graph's layers do not read.
-  ModelWriter v;
-  v.Input("x", {1, 8, 4, 4});
-  v.Weights("cw", {8, 8, 1, 1});
-  v.Ints("split", {1, 2, 4, 4, 4});
-  v.Ints("merge", {1, -1, 4, 4});
-  v.Node("Conv", "conv", {"x", "cw"}, {"c"});
-  v.Node("Reshape", "split_channels", {"c", "split"}, {"s"});
-  onnx::NodeProto* u = v.Node("Transpose", "swap", {"s"}, {"t"});
-  ModelWriter::Ints(u, "perm", {0, 1, 2, 4, 3});
-  v.Node("Reshape", "merge_channels", {"t", "merge"}, {"m"});
-  v.Output("m", {1, 8, 4, 4});
-  const OnnxModel n = ReadOnnx(v.Write("not_shuffle.onnx"), 3);
+  const OnnxModel n = ReadOnnx(file({0, 1, 2, 4, 3}, "not_shuffle.onnx"), 3);
   CHECK_FALSE(n.graph);
   CHECK_THAT(n.why_no_graph,
              ContainsSubstring("that the graph's layers do not read"));

@@ -116,13 +116,6 @@ TEST_CASE(
          "\"memory_read_bandwidth\": 2e10, \"memory_write_bandwidth\": 5e9, "
          "\"cache_bandwidth\": {\"300000\": {\"read\": 2e11, \"triad\": 1e11, "
          "\"write\": 5e10}}}";
-  Result r = RunRunner("--paradnn_case=" + name +
-                           " --paradnn_steps=5 --paradnn_threads=1"
-                           " --paradnn_platform=" +
-                           platform + " --paradnn_profile_out=" + out,
-                       ClockPath());
-  INFO(r.err);
-  REQUIRE(r.status == 0);
   const Case c = ParseCaseName(name);
   std::map<int, std::pair<double, double>> truth_us;  // forward, backward
   double parts_us = 0;
@@ -132,11 +125,41 @@ TEST_CASE(
     (p.backward ? truth_us[p.layer].second : truth_us[p.layer].first) += p.us;
     parts_us += p.us;
   }
-  const json j = json::parse(Slurp(out))["cases"][0];
-  const json& layers = j["layers"];
   // Each spin overshoots by up to ten microseconds (above), so the sum by
   // up to ten a part: a 2-vCPU EPYC measured 17-20 us over 327 in about
-  // half its runs, 6% over.
+  // half its runs, 6% over. A process the host preempts inside a spin
+  // overshoots by its time slice (50 us, once in CI): the process is the
+  // unit of variance, so a profile off its known times is taken again, up
+  // to three processes. An attribution that is wrong is wrong in every one.
+  const auto near = [](double measured_us, double truth_us, double margin_us,
+                       double fraction) {
+    return std::abs(measured_us - truth_us) <=
+           std::max(margin_us, fraction * truth_us);
+  };
+  const auto close_to_parts = [&](const json& layers) {
+    bool close = near(layers["layers_ms"].get<double>() * 1e3, parts_us,
+                      10.0 * parts.size(), 0.05);
+    for (const json& l : layers["list"]) {
+      const auto& [forward, backward] = truth_us[l["layer"].get<int>()];
+      close = close &&
+              near(l["forward_ms"].get<double>() * 1e3, forward, 10, 0.1) &&
+              near(l["backward_ms"].get<double>() * 1e3, backward, 10, 0.1);
+    }
+    return close;
+  };
+  json j;
+  for (int process = 0; process < 3; ++process) {
+    Result r = RunRunner("--paradnn_case=" + name +
+                             " --paradnn_steps=5 --paradnn_threads=1"
+                             " --paradnn_platform=" +
+                             platform + " --paradnn_profile_out=" + out,
+                         ClockPath());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    j = json::parse(Slurp(out))["cases"][0];
+    if (close_to_parts(j["layers"])) break;
+  }
+  const json& layers = j["layers"];
   CHECK(layers["layers_ms"].get<double>() ==
         Approx(parts_us / 1e3).epsilon(0.05).margin(10e-3 * parts.size()));
   CHECK(layers["unattributed_ms"].get<double>() ==
