@@ -38,6 +38,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kHardSigmoid, {}},
       {Op::kChannelMul, {}},
       {Op::kChannelShuffle, {"groups"}},
+      {Op::kSlice, {"axis", "begin", "units"}},
       {Op::kConcat, {"axis"}},
       {Op::kSequence, {}},
       {Op::kClassToken, {}},
@@ -122,6 +123,7 @@ std::string AttributeText(const Brick& b) {
     if (a == "causal") text += b.causal ? "1" : "0";
     if (a == "groups") text += std::to_string(b.groups);
     if (a == "axis") text += std::to_string(b.axis);
+    if (a == "begin") text += std::to_string(b.begin);
     if (a == "eps") {
       std::ostringstream eps;
       eps << b.epsilon;
@@ -169,6 +171,7 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
     if (a == "groups") b->groups = PositiveInt(a, v);
     if (a == "axis") b->axis = PositiveInt(a, v, 0);
+    if (a == "begin") b->begin = PositiveInt(a, v, 0);
     if (a == "eps") b->epsilon = PositiveReal(a, v);
     if (a == "cell") {
       if (v == "rnn")
@@ -257,6 +260,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.ChannelMul(in[0], in[1]);
     case Op::kChannelShuffle:
       return g.ChannelShuffle(in[0], b.groups);
+    case Op::kSlice:
+      return g.Slice(in[0], b.axis, b.begin, b.units);
     case Op::kConcat:
       return g.Concat(in, b.axis);
     case Op::kSequence:
@@ -406,6 +411,7 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.groups = l.groups;
     b.ceil = l.ceil;
     b.axis = l.axis;
+    b.begin = l.begin;
     b.epsilon = l.epsilon;
     const bool reads_previous =
         previous >= 0 && l.inputs.size() == 1 && l.inputs[0] == previous &&

@@ -20,7 +20,8 @@ struct Brick {
   int64_t heads = 0;
   bool causal = false;
   int64_t groups = 1;             // a convolution's
-  int64_t axis = 0;               // a concat's
+  int64_t axis = 0;               // a concat's, a slice's
+  int64_t begin = 0;              // a slice's
   bool ceil = false;              // a max pool's ceil mode
   double epsilon = kNormEpsilon;  // a normalization's
   // Whether backward computes the gradient of the input, as it does inside

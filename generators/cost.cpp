@@ -318,8 +318,11 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   const bool data = l.op == Op::kInput || l.op == Op::kTokens;
   if ((loss && mode == Mode::kInfer) || data) return c;
   const int64_t param_bytes = StepParamBytes(g, i, e);
-  int64_t in_bytes = 0;
-  for (int x : l.inputs) in_bytes += OutputBytes(g.layer(x), e);
+  // A slice reads its own part of its input only.
+  int64_t in_bytes = l.op == Op::kSlice ? OutputBytes(l, e) : 0;
+  if (l.op != Op::kSlice) {
+    for (int x : l.inputs) in_bytes += OutputBytes(g.layer(x), e);
+  }
   const int64_t cache = KvCacheBytes(l, e);
   c.forward_flops = ForwardFlops(g, i);
   c.read_bytes = in_bytes + param_bytes + cache;
@@ -333,12 +336,13 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   c.backward_flops = BackwardFlops(g, i, needs_grad);
   // The output's gradient, the inputs and weights again, the weights'
   // gradients and the gradients of the inputs that take one. Moving
-  // values (a sum, a concat, a sequence, a class token) needs no input to
-  // pass the gradient back, and a sum's inputs take its output's gradient
-  // as it is.
+  // values (a sum, a concat, a sequence, a class token, a shuffle, a
+  // slice) needs no input to pass the gradient back, and a sum's inputs
+  // take its output's gradient as it is. A slice's input's gradient is
+  // written whole: zeros outside the slice.
   const bool moves = l.op == Op::kAdd || l.op == Op::kConcat ||
                      l.op == Op::kSequence || l.op == Op::kClassToken ||
-                     l.op == Op::kChannelShuffle;
+                     l.op == Op::kChannelShuffle || l.op == Op::kSlice;
   const int64_t reads =
       (loss ? 0 : OutputBytes(l, e)) + (moves ? 0 : in_bytes) + param_bytes;
   c.read_bytes += reads;

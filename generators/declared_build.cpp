@@ -289,6 +289,10 @@ class Builder {
         case Op::kChannelShuffle:
           made = g_.ChannelShuffle(in[0], size("groups", 0));
           break;
+        case Op::kSlice:
+          made = g_.Slice(in[0], size("axis", 0), size("begin", 0),
+                          size("units", 0));
+          break;
         case Op::kSequence:
           made = g_.Sequence(in[0]);
           break;

@@ -99,6 +99,8 @@ const char* ToString(Op op) {
       return "channel_mul";
     case Op::kChannelShuffle:
       return "channel_shuffle";
+    case Op::kSlice:
+      return "slice";
     case Op::kHardSigmoid:
       return "hardsigmoid";
     case Op::kSequence:
@@ -271,6 +273,26 @@ int Graph::ChannelShuffle(int x, int64_t groups) {
   const int i = SameShape(Op::kChannelShuffle, x);
   layers_[i].groups = groups;
   return i;
+}
+
+int Graph::Slice(int x, int64_t axis, int64_t begin, int64_t size) {
+  Shape shape = layer(x).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  Require(axis >= 1 && axis < rank && begin >= 0 && size >= 1 &&
+              begin + size <= shape[axis],
+          "a slice [" + std::to_string(begin) + ", " +
+              std::to_string(begin + size) + ") along dimension " +
+              std::to_string(axis) + " of " + ToString(shape) +
+              ": expected a dimension after the batch and indices inside it");
+  shape[axis] = size;
+  Layer l;
+  l.op = Op::kSlice;
+  l.inputs = {x};
+  l.shape = std::move(shape);
+  l.axis = axis;
+  l.begin = begin;
+  l.units = size;
+  return Append(std::move(l));
 }
 
 int Graph::Sequence(int x) {

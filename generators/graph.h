@@ -77,6 +77,9 @@ enum class Op {
   // (ShuffleNet's): output channel i x groups + j is input channel
   // j x C / groups + i.
   kChannelShuffle,
+  // Indices [begin, begin + units) of inputs[0] along `axis`, the rest
+  // whole (a `chunk` or `split` of the channels: ShuffleNet's).
+  kSlice,
   // Vision transformers' layers:
   kSequence,    // [N, C, H, W] -> [H x W, N, C]: each position a token
   kClassToken,  // [L, N, E] -> [1 + L, N, E]: a trainable [E] token first
@@ -123,7 +126,8 @@ struct Layer {
   int64_t position = 0;  // rotary embedding: the first position
   int64_t rank = 0;      // cross layer: W's rank (0: full)
   int64_t groups = 1;    // convolution, channel shuffle: groups of channels
-  int64_t axis = 0;      // concat: the dimension joined
+  int64_t axis = 0;      // concat: the dimension joined; slice: cut
+  int64_t begin = 0;     // slice: its first index along axis
   bool ceil = false;     // max pool: ceil mode (Graph::MaxPool)
   double epsilon = kNormEpsilon;  // batch and layer norm: added to variance
   // An input that backward must produce a gradient for, as a layer's input
@@ -210,6 +214,8 @@ class Graph {
   // x [N, C, H, W] scaled per example and channel by s [N, C].
   int ChannelMul(int x, int s);
   int ChannelShuffle(int x, int64_t groups);
+  // x's indices [begin, begin + size) along `axis`.
+  int Slice(int x, int64_t axis, int64_t begin, int64_t size);
   int Sequence(int x);
   int ClassToken(int x);
   int FirstToken(int x);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -289,6 +290,10 @@ class Mapper {
   // layer that moves the channels, as a view of its whole output; nullopt
   // for any other view.
   std::optional<View> Shuffled(const View& v, const Shape& to);
+  // A range of indices along one dimension after the batch, the others
+  // whole (a `chunk` or `split` of the channels): a slice layer, made once
+  // per range, as a view of its whole output; nullopt for any other view.
+  std::optional<View> Sliced(const View& v);
 
   // The node reading `value` with operator `op` (and `also`, if given, as
   // another input), or -1.
@@ -354,6 +359,8 @@ class Mapper {
   std::map<std::string, std::string> expanded_;    // value -> initializer
   std::map<std::string, Scores> scores_, probs_;
   std::map<int, int> batch_axis_;  // layer -> its batch's dimension
+  // (layer, dimension, begin, size) -> the slice layer reading it
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, int> slices_;
   int64_t batch_ = 0;
   int64_t file_batch_ = 0;  // the input's, as the file gives it (0: any)
   bool failed_ = false;

@@ -147,6 +147,7 @@ View Mapper::Rows(View v) {
   if (RowsWhole(v, LayerShape(v.layer))) return v;
   const std::optional<View> a = Arrange(v);
   if (a && RowsWhole(*a, LayerShape(a->layer))) return *a;
+  if (const auto s = Sliced(v)) return *s;
   throw GraphError("a view " + Describe(v) + " of " +
                    ToString(LayerShape(v.layer)) +
                    " that the graph's layers do not read");
@@ -216,6 +217,37 @@ std::optional<View> Mapper::Shuffled(const View& v, const Shape& to) {
     return std::nullopt;
   }
   return Whole(graph_.ChannelShuffle(v.layer, groups), s);
+}
+
+std::optional<View> Mapper::Sliced(const View& v) {
+  if (v.layer < 0 || v.scale != 1) return std::nullopt;
+  const Shape s = LayerShape(v.layer);
+  if (v.shape.size() != s.size() || BatchAxis(v.layer) != 0) {
+    return std::nullopt;
+  }
+  int axis = -1;
+  for (size_t k = 1; k < s.size(); ++k) {
+    if (v.shape[k] == s[k]) continue;
+    if (axis >= 0 || v.shape[k] > s[k]) return std::nullopt;
+    axis = static_cast<int>(k);
+  }
+  if (axis < 0 || v.shape[0] != s[0]) return std::nullopt;
+  const std::vector<int64_t> strides = ContiguousStrides(s);
+  const int64_t begin = v.offset / strides[axis];
+  if (v.offset != begin * strides[axis] || begin + v.shape[axis] > s[axis] ||
+      Canonical(Narrowed(Whole(v.layer, s), axis, begin,
+                         begin + v.shape[axis]))
+              .strides != Canonical(v).strides) {
+    return std::nullopt;
+  }
+  const auto key = std::make_tuple(v.layer, int64_t{axis}, begin, v.shape[axis]);
+  auto it = slices_.find(key);
+  if (it == slices_.end()) {
+    it = slices_
+             .emplace(key, graph_.Slice(v.layer, axis, begin, v.shape[axis]))
+             .first;
+  }
+  return Whole(it->second, v.shape);
 }
 
 View Mapper::Reshape(const onnx::NodeProto& n, const View& given) {

@@ -1,5 +1,6 @@
 // oneDNN backend. Convolutions, pooling, and what CNNs do with their
 // feature maps besides: flatten them, join them along their channels.
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -219,6 +220,33 @@ void OnednnRunner::BuildConcatAlong(int i, const Layer& l) {
     Deliver(x, i, grad);
     given.push_back(x);
   }
+}
+
+// The slice is a view of its input in the plain layout, where any range
+// along any dimension is one (a blocked format has none where the range
+// starts inside a block of channels: ShuffleNet's halves of 24 or 58 in
+// blocks of 16). Backward writes the input's gradient whole: zeros, and
+// the output's gradient in the slice's part.
+void OnednnRunner::BuildSlice(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims in = graph_.layer(x).shape;
+  const Tag plain = PlainTag(in.size());
+  Dims offsets(in.size(), 0);
+  offsets[l.axis] = l.begin;
+  const memory::desc whole(in, dt_, plain);
+  const memory::desc part = whole.submemory_desc(l.shape, offsets);
+  const memory src = Input(x, whole);
+  SetOut(i, memory::desc(l.shape, dt_, plain));
+  Reorder(forward_, memory(part, engine_, src.get_data_handle()), out_[i],
+          false);
+  if (!Grad(x)) return;
+  const memory grad = GradTarget(x, i, whole);
+  Push(backward_[i], OpClass::kMovement, "slice gradient zeros", [grad] {
+    std::memset(grad.get_data_handle(), 0, grad.get_desc().get_size());
+  });
+  Reorder(backward_[i], diff_[i], memory(part, engine_, grad.get_data_handle()),
+          false);
+  Deliver(x, i, grad);
 }
 
 }  // namespace paradnn::onednn

@@ -589,6 +589,9 @@ void OnednnRunner::Build(int i) {
     case Op::kChannelShuffle:
       BuildChannelShuffle(i, l);
       break;
+    case Op::kSlice:
+      BuildSlice(i, l);
+      break;
     case Op::kCross:
       BuildCross(i, l);
       break;

@@ -376,6 +376,9 @@ class OnednnRunner : public Runner {
   // concat, in the format it picks; backward reorders each input's part
   // of the gradient out of it.
   void BuildConcatAlong(int i, const Layer& l);
+  // A range of indices along one dimension, copied from its input's plain
+  // layout.
+  void BuildSlice(int i, const Layer& l);
 
   // x0 * (W x + b) + x as inner products (V, then U with the bias, or W)
   // and binary primitives, on plain [batch, units].

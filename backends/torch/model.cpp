@@ -258,6 +258,10 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
                 .reshape({n, c, h, w});
         break;
       }
+      case Op::kSlice:
+        // A view, as torch.chunk's: its readers copy what they need.
+        y = x.narrow(l.axis, l.begin, l.units);
+        break;
       case Op::kMaxPool:
         y = torch::max_pool2d(x, l.kernel, l.stride, l.pad, /*dilation=*/1,
                               l.ceil);

@@ -390,6 +390,41 @@ TEST_CASE("a channel shuffle moves channels as torchvision's, on both backends",
   StepBothModes(*onednn, *torch, g);
 }
 
+// A slice of channels, its values written out: channels 2 to 4 of 6; and
+// ShuffleNet's split behind a convolution in 16-channel blocks, the halves
+// starting inside a block, both read (their gradients summed into the
+// convolution's), one through a convolution and joined again.
+TEST_CASE("a slice takes a range of channels as torch.chunk's, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph small;
+  const int maps = small.Input({2, 6, 1, 2});
+  small.SoftmaxCrossEntropy(small.Flatten(small.Slice(maps, 1, 2, 3)));
+  const std::vector<float> x = InitInput(small, 11, maps);
+  std::vector<float> want;
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t c = 2; c < 5; ++c) {
+      for (int64_t p = 0; p < 2; ++p) want.push_back(x[(n * 6 + c) * 2 + p]);
+    }
+  }
+  Case c = ParseCaseName(
+      "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
+  for (const Backend* b : {torch.get(), onednn.get()}) {
+    INFO(b->name());
+    auto r = Prepare(*b, c, small);
+    r->Step();
+    CHECK(r->Output() == want);
+  }
+  Graph g;
+  const int conv = g.ReLU(g.Conv2d(g.Input({2, 4, 5, 5}), 48, 3, 1, 1));
+  const int first = g.Slice(conv, 1, 0, 24);
+  const int second = g.ReLU(g.Conv2d(g.Slice(conv, 1, 24, 24), 24, 1, 1, 0));
+  const int joined = g.ChannelShuffle(g.Concat({first, second}, 1), 2);
+  g.SoftmaxCrossEntropy(g.Dense(g.GlobalAvgPool(joined), 3));
+  StepBothModes(*onednn, *torch, g);
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

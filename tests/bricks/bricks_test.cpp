@@ -181,6 +181,17 @@ TEST_CASE("brick names round-trip", "[bricks]") {
   CHECK(
       ParseBrickName(pool_name).brick.BuildGraph(Mode::kInfer).layer(1).shape ==
       Shape{2, 4, 4, 4});
+  // A slice names its dimension, first index and size, and its name builds
+  // it again.
+  Graph halves;
+  halves.Slice(halves.Input({2, 6, 4, 4}), 1, 3, 3);
+  const Brick half = BricksOf(halves, Mode::kInfer).at(0);
+  CHECK(half.Key() == "slice/in:2x6x4x4/axis:1/begin:3/units:3/grad:0");
+  const std::string half_name =
+      BrickCase{half, "onednn", DType::kFp32, Mode::kInfer}.Name();
+  CHECK(ParseBrickName(half_name).brick == half);
+  CHECK(ParseBrickName(half_name).brick.BuildGraph(Mode::kInfer).layer(1).begin ==
+        3);
   CHECK_THROWS_WITH(
       ParseBrickName("BRICK/concat/in:2x8x9x9/axis:1/grad:1/torch/fp32/train"),
       ContainsSubstring("1 input shape, concat takes two or more"));

@@ -72,6 +72,20 @@ TEST_CASE("grouped and depthwise convolutions, biases, a flatten", "[cost]") {
   CHECK(c.flops == 2 * 576 * 9);
 }
 
+TEST_CASE("a slice moves its part only, its backward the input's gradient whole",
+          "[cost]") {
+  // [2, 6, 4, 4] -> channels [2, 5): 2 x 3 x 16 = 96 values read and
+  // written. Backward reads the output's gradient (96) and writes the
+  // input's, zeros outside the slice (192).
+  Graph g;
+  const int x = g.Input({2, 6, 4, 4}, true);
+  const int s = g.Slice(x, 1, 2, 3);
+  const LayerCost c = ComputeLayerCost(g, s, Mode::kTrain, DType::kFp32);
+  CHECK(c.forward_flops == 0);
+  CHECK(c.forward_bytes == 4 * (96 + 96));
+  CHECK(c.backward_bytes == 4 * (96 + 192));
+}
+
 TEST_CASE("CNN residual: hand-counted ResNet", "[cost]") {
   std::vector<std::string> v = {"residual", "1", "4", "32", "10", "2"};
   Cost infer = CostOf("CNN", v, Mode::kInfer);

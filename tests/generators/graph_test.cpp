@@ -124,5 +124,19 @@ TEST_CASE("a channel shuffle keeps the maps' shape, its groups dividing C",
                     Catch::Matchers::ContainsSubstring("C a multiple of them"));
 }
 
+TEST_CASE("a slice keeps its range of one dimension after the batch",
+          "[graph]") {
+  Graph g;
+  const int x = g.Input({2, 6, 4, 4});
+  const int s = g.Slice(x, 1, 2, 3);
+  CHECK(g.layer(s).shape == Shape{2, 3, 4, 4});
+  CHECK(g.layer(s).begin == 2);
+  CHECK(g.layer(s).units == 3);
+  CHECK_THROWS_WITH(g.Slice(x, 1, 4, 3),
+                    Catch::Matchers::ContainsSubstring(
+                        "a slice [4, 7) along dimension 1 of [2, 6, 4, 4]"));
+  CHECK_THROWS(g.Slice(x, 0, 0, 1));  // the batch
+}
+
 }  // namespace
 }  // namespace paradnn

@@ -184,6 +184,14 @@ TEST_CASE("ONNX with its weights: SqueezeNet 1.1 gives PyTorch eager's logits",
   CheckBoth("squeezenet1_1", "train", {Mode::kTrain, Mode::kInfer});
 }
 
+// Channel shuffles, and halves of the channels (slices starting inside
+// oneDNN's blocks of 16: 24, 48 and 96 channels).
+TEST_CASE("ONNX with its weights: ShuffleNetV2 gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("shufflenet_v2_x0_5", "train", {Mode::kTrain, Mode::kInfer});
+  CheckBoth("shufflenet_v2_x0_5", "eval", {Mode::kInfer});
+}
+
 TEST_CASE("ONNX with its weights: ViT-B/16 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("vit_b_16", "train", {Mode::kTrain, Mode::kInfer});

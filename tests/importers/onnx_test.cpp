@@ -142,6 +142,60 @@ TEST_CASE("ONNX: a channel shuffle's reshapes and transpose are one layer",
              ContainsSubstring("that the graph's layers do not read"));
 }
 
+// ShuffleNet's split as torchvision's training export writes `chunk`: two
+// slices of the channels, the second convolved, both joined again. A
+// slice of the channels and the width at once is no range of one
+// dimension, and is refused.
+TEST_CASE("ONNX: slices of the channels are slice layers, each made once",
+          "[onnx]") {
+  auto file = [](std::initializer_list<int64_t> first_axes,
+                 std::initializer_list<int64_t> first_ends,
+                 const std::string& name) {
+    ModelWriter w;
+    w.Input("x", {1, 8, 4, 4});
+    w.Weights("cw", {8, 8, 1, 1});
+    w.Weights("half_w", {4, 4, 1, 1});
+    w.Weights("fc_w", {8, 3});
+    w.Ints("zeros", {0, 0});
+    w.Ints("four", {4});
+    w.Ints("eight", {8});
+    w.Ints("channels", {1});
+    w.Ints("first_axes", first_axes);
+    w.Ints("first_ends", first_ends);
+    w.Node("Conv", "conv", {"x", "cw"}, {"c"});
+    w.Node("Slice", "first", {"c", "zeros", "first_ends", "first_axes"},
+           {"a"});
+    w.Node("Slice", "second", {"c", "four", "eight", "channels"}, {"b"});
+    w.Node("Conv", "branch", {"b", "half_w"}, {"bc"});
+    ModelWriter::Int(w.Node("Concat", "join", {"a", "bc"}, {"j"}), "axis", 1);
+    w.Node("GlobalAveragePool", "pool", {"j"}, {"p"});
+    w.Node("Flatten", "flat", {"p"}, {"f"});
+    w.Node("MatMul", "fc", {"f", "fc_w"}, {"y"});
+    w.Output("y", {1, 3});
+    return w.Write(name);
+  };
+  const OnnxModel m = ReadOnnx(file({1, 2}, {4, 4}, "slices.onnx"), 3);
+  INFO(m.why_no_graph);
+  REQUIRE(m.graph);
+  const Graph& g = *m.graph;
+  // input, conv, the slices (as read: the branch's first), the branch,
+  // concat, pool, dense, loss
+  REQUIRE(g.size() == 9);
+  CHECK(g.layer(2).op == Op::kSlice);
+  CHECK(g.layer(2).begin == 4);
+  CHECK(g.layer(2).shape == Shape{3, 4, 4, 4});
+  CHECK(g.layer(3).op == Op::kConv2d);
+  CHECK(g.layer(4).op == Op::kSlice);
+  CHECK(g.layer(4).begin == 0);
+  CHECK(g.layer(4).shape == Shape{3, 4, 4, 4});
+  CHECK(g.layer(5).op == Op::kConcat);
+  CHECK(g.layer(5).inputs == std::vector<int>{4, 3});
+  const OnnxModel n = ReadOnnx(file({1, 3}, {4, 2}, "corner.onnx"), 3);
+  CHECK_FALSE(n.graph);
+  CHECK_THAT(n.why_no_graph,
+             ContainsSubstring("that the graph's layers do not read"));
+}
+
 // The nodes of mobile and densely connected CNNs as PyTorch exports them:
 // a grouped convolution with a bias, ReLU6 as a clip to constants, a
 // depthwise one, SiLU as a sigmoid and a product, squeeze-and-excitation
