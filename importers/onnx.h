@@ -27,6 +27,17 @@ struct OnnxNode {
   std::string unsupported;
 };
 
+// Where a parameter of the graph takes its values from in the file: an
+// initializer as laid out there (a convolution's, a norm's, Gemm's B
+// where transposed), or transposed (MatMul's [in, units]), and of that
+// [units, in] matrix rows [first_row, first_row + rows) where `rows` is
+// not 0 (a packed projection's queries, keys or values).
+struct OnnxParamSource {
+  std::string initializer;  // empty: the file gives none
+  bool transposed = false;
+  int64_t first_row = 0, rows = 0;
+};
+
 struct OnnxModel {
   std::string path;
   std::string producer;  // "pytorch 1.13.1"
@@ -40,6 +51,8 @@ struct OnnxModel {
   std::string why_no_graph;
   // Values of the initializers the mapped layers read as parameters.
   int64_t initializer_params = 0;
+  // Per parameter of the graph (Graph::Params()'s order), its source.
+  std::vector<OnnxParamSource> param_sources;
 };
 
 // A file read once, checked (onnx::checker) and its shapes inferred, then

@@ -134,7 +134,8 @@ std::string Mapper::Map(int index) {
   return why;
 }
 
-std::optional<Graph> Mapper::Finish(std::string* why) {
+std::optional<Graph> Mapper::Finish(std::string* why,
+                                    std::vector<OnnxParamSource>* sources) {
   if (!failed_ && g_.output_size() > 0) {
     const auto view = views_.find(g_.output(0).name());
     if (view != views_.end()) {
@@ -158,6 +159,14 @@ std::optional<Graph> Mapper::Finish(std::string* why) {
   }
   *why = why_;
   if (failed_) return std::nullopt;
+  std::map<int, size_t> taken;  // layer -> its parameters listed so far
+  for (const ParamTensor& p : graph_.Params()) {
+    const auto it = sources_.find(p.layer);
+    const size_t k = taken[p.layer]++;
+    sources->push_back(it != sources_.end() && k < it->second.size()
+                           ? it->second[k]
+                           : OnnxParamSource{});
+  }
   return std::move(graph_);
 }
 
@@ -211,6 +220,9 @@ Tensor Mapper::Weight(const std::string& name, bool transpose) const {
 
 void Mapper::Give(int i,
                   const std::vector<std::pair<std::string, bool>>& names) {
+  for (const auto& [name, transpose] : names) {
+    sources_[i].push_back({name, transpose, 0, 0});
+  }
   if (!given_) return;
   std::vector<Tensor> values;
   for (const auto& [name, transpose] : names) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "generators/graph.h"
+#include "importers/onnx.h"
 #include "importers/onnx_views.h"
 
 namespace paradnn {
@@ -121,7 +122,9 @@ class Mapper {
   std::string Map(int index);
 
   // The graph with its loss over the file's first output, or why not.
-  std::optional<Graph> Finish(std::string* why);
+  // The graph, or nullopt and why not; each parameter's source in the file.
+  std::optional<Graph> Finish(std::string* why,
+                              std::vector<OnnxParamSource>* sources);
 
   int64_t params() const { return params_; }
 
@@ -146,8 +149,9 @@ class Mapper {
   // [rows, columns] matrix as [columns, rows].
   Tensor Weight(const std::string& name, bool transpose = false) const;
 
-  // Layer i starts from the file's tensors `names` (transposing those
-  // marked), where the file's weights are asked for.
+  // Layer i's values are the file's tensors `names` (transposing those
+  // marked): their sources, and where the file's weights are asked for the
+  // layer's starting values.
   void Give(int i, const std::vector<std::pair<std::string, bool>>& names);
 
   std::string Where(const onnx::NodeProto& n) const;
@@ -359,6 +363,8 @@ class Mapper {
   std::map<std::string, std::string> expanded_;    // value -> initializer
   std::map<std::string, Scores> scores_, probs_;
   std::map<int, int> batch_axis_;  // layer -> its batch's dimension
+  // layer -> its values' sources in the file, in Layer::values' order
+  std::map<int, std::vector<OnnxParamSource>> sources_;
   // (layer, dimension, begin, size) -> the slice layer reading it
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, int> slices_;
   int64_t batch_ = 0;

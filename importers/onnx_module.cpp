@@ -53,7 +53,7 @@ class ProtoFile : public OnnxFile {
       const onnx::NodeProto& n = m.graph().node(i);
       out.nodes.push_back({n.name(), n.op_type(), mapper.Map(i)});
     }
-    out.graph = mapper.Finish(&out.why_no_graph);
+    out.graph = mapper.Finish(&out.why_no_graph, &out.param_sources);
     out.initializer_params = mapper.params();
     return out;
   }

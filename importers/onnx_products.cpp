@@ -57,6 +57,8 @@ int Mapper::ProductLayer(size_t p, int64_t from, int64_t width) {
   if (made != prod.made.end()) return made->second;
   const bool bias = !prod.bias.empty();
   const int dense = Derived(graph_.Dense(prod.x, width, bias), prod.x);
+  sources_[dense] = {{prod.weight, !prod.rows_are_units, from, width}};
+  if (bias) sources_[dense].push_back({prod.bias, false, from, width});
   if (given_) {
     const int64_t units = prod.shape.back();
     const Tensor w = Weight(prod.weight);

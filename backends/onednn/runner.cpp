@@ -80,7 +80,12 @@ double OnednnRunner::Loss() {
     for (float v : out) sum += v;
     return sum / out.size();
   }
-  return train_ ? loss_ : CrossEntropy(false);
+  if (train_) return loss_;
+  const memory& out = out_[graph_.logits()];
+  const Dims held = DimsOf(out.get_desc());
+  logits_ = Staging(memory::desc(held, dt_, PlainTag(held.size())));
+  RunNow(out, logits_);
+  return CrossEntropy(false);
 }
 
 std::vector<float> OnednnRunner::Output() {
@@ -534,6 +539,7 @@ void OnednnRunner::Build(int i) {
       BuildRecurrent(i, l);
       break;
     case Op::kSoftmaxCrossEntropy:
+      BuildSoftmaxCrossEntropy(i, l);
       break;
     case Op::kMeanLoss: {
       mean_loss_ = true;
@@ -607,16 +613,32 @@ void OnednnRunner::Build(int i) {
   }
 }
 
+// The loss reads its logits row-major, [rows, classes], and writes their
+// gradient so: logits a layer wrote in a blocked format (a global pool of
+// a convolution's maps, where SqueezeNet's classifier ends: 1000 classes
+// in blocks of 16, the second row starting at 1008) are reordered for it,
+// and their gradient back. Inference computes no loss in its step: Loss()
+// copies the logits when asked.
+void OnednnRunner::BuildSoftmaxCrossEntropy(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims dims = graph_.layer(x).shape;
+  const memory::desc plain(dims, dt_, PlainTag(dims.size()));
+  if (!train_) return;
+  logits_ = Input(x, plain);
+  if (!Grad(x)) return;
+  logits_grad_ = GradTarget(x, i, plain);
+  Deliver(x, i, logits_grad_);
+}
+
 // Mean softmax cross-entropy over the rows of the logits; in training
 // also writes the logits' gradient, (softmax - one-hot) / rows. Rows in
 // parallel, one exp per logit, kept in a per-thread row of scratch.
 double OnednnRunner::CrossEntropy(bool write_grad) {
   stream_.wait();
-  const int logits = graph_.logits();
-  const int64_t classes = graph_.layer(logits).shape.back();
+  const int64_t classes = graph_.layer(graph_.logits()).shape.back();
   const int64_t rows = static_cast<int64_t>(labels_.size());
-  const void* x = out_[logits].get_data_handle();
-  void* d = write_grad ? diff_[logits].get_data_handle() : nullptr;
+  const void* x = logits_.get_data_handle();
+  void* d = write_grad ? logits_grad_.get_data_handle() : nullptr;
   const float scale = 1.f / static_cast<float>(rows);
   double total = 0;
 #pragma omp parallel num_threads(threads_) reduction(+ : total)

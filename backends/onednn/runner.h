@@ -376,6 +376,8 @@ class OnednnRunner : public Runner {
   // concat, in the format it picks; backward reorders each input's part
   // of the gradient out of it.
   void BuildConcatAlong(int i, const Layer& l);
+  // The loss's logits row-major (CrossEntropy).
+  void BuildSoftmaxCrossEntropy(int i, const Layer& l);
   // A range of indices along one dimension, copied from its input's plain
   // layout.
   void BuildSlice(int i, const Layer& l);
@@ -436,6 +438,8 @@ class OnednnRunner : public Runner {
   std::vector<memory> masks_;  // causal masks, one per shape
   std::vector<std::vector<int64_t>> tokens_;  // of each kTokens layer
   std::vector<int64_t> labels_;
+  // The softmax cross-entropy's logits and their gradient, row-major.
+  memory logits_, logits_grad_;
   Actions forward_, update_;
   std::vector<Actions> backward_;  // per layer
   double loss_ = std::nan("");
