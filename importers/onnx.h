@@ -59,9 +59,9 @@ struct OnnxModel {
 // mapped at any batch. It keeps the shapes of its weights, and their values
 // where asked (`weights`): then each layer's Layer::values are the file's
 // (a MatMul's weights transposed into the dense layer's [units, in]), batch
-// norm's running statistics among them. Read by the module libparadnn_import_onnx.so (the ONNX library
-// and protobuf), loaded on the first file: a process that reads none
-// loads neither.
+// norm's running statistics among them. Read by the module
+// libparadnn_import_onnx.so (the ONNX library and protobuf), loaded on the
+// first file: a process that reads none loads neither.
 class OnnxFile {
  public:
   virtual ~OnnxFile() = default;

@@ -237,16 +237,15 @@ std::optional<View> Mapper::Sliced(const View& v) {
   const std::vector<int64_t> strides = ContiguousStrides(s);
   const int64_t begin = v.offset / strides[axis];
   if (v.offset != begin * strides[axis] || begin + v.shape[axis] > s[axis] ||
-      Canonical(Narrowed(Whole(v.layer, s), axis, begin,
-                         begin + v.shape[axis]))
+      Canonical(Narrowed(Whole(v.layer, s), axis, begin, begin + v.shape[axis]))
               .strides != Canonical(v).strides) {
     return std::nullopt;
   }
-  const auto key = std::make_tuple(v.layer, int64_t{axis}, begin, v.shape[axis]);
+  const auto key =
+      std::make_tuple(v.layer, int64_t{axis}, begin, v.shape[axis]);
   auto it = slices_.find(key);
   if (it == slices_.end()) {
-    it = slices_
-             .emplace(key, graph_.Slice(v.layer, axis, begin, v.shape[axis]))
+    it = slices_.emplace(key, graph_.Slice(v.layer, axis, begin, v.shape[axis]))
              .first;
   }
   return Whole(it->second, v.shape);

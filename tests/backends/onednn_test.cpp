@@ -394,8 +394,9 @@ TEST_CASE("a channel shuffle moves channels as torchvision's, on both backends",
 // ShuffleNet's split behind a convolution in 16-channel blocks, the halves
 // starting inside a block, both read (their gradients summed into the
 // convolution's), one through a convolution and joined again.
-TEST_CASE("a slice takes a range of channels as torch.chunk's, on both backends",
-          "[onednn]") {
+TEST_CASE(
+    "a slice takes a range of channels as torch.chunk's, on both backends",
+    "[onednn]") {
   auto torch = MakeTorchBackend(false);
   auto onednn = MakeOnednnBackend();
   Graph small;

@@ -190,8 +190,9 @@ TEST_CASE("brick names round-trip", "[bricks]") {
   const std::string half_name =
       BrickCase{half, "onednn", DType::kFp32, Mode::kInfer}.Name();
   CHECK(ParseBrickName(half_name).brick == half);
-  CHECK(ParseBrickName(half_name).brick.BuildGraph(Mode::kInfer).layer(1).begin ==
-        3);
+  CHECK(
+      ParseBrickName(half_name).brick.BuildGraph(Mode::kInfer).layer(1).begin ==
+      3);
   CHECK_THROWS_WITH(
       ParseBrickName("BRICK/concat/in:2x8x9x9/axis:1/grad:1/torch/fp32/train"),
       ContainsSubstring("1 input shape, concat takes two or more"));

@@ -72,8 +72,9 @@ TEST_CASE("grouped and depthwise convolutions, biases, a flatten", "[cost]") {
   CHECK(c.flops == 2 * 576 * 9);
 }
 
-TEST_CASE("a slice moves its part only, its backward the input's gradient whole",
-          "[cost]") {
+TEST_CASE(
+    "a slice moves its part only, its backward the input's gradient whole",
+    "[cost]") {
   // [2, 6, 4, 4] -> channels [2, 5): 2 x 3 x 16 = 96 values read and
   // written. Backward reads the output's gradient (96) and writes the
   // input's, zeros outside the slice (192).

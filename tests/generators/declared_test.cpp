@@ -249,7 +249,8 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
         "dense, embedding, "
         "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
         "input, last_position, layernorm, maxpool, positional, recurrent, "
-        "relu, relu6, rmsnorm, rope, sequence, sigmoid, silu, slice, softmax_xent, "
+        "relu, relu6, rmsnorm, rope, sequence, sigmoid, silu, slice, "
+        "softmax_xent, "
         "swiglu, tokens");
   CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"
                             "  - {op: dense, units: width}\n"),

@@ -177,9 +177,10 @@ Reference Export(const std::string& name, const std::string& kind) {
                       << ".log");
     REQUIRE(std::system(cmd.c_str()) == 0);
   }
-  return {base + ".onnx", ReadFloats(base + ".train", kBatch * 1000),
-          ReadFloats(base + ".infer", kBatch * 1000),
-          kind == "train" ? ReadUpdates(base) : std::map<std::string, Update>{}};
+  return {
+      base + ".onnx", ReadFloats(base + ".train", kBatch * 1000),
+      ReadFloats(base + ".infer", kBatch * 1000),
+      kind == "train" ? ReadUpdates(base) : std::map<std::string, Update>{}};
 }
 
 // One step of the file's model on `backend` from the file's weights: the
@@ -257,8 +258,8 @@ void CheckUpdates(const OnnxModel& m, const Reference& ref,
     const auto it = ref.updates.find(source.initializer);
     REQUIRE(it != ref.updates.end());
     const Update& u = it->second;
-    sides.push_back({AsParam(u.exact, u.dims, source),
-                     AsParam(u.fp32, u.dims, source)});
+    sides.push_back(
+        {AsParam(u.exact, u.dims, source), AsParam(u.fp32, u.dims, source)});
     REQUIRE(sides.back().exact.size() == updates[i].size());
     for (float v : sides.back().exact) {
       largest = std::max(largest, double(std::abs(v)));

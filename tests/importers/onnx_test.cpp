@@ -163,8 +163,7 @@ TEST_CASE("ONNX: slices of the channels are slice layers, each made once",
     w.Ints("first_axes", first_axes);
     w.Ints("first_ends", first_ends);
     w.Node("Conv", "conv", {"x", "cw"}, {"c"});
-    w.Node("Slice", "first", {"c", "zeros", "first_ends", "first_axes"},
-           {"a"});
+    w.Node("Slice", "first", {"c", "zeros", "first_ends", "first_axes"}, {"a"});
     w.Node("Slice", "second", {"c", "four", "eight", "channels"}, {"b"});
     w.Node("Conv", "branch", {"b", "half_w"}, {"bc"});
     ModelWriter::Int(w.Node("Concat", "join", {"a", "bc"}, {"j"}), "axis", 1);
