@@ -353,6 +353,20 @@ TEST_CASE(
   StepBothModes(*onednn, *torch, g);
 }
 
+// An inference step of `g` on both backends gives `want`, worked out by
+// hand.
+void CheckOutputs(const Backend& torch, const Backend& onednn, const Graph& g,
+                  const std::vector<float>& want) {
+  Case c = ParseCaseName(
+      "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
+  for (const Backend* b : {&torch, &onednn}) {
+    INFO(b->name());
+    auto r = Prepare(*b, c, g);
+    r->Step();
+    CHECK(r->Output() == want);
+  }
+}
+
 // ShuffleNet's channel shuffle, its permutation written out: of 6
 // channels in 3 groups (3 rows of 2), output channel 3i + j is input
 // channel 2j + i; and where backward passes its gradient back, in
@@ -374,14 +388,7 @@ TEST_CASE("a channel shuffle moves channels as torchvision's, on both backends",
       }
     }
   }
-  Case c = ParseCaseName(
-      "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
-  for (const Backend* b : {torch.get(), onednn.get()}) {
-    INFO(b->name());
-    auto r = Prepare(*b, c, small);
-    r->Step();
-    CHECK(r->Output() == want);
-  }
+  CheckOutputs(*torch, *onednn, small, want);
   Graph g;
   const int conv = g.Conv2d(g.Input({2, 4, 5, 5}), 32, 3, 1, 1);
   const int shuffled = g.ChannelShuffle(g.ReLU(conv), 2);
@@ -409,14 +416,7 @@ TEST_CASE(
       for (int64_t p = 0; p < 2; ++p) want.push_back(x[(n * 6 + c) * 2 + p]);
     }
   }
-  Case c = ParseCaseName(
-      "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
-  for (const Backend* b : {torch.get(), onednn.get()}) {
-    INFO(b->name());
-    auto r = Prepare(*b, c, small);
-    r->Step();
-    CHECK(r->Output() == want);
-  }
+  CheckOutputs(*torch, *onednn, small, want);
   Graph g;
   const int conv = g.ReLU(g.Conv2d(g.Input({2, 4, 5, 5}), 48, 3, 1, 1));
   const int first = g.Slice(conv, 1, 0, 24);
