@@ -319,8 +319,10 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   if ((loss && mode == Mode::kInfer) || data) return c;
   const int64_t param_bytes = StepParamBytes(g, i, e);
   // A slice reads its own part of its input only.
-  int64_t in_bytes = l.op == Op::kSlice ? OutputBytes(l, e) : 0;
-  if (l.op != Op::kSlice) {
+  int64_t in_bytes = 0;
+  if (l.op == Op::kSlice) {
+    in_bytes = OutputBytes(l, e);
+  } else {
     for (int x : l.inputs) in_bytes += OutputBytes(g.layer(x), e);
   }
   const int64_t cache = KvCacheBytes(l, e);

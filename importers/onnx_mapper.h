@@ -121,8 +121,8 @@ class Mapper {
   // the shapes they would read are unknown.
   std::string Map(int index);
 
-  // The graph with its loss over the file's first output, or why not.
-  // The graph, or nullopt and why not; each parameter's source in the file.
+  // The graph with its loss over the file's first output, or why not; each
+  // parameter's source in the file.
   std::optional<Graph> Finish(std::string* why,
                               std::vector<OnnxParamSource>* sources);
 

@@ -80,19 +80,19 @@ double OnednnRunner::Loss() {
     for (float v : out) sum += v;
     return sum / out.size();
   }
-  if (train_) return loss_;
-  const memory& out = out_[graph_.logits()];
-  const Dims held = DimsOf(out.get_desc());
-  logits_ = Staging(memory::desc(held, dt_, PlainTag(held.size())));
-  RunNow(out, logits_);
-  return CrossEntropy(false);
+  return train_ ? loss_ : CrossEntropy(PlainLogits(dt_), nullptr);
+}
+
+memory OnednnRunner::PlainLogits(Dt dt) {
+  const memory& logits = out_[graph_.logits()];
+  const Dims dims = DimsOf(logits.get_desc());
+  memory plain = Staging(memory::desc(dims, dt, PlainTag(dims.size())));
+  RunNow(logits, plain);
+  return plain;
 }
 
 std::vector<float> OnednnRunner::Output() {
-  const memory& logits = out_[graph_.logits()];
-  const Dims dims = DimsOf(logits.get_desc());
-  memory plain = Staging(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
-  RunNow(logits, plain);
+  const memory plain = PlainLogits(Dt::f32);
   const float* p = static_cast<const float*>(plain.get_data_handle());
   return std::vector<float>(p, p + plain.get_desc().get_size() / sizeof(float));
 }
@@ -135,7 +135,7 @@ void OnednnRunner::RunStep(StepProfile* profile) {
     // computed when asked for.
     if (!mean_loss_) {
       const auto start = std::chrono::steady_clock::now();
-      loss_ = CrossEntropy(true);
+      loss_ = CrossEntropy(logits_, &logits_grad_);
       if (profile) {
         // The loss layer's, forward and its gradient together.
         profile->Add(OpClass::kElementwise, "softmax cross-entropy",
@@ -620,10 +620,10 @@ void OnednnRunner::Build(int i) {
 // and their gradient back. Inference computes no loss in its step: Loss()
 // copies the logits when asked.
 void OnednnRunner::BuildSoftmaxCrossEntropy(int i, const Layer& l) {
+  if (!train_) return;
   const int x = l.inputs[0];
   const Dims dims = graph_.layer(x).shape;
   const memory::desc plain(dims, dt_, PlainTag(dims.size()));
-  if (!train_) return;
   logits_ = Input(x, plain);
   if (!Grad(x)) return;
   logits_grad_ = GradTarget(x, i, plain);
@@ -633,12 +633,12 @@ void OnednnRunner::BuildSoftmaxCrossEntropy(int i, const Layer& l) {
 // Mean softmax cross-entropy over the rows of the logits; in training
 // also writes the logits' gradient, (softmax - one-hot) / rows. Rows in
 // parallel, one exp per logit, kept in a per-thread row of scratch.
-double OnednnRunner::CrossEntropy(bool write_grad) {
+double OnednnRunner::CrossEntropy(const memory& logits, const memory* grad) {
   stream_.wait();
   const int64_t classes = graph_.layer(graph_.logits()).shape.back();
   const int64_t rows = static_cast<int64_t>(labels_.size());
-  const void* x = logits_.get_data_handle();
-  void* d = write_grad ? logits_grad_.get_data_handle() : nullptr;
+  const void* x = logits.get_data_handle();
+  void* d = grad != nullptr ? grad->get_data_handle() : nullptr;
   const float scale = 1.f / static_cast<float>(rows);
   double total = 0;
 #pragma omp parallel num_threads(threads_) reduction(+ : total)

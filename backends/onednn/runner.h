@@ -399,9 +399,11 @@ class OnednnRunner : public Runner {
 
   void BuildRecurrent(int i, const Layer& l);
 
-  // Mean softmax cross-entropy over the rows of the logits; in training
-  // also writes the logits' gradient.
-  double CrossEntropy(bool write_grad);
+  // Mean softmax cross-entropy over the rows of `logits` (row-major);
+  // where `grad` is given, also writes the logits' gradient there.
+  double CrossEntropy(const memory& logits, const memory* grad);
+  // A row-major copy of the logits, in `dt`, made outside the step.
+  memory PlainLogits(Dt dt);
 
   struct PairHash {
     size_t operator()(const std::pair<int, std::string>& k) const {
@@ -438,7 +440,8 @@ class OnednnRunner : public Runner {
   std::vector<memory> masks_;  // causal masks, one per shape
   std::vector<std::vector<int64_t>> tokens_;  // of each kTokens layer
   std::vector<int64_t> labels_;
-  // The softmax cross-entropy's logits and their gradient, row-major.
+  // The softmax cross-entropy's logits and their gradient, row-major, in
+  // training.
   memory logits_, logits_grad_;
   Actions forward_, update_;
   std::vector<Actions> backward_;  // per layer

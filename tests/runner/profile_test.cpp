@@ -140,7 +140,9 @@ TEST_CASE(
     bool close = near(layers["layers_ms"].get<double>() * 1e3, parts_us,
                       10.0 * parts.size(), 0.05);
     for (const json& l : layers["list"]) {
-      const auto& [forward, backward] = truth_us[l["layer"].get<int>()];
+      const auto truth = truth_us.find(l["layer"].get<int>());
+      if (truth == truth_us.end()) return false;  // the checks below say so
+      const auto& [forward, backward] = truth->second;
       close = close &&
               near(l["forward_ms"].get<double>() * 1e3, forward, 10, 0.1) &&
               near(l["backward_ms"].get<double>() * 1e3, backward, 10, 0.1);
