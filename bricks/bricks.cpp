@@ -24,7 +24,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kGlobalAvgPool, {}},
       {Op::kEmbedding, {"vocab", "units"}},
       {Op::kRecurrent, {"cell", "units"}},
-      {Op::kLayerNorm, {"eps?"}},
+      {Op::kLayerNorm, {"eps?", "axis?"}},
       {Op::kGelu, {}},
       {Op::kPositional, {}},
       {Op::kAttention, {"heads", "causal"}},
@@ -43,6 +43,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kSequence, {}},
       {Op::kClassToken, {}},
       {Op::kFirstToken, {}},
+      {Op::kLayerScale, {}},
   };
   return attributes;
 }
@@ -59,6 +60,11 @@ bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "bias") return !b.bias;
   if (a == "ceil") return !b.ceil;
   if (a == "eps") return b.epsilon == kNormEpsilon;
+  // A layer norm's: over the last dimension.
+  if (a == "axis") {
+    return b.axis == 0 || b.inputs.empty() ||
+           b.axis + 1 == static_cast<int64_t>(b.inputs[0].size());
+  }
   return false;
 }
 
@@ -226,7 +232,9 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kRecurrent:
       return g.Recurrent(in[0], b.cell, b.units);
     case Op::kLayerNorm:
-      return g.LayerNorm(in[0], b.epsilon);
+      // A key without an axis (0: the batch's, never normalized) is over
+      // the last dimension.
+      return g.LayerNorm(in[0], b.epsilon, b.axis > 0 ? b.axis : -1);
     case Op::kGelu:
       return g.Gelu(in[0]);
     case Op::kPositional:
@@ -270,6 +278,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.ClassToken(in[0]);
     case Op::kFirstToken:
       return g.FirstToken(in[0]);
+    case Op::kLayerScale:
+      return g.LayerScale(in[0]);
     default:
       throw SpecError(std::string("'") + ToString(b.op) +
                       "' is not a brick layer");

@@ -97,6 +97,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
     case Op::kHardSwish:
     case Op::kHardSigmoid:
     case Op::kChannelMul:
+    case Op::kLayerScale:
     case Op::kBatchNorm:
     case Op::kLayerNorm:
     case Op::kGelu:

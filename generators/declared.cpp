@@ -63,7 +63,7 @@ const std::map<std::string, OpInfo>& Ops() {
        {Op::kRecurrent,
         1,
         {{"cell", Kind::kCell, true}, {"hidden", Kind::kPositive, true}}}},
-      {"layernorm", {Op::kLayerNorm, 1, {}}},
+      {"layernorm", {Op::kLayerNorm, 1, {{"axis", Kind::kPositive, false}}}},
       {"gelu", {Op::kGelu, 1, {}}},
       {"positional", {Op::kPositional, 1, {}}},
       {"attention",
@@ -113,6 +113,7 @@ const std::map<std::string, OpInfo>& Ops() {
       {"sequence", {Op::kSequence, 1, {}}},
       {"class_token", {Op::kClassToken, 1, {}}},
       {"first_token", {Op::kFirstToken, 1, {}}},
+      {"layer_scale", {Op::kLayerScale, 1, {}}},
   };
   return ops;
 }

@@ -218,7 +218,7 @@ class Builder {
           made = g_.Recurrent(in[0], CellOf(item), size("hidden", 0));
           break;
         case Op::kLayerNorm:
-          made = g_.LayerNorm(in[0]);
+          made = g_.LayerNorm(in[0], kNormEpsilon, size("axis", -1));
           break;
         case Op::kGelu:
           made = g_.Gelu(in[0]);
@@ -301,6 +301,9 @@ class Builder {
           break;
         case Op::kFirstToken:
           made = g_.FirstToken(in[0]);
+          break;
+        case Op::kLayerScale:
+          made = g_.LayerScale(in[0]);
           break;
         case Op::kMeanLoss:
           break;

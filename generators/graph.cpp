@@ -109,6 +109,8 @@ const char* ToString(Op op) {
       return "class_token";
     case Op::kFirstToken:
       return "first_token";
+    case Op::kLayerScale:
+      return "layer_scale";
   }
   return "?";
 }
@@ -329,6 +331,15 @@ int Graph::FirstToken(int x) {
   return Append(std::move(l));
 }
 
+int Graph::LayerScale(int x) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 4,
+          "a layer scale of " + ToString(in) + ": expected [N, C, H, W] maps");
+  const int i = SameShape(Op::kLayerScale, x);
+  layers_[i].units = in[1];
+  return i;
+}
+
 int Graph::SameShape(Op op, int x) {
   Layer l;
   l.op = op;
@@ -409,10 +420,16 @@ int Graph::Recurrent(int x, Cell cell, int64_t hidden) {
   return Append(std::move(l));
 }
 
-int Graph::LayerNorm(int x, double epsilon) {
+int Graph::LayerNorm(int x, double epsilon, int64_t axis) {
   Require(epsilon > 0, "a normalization's epsilon must be positive");
+  const int64_t rank = static_cast<int64_t>(layer(x).shape.size());
+  if (axis < 0) axis += rank;
+  Require(axis == rank - 1 || (rank == 4 && axis == 1),
+          "a layer normalization is over the last dimension, or over the "
+          "channels (dimension 1) of [N, C, H, W] maps");
   const int i = SameShape(Op::kLayerNorm, x);
-  layers_[i].units = layers_[i].shape.back();
+  layers_[i].axis = axis;
+  layers_[i].units = layers_[i].shape[axis];
   layers_[i].epsilon = epsilon;
   return i;
 }
@@ -660,6 +677,7 @@ std::vector<ParamTensor> Graph::Params() const {
         add(i, "weight", {l.units}, l.units);
         break;
       case Op::kRmsNorm:
+      case Op::kLayerScale:
         add(i, "weight", {l.units}, 1);
         params.back().bound = 0;
         params.back().fill = 1;
@@ -706,7 +724,7 @@ std::vector<bool> Graph::NeedsGrad() const {
                      l.op == Op::kRecurrent || l.op == Op::kLayerNorm ||
                      l.op == Op::kPositional || l.op == Op::kRmsNorm ||
                      l.op == Op::kEmbeddingBag || l.op == Op::kCross ||
-                     l.op == Op::kClassToken;
+                     l.op == Op::kClassToken || l.op == Op::kLayerScale;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

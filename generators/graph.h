@@ -32,9 +32,11 @@ enum class Op {
   kGlobalAvgPool,  // [N, C, H, W] -> [N, C]
   kEmbedding,      // [length, batch] ids -> [length, batch, units]
   kRecurrent,      // one layer of rnn/lstm/gru cells over [length, batch, in]
-  kLayerNorm,      // over the last dimension; scale and shift are trainable
-  kGelu,           // x * Phi(x), the exact (erf) form
-  kPositional,     // + a trainable [length, units] table, the same per batch
+  // Over the last dimension, or over the channels of [N, C, H, W] maps
+  // (`axis` 1: ConvNeXt's); scale and shift are trainable.
+  kLayerNorm,
+  kGelu,        // x * Phi(x), the exact (erf) form
+  kPositional,  // + a trainable [length, units] table, the same per batch
   // Multi-head scaled dot-product attention of q, k, v ([length, batch,
   // units] each, `heads` heads of units / heads), causal or not.
   kAttention,
@@ -84,6 +86,9 @@ enum class Op {
   kSequence,    // [N, C, H, W] -> [H x W, N, C]: each position a token
   kClassToken,  // [L, N, E] -> [1 + L, N, E]: a trainable [E] token first
   kFirstToken,  // [L, N, E] -> [N, E]: the first position (the class token)
+  // [N, C, H, W] times a trainable factor per channel (ConvNeXt's layer
+  // scale).
+  kLayerScale,
 };
 
 const char* ToString(Op op);
@@ -126,9 +131,10 @@ struct Layer {
   int64_t position = 0;  // rotary embedding: the first position
   int64_t rank = 0;      // cross layer: W's rank (0: full)
   int64_t groups = 1;    // convolution, channel shuffle: groups of channels
-  int64_t axis = 0;      // concat: the dimension joined; slice: cut
-  int64_t begin = 0;     // slice: its first index along axis
-  bool ceil = false;     // max pool: ceil mode (Graph::MaxPool)
+  // concat: the dimension joined; slice: cut; layer norm: normalized
+  int64_t axis = 0;
+  int64_t begin = 0;              // slice: its first index along axis
+  bool ceil = false;              // max pool: ceil mode (Graph::MaxPool)
   double epsilon = kNormEpsilon;  // batch and layer norm: added to variance
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
@@ -188,7 +194,8 @@ class Graph {
   int GlobalAvgPool(int x);
   int Embedding(int tokens, int64_t units);
   int Recurrent(int x, Cell cell, int64_t hidden);
-  int LayerNorm(int x, double epsilon = kNormEpsilon);
+  // Over dimension `axis` (-1: the last; 1 of [N, C, H, W]: the channels).
+  int LayerNorm(int x, double epsilon = kNormEpsilon, int64_t axis = -1);
   int Gelu(int x);
   int Positional(int x);
   int Attention(int q, int k, int v, int64_t heads, bool causal);
@@ -219,6 +226,7 @@ class Graph {
   int Sequence(int x);
   int ClassToken(int x);
   int FirstToken(int x);
+  int LayerScale(int x);
 
   // Gives layer i the initial values a file holds (Layer::values).
   void SetValues(

@@ -123,6 +123,7 @@ bool Mapper::ApplyViews(int index, const onnx::NodeProto& n) {
     probs_[out] = s;
     return true;
   }
+  if (op == "MatMul" && ApplyPointwise(index, n)) return true;
   if (op == "MatMul" || op == "Gemm") return ApplyProduct(n);
   const std::optional<View> v = ViewOf(n.input(0));
   if (op == "Add") return ApplyAdd(n);
@@ -145,7 +146,18 @@ bool Mapper::ApplyViews(int index, const onnx::NodeProto& n) {
     if (perm.empty()) {
       for (size_t k = v->shape.size(); k-- > 0;) perm.push_back(k);
     }
-    SetView(out, Permuted(*v, perm));
+    View maps = *v;
+    if (perm.size() == 4 && maps.shape.size() == 2 && maps.layer >= 0 &&
+        graph_.layer(maps.layer).op == Op::kGlobalAvgPool) {
+      // The graph's [N, C] after a global pool is ONNX's [N, C, 1, 1].
+      maps.shape.insert(maps.shape.end(), {1, 1});
+      maps.strides.insert(maps.strides.end(), {0, 0});
+    }
+    if (perm.size() != maps.shape.size()) {
+      throw GraphError("a transpose of " + Describe(maps) + " by " +
+                       ToString(perm));
+    }
+    SetView(out, Permuted(maps, perm));
     return true;
   }
   if (op == "Slice") {
@@ -214,6 +226,11 @@ bool Mapper::ApplyViews(int index, const onnx::NodeProto& n) {
   if (op == "Div" || op == "Mul") {
     if (op == "Div") {
       const int gelu = GeluNodes(index);
+      if (gelu >= 0 && IsMaps(*v)) {
+        const int layer = graph_.Gelu(v->layer);
+        SetView(g_.node(gelu).output(0), ChannelsLast(layer, ShapeOf(layer)));
+        return true;
+      }
       if (gelu >= 0) {
         const View rows = Rows(*v);
         const int layer = Derived(graph_.Gelu(rows.layer), rows.layer);
@@ -238,12 +255,7 @@ bool Mapper::ApplyViews(int index, const onnx::NodeProto& n) {
           "a mean over the last axis that is not a layer "
           "normalization's");
     }
-    const View rows = Rows(*v);
-    params_ += Count(scale) + Count(shift);
-    const int norm = Derived(graph_.LayerNorm(rows.layer, epsilon), rows.layer);
-    Give(norm, {{scale, false}, {shift, false}});
-    const int64_t units = rows.shape.back();
-    SetView(g_.node(last).output(0), Moved(rows, norm, units, units));
+    SetView(g_.node(last).output(0), Normalized(*v, epsilon, scale, shift));
     return true;
   }
   if (op == "LayerNormalization") {
@@ -255,14 +267,8 @@ bool Mapper::ApplyViews(int index, const onnx::NodeProto& n) {
           "a layer normalization other than over the last "
           "axis with a scale and a shift");
     }
-    const View rows = Rows(*v);
-    params_ += Count(n.input(1)) + Count(n.input(2));
-    const int norm = Derived(
-        graph_.LayerNorm(rows.layer, AsWritten(a.Float("epsilon", 1e-5f))),
-        rows.layer);
-    Give(norm, {{n.input(1), false}, {n.input(2), false}});
-    const int64_t units = rows.shape.back();
-    SetView(out, Moved(rows, norm, units, units));
+    SetView(out, Normalized(*v, AsWritten(a.Float("epsilon", 1e-5f)),
+                            n.input(1), n.input(2)));
     return true;
   }
   if (kViewsOnly.count(op)) {
@@ -270,6 +276,59 @@ bool Mapper::ApplyViews(int index, const onnx::NodeProto& n) {
                      " that no layer of the graph expresses");
   }
   return false;
+}
+
+bool Mapper::IsMaps(const View& v) const {
+  return v.layer >= 0 && IsChannelsLast(v, ShapeOf(v.layer));
+}
+
+View Mapper::Normalized(const View& v, double epsilon, const std::string& scale,
+                        const std::string& shift) {
+  params_ += Count(scale) + Count(shift);
+  if (IsMaps(v)) {
+    const int norm = graph_.LayerNorm(v.layer, epsilon, 1);
+    Give(norm, {{scale, false}, {shift, false}});
+    return ChannelsLast(norm, ShapeOf(norm));
+  }
+  const View rows = Rows(v);
+  const int norm = Derived(graph_.LayerNorm(rows.layer, epsilon), rows.layer);
+  Give(norm, {{scale, false}, {shift, false}});
+  const int64_t units = rows.shape.back();
+  return Moved(rows, norm, units, units);
+}
+
+bool Mapper::ApplyPointwise(int index, const onnx::NodeProto& n) {
+  const std::optional<View> x = ViewOf(n.input(0));
+  const std::string& b = n.input(1);
+  if (!x || !IsMaps(*x) || (!IsInitializer(b) && !transposed_.count(b))) {
+    return false;
+  }
+  // MatMul's B is [in, units]; the exporter's transpose of a [units, in]
+  // initializer (a linear layer's weights) is one already laid out as the
+  // convolution's [units, in, 1, 1].
+  const bool rows_are_units = !IsInitializer(b);
+  const std::string& w = rows_are_units ? transposed_.at(b) : b;
+  const std::vector<int64_t>& dims = InitializerDims(w);
+  const int64_t units = rows_are_units ? dims[0] : dims[1];
+  const int64_t in = rows_are_units ? dims[1] : dims[0];
+  const Shape& maps = ShapeOf(x->layer);
+  if (in != maps[1]) {
+    throw GraphError("a product of " + Describe(*x) + " by " + ToString(dims));
+  }
+  const int bias_add = BiasAdd(index, units);
+  params_ += Count(w) + (bias_add >= 0 ? units : 0);
+  const int conv = graph_.Conv2d(x->layer, units, 1, 1, 0, 1, bias_add >= 0);
+  std::vector<std::pair<std::string, bool>> tensors = {{w, !rows_are_units}};
+  const View out = ChannelsLast(conv, ShapeOf(conv));
+  SetView(n.output(0), out);
+  if (bias_add >= 0) {
+    const onnx::NodeProto& add = g_.node(bias_add);
+    tensors.push_back({Other(bias_add, n.output(0)), false});
+    fused_.insert(bias_add);
+    SetView(add.output(0), out);
+  }
+  Give(conv, tensors);
+  return true;
 }
 
 bool Mapper::ApplyProduct(const onnx::NodeProto& n) {

@@ -335,10 +335,10 @@ std::string Mapper::Unsupported(const onnx::NodeProto& n) const {
   }
   if (op == "Mul") {
     for (const std::string& in : n.input()) {
-      if (IsInitializer(in) && Count(in) > 1) {
-        return where +
-               ": a constant factor (the graph multiplies by weights in "
-               "its layers only)";
+      if (IsInitializer(in) && Count(in) > 1 && !PerChannel(in)) {
+        return where + ": a constant factor " + ToString(InitializerDims(in)) +
+               " (the graph's are per channel of [N, C, H, W] maps, "
+               "[C, 1, 1]: a layer scale)";
       }
     }
     return "";
@@ -413,6 +413,37 @@ std::string Mapper::Unsupported(const onnx::NodeProto& n) const {
   return where + ": no operation of the layer graph expresses ONNX's " + op;
 }
 
+bool Mapper::PerChannel(const std::string& initializer) const {
+  const std::vector<int64_t>& dims = InitializerDims(initializer);
+  const size_t r = dims.size();
+  return (r == 3 || (r == 4 && dims[0] == 1)) && dims[r - 1] == 1 &&
+         dims[r - 2] == 1;
+}
+
+bool Mapper::ApplyLayerScale(const onnx::NodeProto& n) {
+  for (int side = 0; side < 2; ++side) {
+    const std::string& t = n.input(side);
+    if (!IsInitializer(t) || Count(t) == 1) continue;
+    const int x = DataInput(n, 1 - side);
+    if (x < 0) {
+      throw GraphError("its input " + n.input(1 - side) +
+                       " is made by no layer");
+    }
+    const Shape& maps = ShapeOf(x);
+    if (maps.size() != 4 || Count(t) != maps[1]) {
+      throw GraphError("a product of " + ToString(maps) + " by a constant " +
+                       ToString(InitializerDims(t)) +
+                       ": the graph's is per channel of [N, C, H, W] maps");
+    }
+    params_ += Count(t);
+    const int scale = graph_.LayerScale(x);
+    Give(scale, {{t, false}});
+    Bind(n.output(0), scale);
+    return true;
+  }
+  return false;
+}
+
 int Mapper::SiluMul(int index) const {
   const onnx::NodeProto& n = g_.node(index);
   const std::string &x = n.input(0), &y = n.output(0);
@@ -440,6 +471,7 @@ void Mapper::Apply(int index, const onnx::NodeProto& n) {
   const Attributes a(n);
   if (op == "Constant") return;  // read as a weight by its readers
   if (ApplyViews(index, n)) return;
+  if (op == "Mul" && ApplyLayerScale(n)) return;
   const int x = DataInput(n);
   if (x < 0 && op != "Identity") {
     throw GraphError("its input " + n.input(0) + " is made by no layer");

@@ -173,6 +173,10 @@ class Mapper {
   // attribute before opset 11; nullopt where none is given.
   std::optional<double> ClipBound(const onnx::NodeProto& n, int i) const;
 
+  // An initializer of one value per channel of maps: [C, 1, 1] or
+  // [1, C, 1, 1].
+  bool PerChannel(const std::string& initializer) const;
+
   // Why the graph cannot express node `n` from its operator and
   // attributes alone, or "".
   std::string Unsupported(const onnx::NodeProto& n) const;
@@ -329,6 +333,25 @@ class Mapper {
   // and GELU from their nodes, the class token and positions. False where
   // the node is left to the mapping of whole layers.
   bool ApplyViews(int index, const onnx::NodeProto& n);
+
+  // Whether v is a layer's [N, C, H, W] maps read channels-last.
+  bool IsMaps(const View& v) const;
+
+  // A layer normalization over v's last axis, its scale and shift the
+  // file's: of a layer's rows, or of maps' channels where v reads them
+  // channels-last (ConvNeXt's). The normalized values as v arranged them.
+  View Normalized(const View& v, double epsilon, const std::string& scale,
+                  const std::string& shift);
+
+  // A product by weights of maps read channels-last (ConvNeXt's linear
+  // layers over [N, H, W, C]): a 1x1 convolution, its bias the Add after
+  // it. False for any other product.
+  bool ApplyPointwise(int index, const onnx::NodeProto& n);
+
+  // A product of [N, C, H, W] maps by a constant of one value per channel
+  // ([C, 1, 1]: ConvNeXt's layer scale): a layer scale. False where
+  // neither input is a constant.
+  bool ApplyLayerScale(const onnx::NodeProto& n);
 
   // A product by weights of a view (a dense layer, made when read), or of
   // two views (attention's scores, or its weighted values).

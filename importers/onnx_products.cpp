@@ -156,6 +156,7 @@ View Mapper::Rows(View v) {
 }
 
 int Mapper::AsLayer(const View& v) {
+  if (v.layer >= 0 && IsWholeButOnes(v, LayerShape(v.layer))) return v.layer;
   const View rows = Rows(v);
   if (IsWhole(rows, LayerShape(rows.layer))) return rows.layer;
   throw GraphError("a view " + Describe(rows) + " of " +

@@ -30,6 +30,31 @@ bool IsWhole(const View& v, const Shape& layer_shape) {
   return true;
 }
 
+bool IsWholeButOnes(const View& v, const Shape& layer_shape) {
+  if (v.scale != 1) return false;
+  View squeezed{v.layer, {}, {}, v.offset, 1};
+  for (size_t k = 0; k < v.shape.size(); ++k) {
+    if (v.shape[k] == 1) continue;
+    squeezed.shape.push_back(v.shape[k]);
+    squeezed.strides.push_back(v.strides[k]);
+  }
+  Shape s;
+  for (int64_t d : layer_shape) {
+    if (d != 1) s.push_back(d);
+  }
+  return IsWhole(squeezed, s);
+}
+
+View ChannelsLast(int layer, const Shape& maps) {
+  return Canonical(Permuted(Whole(layer, maps), {0, 2, 3, 1}));
+}
+
+bool IsChannelsLast(const View& v, const Shape& layer_shape) {
+  if (layer_shape.size() != 4 || v.offset != 0 || v.scale != 1) return false;
+  const View c = ChannelsLast(v.layer, layer_shape);
+  return Canonical(v).shape == c.shape && Canonical(v).strides == c.strides;
+}
+
 bool Covers(const View& v, const Shape& layer_shape) {
   if (v.offset != 0) return false;
   std::vector<std::pair<int64_t, int64_t>> axes;  // stride, size

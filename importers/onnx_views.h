@@ -41,6 +41,16 @@ bool IsWhole(const View& v, const Shape& layer_shape);
 // permutation, some merged or split, of the layer's).
 bool Covers(const View& v, const Shape& layer_shape);
 
+// Whether it is the layer's output whole once the axes of one element are
+// left out of both (the graph's [N, C] after a global pool is ONNX's
+// [N, C, 1, 1]).
+bool IsWholeButOnes(const View& v, const Shape& layer_shape);
+
+// [N, C, H, W] maps read channels-last, [N, H, W, C] (the permute ConvNeXt
+// writes before its layer norms and linear layers), and whether v is that.
+View ChannelsLast(int layer, const Shape& maps);
+bool IsChannelsLast(const View& v, const Shape& layer_shape);
+
 // Whether its last axis is the layer's last, whole: what an operation
 // along rows (a product by weights, a normalization) needs.
 bool RowsWhole(const View& v, const Shape& layer_shape);

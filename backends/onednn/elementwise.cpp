@@ -198,6 +198,68 @@ void OnednnRunner::BuildChannelMul(int i, const Layer& l) {
   Deliver(s, i, grad);
 }
 
+// x [N, C, H, W] times w [C]. Backward: x's gradient is the output's
+// times w; w's the sum over N, H and W of the output's gradient times x,
+// summed as ones [1, N x H x W] times that product read channels-last
+// [N x H x W, C] (a matrix product: oneDNN's reduction runs reference code
+// over blocked maps).
+void OnednnRunner::BuildLayerScale(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims& d = l.shape;
+  // [1, C]: what the product summing its gradient writes; the same
+  // bytes as [1, C, 1, 1], as the binary broadcasts it.
+  const memory::desc c_md({1, l.units}, Dt::f32, Tag::ab);
+  AddParam(i, "weight", c_md, c_md, c_md);
+  Weight& w = ParamOf(i, "weight");
+  const memory factors(memory::desc({1, d[1], 1, 1}, Dt::f32, Tag::abcd),
+                       engine_, w.value.get_data_handle());
+  // The maps as their writer laid them out, channels-last where oneDNN has
+  // no jit kernel for that layout (blocks of 8).
+  memory::desc md = out_[x].get_desc();
+  auto pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md,
+                     factors.get_desc(), md);
+  if (IsReference(pd)) {
+    md = memory::desc(d, dt_, Tag::acdb);
+    pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, factors.get_desc(),
+                  md);
+  }
+  const memory maps = Input(x, md);
+  SetOut(i, md);
+  Run(forward_, dnnl::binary(pd),
+      {{DNNL_ARG_SRC_0, maps},
+       {DNNL_ARG_SRC_1, factors},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return;
+  if (Grad(x)) {
+    memory grad = GradTarget(x, i, md);
+    Run(backward_[i], dnnl::binary(pd),
+        {{DNNL_ARG_SRC_0, diff_[i]},
+         {DNNL_ARG_SRC_1, factors},
+         {DNNL_ARG_DST, grad}});
+    Deliver(x, i, grad);
+  }
+  const memory::desc last(d, dt_, Tag::acdb);
+  const auto ppd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md);
+  memory product = Make(md);
+  Run(backward_[i], dnnl::binary(ppd),
+      {{DNNL_ARG_SRC_0, diff_[i]},
+       {DNNL_ARG_SRC_1, maps},
+       {DNNL_ARG_DST, product}});
+  const memory rows = InBackward(i, product, last);
+  const int64_t positions = d[0] * d[2] * d[3];
+  const memory::desc ones_md({1, positions}, dt_, Tag::ab);
+  memory ones = Make(ones_md);
+  memory user_ones = Staging(memory::desc({1, positions}, Dt::f32, Tag::ab));
+  std::fill_n(static_cast<float*>(user_ones.get_data_handle()), positions, 1.f);
+  RunNow(user_ones, ones);
+  const memory::desc rows_md({positions, d[1]}, dt_, Tag::ab);
+  const auto mpd = MatmulPd(engine_, ones_md, rows_md, c_md);
+  Run(backward_[i], dnnl::matmul(mpd),
+      {{DNNL_ARG_SRC, ones},
+       {DNNL_ARG_WEIGHTS, memory(rows_md, engine_, rows.get_data_handle())},
+       {DNNL_ARG_DST, w.grad}});
+}
+
 // x + a [length, units] table broadcast over the batch; the table's
 // gradient is the output's summed over the batch.
 void OnednnRunner::BuildPositional(int i, const Layer& l) {

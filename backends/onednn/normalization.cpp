@@ -65,9 +65,28 @@ Args OnednnRunner::NormalizationBackward(int x, int i, const memory& mean,
   return args;
 }
 
+// Over the last dimension as oneDNN normalizes; over the channels of
+// [N, C, H, W] maps (ConvNeXt's), the maps read channels-last, each
+// position's channels one of N x H x W rows (oneDNN's jit kernels normalize
+// a densely laid out last dimension only), and written so.
 void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   const int x = l.inputs[0];
-  const memory::desc data_md = out_[x].get_desc();
+  const bool channels = l.axis == 1 && l.shape.size() == 4;
+  const Dims& d = l.shape;
+  const memory::desc maps =
+      channels ? memory::desc(d, dt_, Tag::acdb) : memory::desc();
+  // Over the last dimension of the graph's shape: a global pool's [N, C]
+  // may be held as oneDNN's [N, C, 1, 1].
+  const memory src = channels ? Input(x, maps)
+                     : DimsOf(out_[x].get_desc()) == d
+                         ? out_[x]
+                         : Input(x, memory::desc(d, dt_, PlainTag(d.size())));
+  auto rows = [&](const memory& m) {
+    if (!channels) return m;
+    return memory(memory::desc({d[0] * d[2] * d[3], d[1]}, dt_, Tag::ab),
+                  engine_, m.get_data_handle());
+  };
+  const memory::desc data_md = rows(src).get_desc();
   const auto flags = dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift;
   const auto pd = NormalizationPd<dnnl::layer_normalization_forward>(
@@ -75,11 +94,11 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   const memory::desc c_md({l.units}, Dt::f32, Tag::x);
   AddParam(i, "weight", c_md, c_md, c_md);
   AddParam(i, "bias", c_md, c_md, c_md);
-  SetOut(i, pd.dst_desc());
+  SetOut(i, channels ? maps : pd.dst_desc());
   Weight& scale = ParamOf(i, "weight");
   Weight& shift = ParamOf(i, "bias");
-  Args args = {{DNNL_ARG_SRC, out_[x]},
-               {DNNL_ARG_DST, out_[i]},
+  Args args = {{DNNL_ARG_SRC, rows(src)},
+               {DNNL_ARG_DST, rows(out_[i])},
                {DNNL_ARG_SCALE, scale.value},
                {DNNL_ARG_SHIFT, shift.value}};
   memory mean, variance;
@@ -94,9 +113,11 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
   const auto bpd = NormalizationBackwardPd<dnnl::layer_normalization_backward>(
       engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags,
       pd);
-  memory grad = GradTarget(x, i, bpd.diff_src_desc());
-  Run(backward_[i], dnnl::layer_normalization_backward(bpd),
-      NormalizationBackward(x, i, mean, variance, grad, true));
+  memory grad = GradTarget(x, i, channels ? maps : bpd.diff_src_desc());
+  Args back = NormalizationBackward(x, i, mean, variance, rows(grad), true);
+  back[DNNL_ARG_SRC] = rows(src);
+  back[DNNL_ARG_DIFF_DST] = rows(diff_[i]);
+  Run(backward_[i], dnnl::layer_normalization_backward(bpd), back);
   if (Grad(x)) Deliver(x, i, grad);
 }
 

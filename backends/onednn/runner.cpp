@@ -610,6 +610,9 @@ void OnednnRunner::Build(int i) {
     case Op::kFirstToken:
       BuildFirstToken(i, l);
       break;
+    case Op::kLayerScale:
+      BuildLayerScale(i, l);
+      break;
   }
 }
 

@@ -335,6 +335,8 @@ class OnednnRunner : public Runner {
   void BuildChannelMul(int i, const Layer& l);
   // ShuffleNet's channel shuffle: oneDNN's shuffle primitive.
   void BuildChannelShuffle(int i, const Layer& l);
+  // x [N, C, H, W] times a trainable factor per channel.
+  void BuildLayerScale(int i, const Layer& l);
 
   void BuildPool(int i, const Layer& l, dnnl::algorithm alg, int64_t kernel,
                  int64_t stride, int64_t pad);

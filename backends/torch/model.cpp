@@ -105,6 +105,7 @@ TorchModel::TorchModel(const Graph& g)
         break;
       case Op::kRmsNorm:
       case Op::kClassToken:
+      case Op::kLayerScale:
         m.table = register_module(name, std::make_shared<torch::nn::Module>());
         m.positional =
             m.table->register_parameter("weight", torch::empty({l.units}));
@@ -281,7 +282,15 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
                      : std::get<0>(m.gru(x));
         break;
       case Op::kLayerNorm:
-        y = m.layer_norm(x);
+        // Over the channels of maps: as ConvNeXt's eager code, a layer norm
+        // of the channels-last view (no copy where the maps are laid out
+        // channels-last, as inference lays them on a CPU), viewed back.
+        y = l.axis == 1 && x.dim() == 4
+                ? m.layer_norm(x.permute({0, 2, 3, 1})).permute({0, 3, 1, 2})
+                : m.layer_norm(x);
+        break;
+      case Op::kLayerScale:
+        y = x * m.positional.view({1, l.units, 1, 1});
         break;
       case Op::kGelu:
         y = torch::gelu(x);

@@ -26,8 +26,8 @@ struct LayerModules {
   torch::nn::LSTM lstm{nullptr};
   torch::nn::GRU gru{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};
-  // A positional table's, a class token's or an RMSNorm scale's holder,
-  // and the tensor.
+  // A positional table's, a class token's, an RMSNorm scale's or a layer
+  // scale's holder, and the tensor.
   std::shared_ptr<torch::nn::Module> table;
   torch::Tensor positional;
   // A cross layer's tensors in `table`: V and U, or W (in weight_u), and b.

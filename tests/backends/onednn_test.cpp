@@ -426,6 +426,75 @@ TEST_CASE(
   StepBothModes(*onednn, *torch, g);
 }
 
+// ConvNeXt's layers: a layer norm over each position's channels, its
+// values written out (a fresh model's scale 1 and shift 0), and a layer
+// scale by factors a file gives; then a block of them behind a depthwise
+// convolution, with 48 channels (oneDNN's blocks of 16) and 40 (of 8),
+// and ConvNeXt's head, stepped on both backends.
+TEST_CASE("a layer norm over channels and a layer scale, as ConvNeXt's",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  constexpr int64_t kN = 2, kC = 5, kP = 6;  // P: positions, 3 x 2
+  constexpr double kEps = 1e-6;
+  Graph norm;
+  const int maps = norm.Input({kN, kC, 3, 2});
+  norm.SoftmaxCrossEntropy(norm.Flatten(norm.LayerNorm(maps, kEps, 1)));
+  const std::vector<float> x = InitInput(norm, 11, maps);
+  std::vector<float> want(x.size());
+  for (int64_t n = 0; n < kN; ++n) {
+    for (int64_t p = 0; p < kP; ++p) {
+      double mean = 0, square = 0;
+      for (int64_t c = 0; c < kC; ++c) mean += x[(n * kC + c) * kP + p];
+      mean /= kC;
+      for (int64_t c = 0; c < kC; ++c) {
+        square += std::pow(x[(n * kC + c) * kP + p] - mean, 2);
+      }
+      const double deviation = std::sqrt(square / kC + kEps);
+      for (int64_t c = 0; c < kC; ++c) {
+        const int64_t k = (n * kC + c) * kP + p;
+        want[k] = static_cast<float>((x[k] - mean) / deviation);
+      }
+    }
+  }
+  Case c = ParseCaseName(
+      "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
+  for (const Backend* b : {torch.get(), onednn.get()}) {
+    INFO(b->name());
+    auto r = Prepare(*b, c, norm);
+    r->Step();
+    CHECK(RelativeError(r->Output(), want) < kFp32Tolerance);
+  }
+  Graph scaled;
+  const int in = scaled.Input({kN, kC, 3, 2});
+  const int scale = scaled.LayerScale(in);
+  const std::vector<float> factors = {0.5f, -2.f, 3.f, 1e-6f, 0.f};
+  scaled.SetValues(scale,
+                   {std::make_shared<const std::vector<float>>(factors)});
+  scaled.SoftmaxCrossEntropy(scaled.Flatten(scale));
+  const std::vector<float> y = InitInput(scaled, 11, in);
+  std::vector<float> times(y.size());
+  for (size_t k = 0; k < y.size(); ++k) {
+    times[k] = y[k] * factors[k / kP % kC];
+  }
+  CheckOutputs(*torch, *onednn, scaled, times);
+  for (int64_t channels : {48, 40}) {
+    INFO(channels << " channels");
+    Graph g;
+    const int stem =
+        g.Conv2d(g.Input({2, 3, 9, 9}), channels, 3, 1, 1, 1, true);
+    const int deep = g.Conv2d(stem, channels, 7, 1, 3, channels, true);
+    const int wide = g.Gelu(
+        g.Conv2d(g.LayerNorm(deep, kEps, 1), 4 * channels, 1, 1, 0, 1, true));
+    const int block = g.LayerScale(g.Conv2d(wide, channels, 1, 1, 0, 1, true));
+    const int out = g.LayerNorm(g.Add(block, stem), kEps, 1);
+    // The head's norm of the pooled [N, C] (oneDNN's pool writes
+    // [N, C, 1, 1]).
+    g.SoftmaxCrossEntropy(g.Dense(g.LayerNorm(g.GlobalAvgPool(out), kEps), 5));
+    StepBothModes(*onednn, *torch, g);
+  }
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

@@ -193,6 +193,31 @@ TEST_CASE("brick names round-trip", "[bricks]") {
   CHECK(
       ParseBrickName(half_name).brick.BuildGraph(Mode::kInfer).layer(1).begin ==
       3);
+  // A layer norm over the channels names its axis; over the last
+  // dimension, none; a layer scale has no attributes.
+  Graph convnext;
+  convnext.LayerScale(
+      convnext.LayerNorm(convnext.Input({2, 8, 4, 4}), kNormEpsilon, 1));
+  convnext.LayerNorm(convnext.Input({4, 2, 8}));
+  const std::vector<Brick> norms = BricksOf(convnext, Mode::kTrain);
+  REQUIRE(norms.size() == 3);
+  CHECK(norms[0].Key() == "layernorm/in:2x8x4x4/axis:1/grad:0");
+  CHECK(norms[1].Key() == "layer_scale/in:2x8x4x4/grad:1");
+  CHECK(norms[2].Key() == "layernorm/in:4x2x8/grad:0");
+  for (const Brick& b : norms) {
+    const std::string name =
+        BrickCase{b, "torch", DType::kFp32, Mode::kTrain}.Name();
+    CHECK(ParseBrickName(name).brick == b);
+  }
+  CHECK(ParseBrickName("BRICK/layernorm/in:2x8x4x4/axis:1/grad:0/torch/fp32/"
+                       "train")
+            .brick.BuildGraph(Mode::kTrain)
+            .layer(1)
+            .units == 8);
+  CHECK(ParseBrickName("BRICK/layernorm/in:4x2x8/grad:0/torch/fp32/train")
+            .brick.BuildGraph(Mode::kTrain)
+            .layer(1)
+            .axis == 2);
   CHECK_THROWS_WITH(
       ParseBrickName("BRICK/concat/in:2x8x9x9/axis:1/grad:1/torch/fp32/train"),
       ContainsSubstring("1 input shape, concat takes two or more"));

@@ -248,7 +248,8 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
         "channel_mul, channel_shuffle, class_token, concat, conv2d, cross, "
         "dense, embedding, "
         "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
-        "input, last_position, layernorm, maxpool, positional, recurrent, "
+        "input, last_position, layer_scale, layernorm, maxpool, positional, "
+        "recurrent, "
         "relu, relu6, rmsnorm, rope, sequence, sigmoid, silu, slice, "
         "softmax_xent, "
         "swiglu, tokens");

@@ -138,5 +138,32 @@ TEST_CASE("a slice keeps its range of one dimension after the batch",
   CHECK_THROWS(g.Slice(x, 0, 0, 1));  // the batch
 }
 
+TEST_CASE(
+    "a layer norm is over the last dimension or over maps' channels, a layer "
+    "scale has a factor per channel",
+    "[graph]") {
+  Graph g;
+  const int x = g.Input({2, 6, 4, 3});
+  const int last = g.LayerNorm(x);
+  CHECK(g.layer(last).axis == 3);
+  CHECK(g.layer(last).units == 3);
+  const int channels = g.LayerNorm(x, 1e-6, 1);
+  CHECK(g.layer(channels).axis == 1);
+  CHECK(g.layer(channels).units == 6);
+  CHECK(g.layer(channels).shape == Shape{2, 6, 4, 3});
+  CHECK_THROWS_WITH(g.LayerNorm(x, 1e-6, 2),
+                    Catch::Matchers::ContainsSubstring("over the channels"));
+  const int scale = g.LayerScale(channels);
+  CHECK(g.layer(scale).shape == Shape{2, 6, 4, 3});
+  const std::vector<ParamTensor> params = g.Params();
+  REQUIRE(params.size() == 5);
+  CHECK(params[2].shape == Shape{6});  // the channel norm's scale
+  CHECK(params[4].layer == scale);
+  CHECK(params[4].shape == Shape{6});
+  CHECK(params[4].fill == 1);
+  CHECK(g.NeedsGrad()[scale]);
+  CHECK_THROWS(g.LayerScale(g.Input({2, 6})));
+}
+
 }  // namespace
 }  // namespace paradnn

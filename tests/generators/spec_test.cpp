@@ -118,10 +118,12 @@ TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
       ParseCaseName("TRANSFORMER/layers:2/d_model:16/heads:8/ffn:64/length:8/"
                     "vocab:10/causal:maybe/batch:2/torch/fp32/train"),
       ContainsSubstring("'maybe'") && ContainsSubstring("false, true"));
-  CHECK_THROWS_WITH(ParseCaseName("MLP/layers:4"),
-                    ContainsSubstring("'MLP' is not a model family") &&
-                        ContainsSubstring("FC, CNN, RNN, DLRM, VGG, MOBILENET_V2, "
-                                          "EFFICIENTNET, TRANSFORMER, LLM"));
+  CHECK_THROWS_WITH(
+      ParseCaseName("MLP/layers:4"),
+      ContainsSubstring("'MLP' is not a model family") &&
+          ContainsSubstring("FC, CNN, RNN, DLRM, VGG, MOBILENET_V2, "
+                            "EFFICIENTNET, CONVNEXT, TRANSFORMER, "
+                            "LLM"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/torch/fp32/train"),
       ContainsSubstring(

@@ -365,6 +365,14 @@ TEST_CASE("ONNX with its weights: ShuffleNetV2 gives PyTorch eager's logits",
   CheckBoth("shufflenet_v2_x0_5", "eval", {Mode::kInfer});
 }
 
+// Layer norms over channels, linear layers over channels-last maps, layer
+// scale.
+TEST_CASE("ONNX with its weights: ConvNeXt-Tiny gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("convnext_tiny", "train", {Mode::kTrain, Mode::kInfer});
+  CheckBoth("convnext_tiny", "eval", {Mode::kInfer});
+}
+
 TEST_CASE("ONNX with its weights: ViT-B/16 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("vit_b_16", "train", {Mode::kTrain, Mode::kInfer});

@@ -70,12 +70,13 @@ TEST_CASE("ONNX: a node the graph cannot express is named, with why",
     CHECK(m.nodes[i].unsupported.empty());
   }
   // An operator the graph has none of, a clip other than ReLU6's, a
-  // product by a constant, a padding of its own.
+  // product by a constant other than one per channel (a layer scale), a
+  // padding of its own.
   ModelWriter w;
   w.Input("x", {1, 4, 2, 2});
   w.Weights("lo", {}, -1);
   w.Weights("hi", {}, 1);
-  w.Weights("k", {4, 1, 1});
+  w.Weights("k", {1, 1, 2});
   w.Weights("widths", {8}, 1);
   w.Node("Tanh", "squash", {"x"}, {"t"});
   w.Node("Clip", "clamp", {"x", "lo", "hi"}, {"c"});
@@ -91,7 +92,7 @@ TEST_CASE("ONNX: a node the graph cannot express is named, with why",
         "Clip clamp: a clip to [-1.000000, 1.000000]: the graph's is "
         "ReLU6's [0, 6]");
   CHECK_THAT(n.nodes[2].unsupported,
-             ContainsSubstring("Mul scale: a constant factor"));
+             ContainsSubstring("Mul scale: a constant factor [1, 1, 2]"));
   CHECK_THAT(n.nodes[3].unsupported,
              ContainsSubstring("Pad pad: a padding of its own"));
   CHECK_FALSE(n.graph);
@@ -476,6 +477,19 @@ TEST_CASE(
 TEST_CASE("ONNX: torchvision's MobileNetV3-Small has torchvision's parameters",
           "[onnx][torchvision]") {
   CheckTorchvision("mobilenet_v3_small", 2542856);
+}
+
+// ConvNeXt: layer norms over the channels of NCHW maps (a permute, the
+// norm's nodes, a permute back; after the global pool too), linear layers
+// over [N, H, W, C] (1x1 convolutions), layer scale, 7x7 depthwise
+// convolutions.
+TEST_CASE(
+    "ONNX: torchvision's ConvNeXt-Tiny has torchvision's parameters and is "
+    "the ConvNeXt family's",
+    "[onnx][torchvision]") {
+  CheckTorchvision("convnext_tiny", 28589128,
+                   "CONVNEXT/blocks:3-3-9-3/width:96/image:224/output:1000/"
+                   "batch:8/torch/fp32/train");
 }
 
 // A transformer: patches as a sequence, a class token, attention as the
