@@ -124,7 +124,10 @@ Reference Export(const std::string& name, const std::string& kind) {
       ".infer')\n"
       "  m.train()\n"
       "  eval_random()\n"
-      "  m(x).numpy().tofile('" +
+      // GoogLeNet in training mode gives its auxiliary classifiers' logits
+      // too.
+      "  y = m(x)\n"
+      "  getattr(y, 'logits', y).numpy().tofile('" +
       base +
       ".train')\n"
       "if train:\n"
@@ -349,6 +352,20 @@ TEST_CASE("ONNX with its weights: DenseNet-121 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("densenet121", "train", {Mode::kTrain, Mode::kInfer});
   CheckBoth("densenet121", "eval", {Mode::kInfer});
+}
+
+// A global pool written as a mean; depthwise 5x5 convolutions.
+TEST_CASE("ONNX with its weights: MNASNet 0.5 gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("mnasnet0_5", "train", {Mode::kTrain, Mode::kInfer});
+}
+
+// Inception blocks: four branches joined, max pools in ceil mode. Its
+// inference export only: PyTorch's exporter cannot write its training
+// export (its auxiliary classifiers' adaptive pool from 14x14 to 4x4).
+TEST_CASE("ONNX with its weights: GoogLeNet gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("googlenet", "eval", {Mode::kInfer});
 }
 
 // Max pools in ceil mode, whose last window hangs past the maps.
