@@ -65,3 +65,22 @@ for grid in paper_fc paper_cnn paper_rnn paper_transformer; do
   printf "%-24s %8d %10s %14.1f\n" "${grid#paper_} with bricks" "$cases" "$seconds" \
     "$(awk -v s="$seconds" -v n="$cases" 'BEGIN {print s / n * 1e6}')"
 done
+
+# A zoo of ONNX files, each at two batch sizes: the files are read (checked,
+# shapes inferred) and mapped, their weights' values never.
+if [[ -n ${ZOO:-} ]]; then
+  {
+    echo "backends: [torch, onednn]"
+    echo "dtypes: [fp32]"
+    echo "modes: [train, infer]"
+    echo "sweeps:"
+    for f in "$ZOO"/*.onnx; do
+      printf '  - onnx: %s\n    batch: [1, 8]\n' "$(realpath "$f")"
+    done
+  } >"$work/zoo.yaml"
+  list "$work/zoo.yaml"
+  printf "%-24s %8d %10s %14.1f\n" \
+    "zoo: $(ls "$ZOO"/*.onnx | wc -l) files, $(du -sh "$ZOO" | cut -f1)" \
+    "$cases" "$seconds" \
+    "$(awk -v s="$seconds" -v n="$cases" 'BEGIN {print s / n * 1e6}')"
+fi
