@@ -133,6 +133,39 @@ void OnednnRunner::BuildChannelShuffle(int i, const Layer& l) {
   Deliver(x, i, grad);
 }
 
+// Layer i's output: its input maps, read as `md`, times `factors`
+// broadcast over them (the binary `pd`); backward, the maps' gradient is
+// the output's times the factors. Where `factor_grad`, also the output's
+// gradient times the maps, what the factors' gradient sums.
+memory OnednnRunner::ScaleMaps(int i, const memory::desc& md,
+                               const dnnl::binary::primitive_desc& pd,
+                               const memory& factors, bool factor_grad) {
+  const int x = graph_.layer(i).inputs[0];
+  const memory maps = Input(x, md);
+  SetOut(i, md);
+  Run(forward_, dnnl::binary(pd),
+      {{DNNL_ARG_SRC_0, maps},
+       {DNNL_ARG_SRC_1, factors},
+       {DNNL_ARG_DST, out_[i]}});
+  if (!train_) return memory();
+  if (Grad(x)) {
+    memory grad = GradTarget(x, i, md);
+    Run(backward_[i], dnnl::binary(pd),
+        {{DNNL_ARG_SRC_0, diff_[i]},
+         {DNNL_ARG_SRC_1, factors},
+         {DNNL_ARG_DST, grad}});
+    Deliver(x, i, grad);
+  }
+  if (!factor_grad) return memory();
+  memory product = Make(md);
+  const auto ppd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md);
+  Run(backward_[i], dnnl::binary(ppd),
+      {{DNNL_ARG_SRC_0, diff_[i]},
+       {DNNL_ARG_SRC_1, maps},
+       {DNNL_ARG_DST, product}});
+  return product;
+}
+
 // x [N, C, H, W] times s [N, C] broadcast over H and W. Backward: x's
 // gradient is the output's times s; s's is the sum over H and W of the
 // output's gradient times x, an average pool of their product scaled by
@@ -166,29 +199,9 @@ void OnednnRunner::BuildChannelMul(int i, const Layer& l) {
                   md);
   }
   const memory::desc scale_md = pool_pd.dst_desc();
-  const memory maps = Input(x, md);
   const memory scale = Input(s, scale_md);
-  SetOut(i, md);
-  Run(forward_, dnnl::binary(pd),
-      {{DNNL_ARG_SRC_0, maps},
-       {DNNL_ARG_SRC_1, scale},
-       {DNNL_ARG_DST, out_[i]}});
-  if (!train_) return;
-  if (Grad(x)) {
-    memory grad = GradTarget(x, i, md);
-    Run(backward_[i], dnnl::binary(pd),
-        {{DNNL_ARG_SRC_0, diff_[i]},
-         {DNNL_ARG_SRC_1, scale},
-         {DNNL_ARG_DST, grad}});
-    Deliver(x, i, grad);
-  }
+  const memory product = ScaleMaps(i, md, pd, scale, Grad(s));
   if (!Grad(s)) return;
-  memory product = Make(md);
-  const auto ppd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md);
-  Run(backward_[i], dnnl::binary(ppd),
-      {{DNNL_ARG_SRC_0, diff_[i]},
-       {DNNL_ARG_SRC_1, maps},
-       {DNNL_ARG_DST, product}});
   memory mean = Make(scale_md);
   Run(backward_[i], dnnl::pooling_forward(pool_pd),
       {{DNNL_ARG_SRC, product}, {DNNL_ARG_DST, mean}});
@@ -223,28 +236,9 @@ void OnednnRunner::BuildLayerScale(int i, const Layer& l) {
     pd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, factors.get_desc(),
                   md);
   }
-  const memory maps = Input(x, md);
-  SetOut(i, md);
-  Run(forward_, dnnl::binary(pd),
-      {{DNNL_ARG_SRC_0, maps},
-       {DNNL_ARG_SRC_1, factors},
-       {DNNL_ARG_DST, out_[i]}});
+  const memory product = ScaleMaps(i, md, pd, factors, train_);
   if (!train_) return;
-  if (Grad(x)) {
-    memory grad = GradTarget(x, i, md);
-    Run(backward_[i], dnnl::binary(pd),
-        {{DNNL_ARG_SRC_0, diff_[i]},
-         {DNNL_ARG_SRC_1, factors},
-         {DNNL_ARG_DST, grad}});
-    Deliver(x, i, grad);
-  }
   const memory::desc last(d, dt_, Tag::acdb);
-  const auto ppd = BinaryPd(engine_, dnnl::algorithm::binary_mul, md, md, md);
-  memory product = Make(md);
-  Run(backward_[i], dnnl::binary(ppd),
-      {{DNNL_ARG_SRC_0, diff_[i]},
-       {DNNL_ARG_SRC_1, maps},
-       {DNNL_ARG_DST, product}});
   const memory rows = InBackward(i, product, last);
   const int64_t positions = d[0] * d[2] * d[3];
   const memory::desc ones_md({1, positions}, dt_, Tag::ab);

@@ -337,6 +337,9 @@ class OnednnRunner : public Runner {
   void BuildChannelShuffle(int i, const Layer& l);
   // x [N, C, H, W] times a trainable factor per channel.
   void BuildLayerScale(int i, const Layer& l);
+  memory ScaleMaps(int i, const memory::desc& md,
+                   const dnnl::binary::primitive_desc& pd,
+                   const memory& factors, bool factor_grad);
 
   void BuildPool(int i, const Layer& l, dnnl::algorithm alg, int64_t kernel,
                  int64_t stride, int64_t pad);

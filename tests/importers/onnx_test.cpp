@@ -473,6 +473,16 @@ TEST_CASE(
   CheckTorchvision("mnasnet1_0", 4383312);
 }
 
+// Max pools in ceil mode (SqueezeNet); channel shuffles and halves of the
+// channels (ShuffleNetV2).
+TEST_CASE(
+    "ONNX: torchvision's SqueezeNet 1.1 and ShuffleNetV2 x0.5 have "
+    "torchvision's parameters",
+    "[onnx][torchvision]") {
+  CheckTorchvision("squeezenet1_1", 1235496);
+  CheckTorchvision("shufflenet_v2_x0_5", 1366792);
+}
+
 // Hard-swish and squeeze-and-excitation with a hard sigmoid.
 TEST_CASE("ONNX: torchvision's MobileNetV3-Small has torchvision's parameters",
           "[onnx][torchvision]") {
