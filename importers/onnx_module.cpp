@@ -92,10 +92,10 @@ Tensors FloatTensors(const onnx::GraphProto& g) {
 // the values of small ones only. Walks protobuf's wire format (each field
 // a varint key, number << 3 | type, then a varint, 8 bytes, a length and
 // as many bytes, or 4 bytes) through ModelProto's graph (field 7) to
-// GraphProto's initializers (5), and empties a TensorProto's raw_data (9)
-// and float_data (4) longer than kValuesKept values can be (10 bytes each,
-// a varint's most); their pages are never read. Empty where the bytes are
-// not that.
+// GraphProto's initializers (5), and cuts a TensorProto's raw_data (9) and
+// float_data (4) longer than kValuesKept values can be (10 bytes each, a
+// varint's most) to one value's bytes; the rest of their pages are never
+// read. Empty where the bytes are not that.
 class Stripper {
  public:
   static std::string Model(const uint8_t* p, const uint8_t* end) {
