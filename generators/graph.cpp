@@ -336,7 +336,8 @@ int Graph::LayerScale(int x) {
   Require(in.size() == 4,
           "a layer scale of " + ToString(in) + ": expected [N, C, H, W] maps");
   const int i = SameShape(Op::kLayerScale, x);
-  layers_[i].units = in[1];
+  // Its own shape: appending may have moved x's.
+  layers_[i].units = layers_[i].shape[1];
   return i;
 }
 
