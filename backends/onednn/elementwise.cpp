@@ -242,10 +242,7 @@ void OnednnRunner::BuildLayerScale(int i, const Layer& l) {
   const memory rows = InBackward(i, product, last);
   const int64_t positions = d[0] * d[2] * d[3];
   const memory::desc ones_md({1, positions}, dt_, Tag::ab);
-  memory ones = Make(ones_md);
-  memory user_ones = Staging(memory::desc({1, positions}, Dt::f32, Tag::ab));
-  std::fill_n(static_cast<float*>(user_ones.get_data_handle()), positions, 1.f);
-  RunNow(user_ones, ones);
+  const memory ones = Ones(ones_md);
   const memory::desc rows_md({positions, d[1]}, dt_, Tag::ab);
   const auto mpd = MatmulPd(engine_, ones_md, rows_md, c_md);
   Run(backward_[i], dnnl::matmul(mpd),
@@ -276,10 +273,7 @@ void OnednnRunner::BuildPositional(int i, const Layer& l) {
   // Per position, ones[1, batch] x dOut[batch, units]: a batched matmul
   // (oneDNN's reduction over the middle dimension is reference code).
   const memory::desc ones_md({1, 1, dims[1]}, dt_, Tag::abc);
-  memory ones = Make(ones_md);
-  memory user_ones = Staging(memory::desc({1, 1, dims[1]}, Dt::f32, Tag::abc));
-  std::fill_n(static_cast<float*>(user_ones.get_data_handle()), dims[1], 1.f);
-  RunNow(user_ones, ones);
+  const memory ones = Ones(ones_md);
   const auto rpd = MatmulPd(engine_, ones_md, md, table.grad.get_desc());
   Run(backward_[i], dnnl::matmul(rpd),
       {{DNNL_ARG_SRC, ones},

@@ -44,23 +44,28 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
       pd);
   memory grad = GradTarget(x, i, bpd.diff_src_desc());
   Run(backward_[i], dnnl::batch_normalization_backward(bpd),
-      NormalizationBackward(x, i, mean, variance, grad,
+      NormalizationBackward(i, out_[x], diff_[i], mean, variance, grad,
                             kBatchNormBackwardTakesShift));
   Deliver(x, i, grad);
 }
 
 // Batch and layer normalization's backward take the same arguments, but
 // for the shift (kBatchNormBackwardTakesShift).
-Args OnednnRunner::NormalizationBackward(int x, int i, const memory& mean,
+Args OnednnRunner::NormalizationBackward(int i, const memory& src,
+                                         const memory& diff_dst,
+                                         const memory& mean,
                                          const memory& variance,
                                          const memory& grad, bool shift_in) {
   Weight& scale = ParamOf(i, "weight");
   Weight& shift = ParamOf(i, "bias");
-  Args args = {
-      {DNNL_ARG_SRC, out_[x]},           {DNNL_ARG_MEAN, mean},
-      {DNNL_ARG_VARIANCE, variance},     {DNNL_ARG_DIFF_DST, diff_[i]},
-      {DNNL_ARG_SCALE, scale.value},     {DNNL_ARG_DIFF_SRC, grad},
-      {DNNL_ARG_DIFF_SCALE, scale.grad}, {DNNL_ARG_DIFF_SHIFT, shift.grad}};
+  Args args = {{DNNL_ARG_SRC, src},
+               {DNNL_ARG_MEAN, mean},
+               {DNNL_ARG_VARIANCE, variance},
+               {DNNL_ARG_DIFF_DST, diff_dst},
+               {DNNL_ARG_SCALE, scale.value},
+               {DNNL_ARG_DIFF_SRC, grad},
+               {DNNL_ARG_DIFF_SCALE, scale.grad},
+               {DNNL_ARG_DIFF_SHIFT, shift.grad}};
   if (shift_in) args[DNNL_ARG_SHIFT] = shift.value;
   return args;
 }
@@ -114,10 +119,9 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
       engine_, pd.dst_desc(), data_md, static_cast<float>(l.epsilon), flags,
       pd);
   memory grad = GradTarget(x, i, channels ? maps : bpd.diff_src_desc());
-  Args back = NormalizationBackward(x, i, mean, variance, rows(grad), true);
-  back[DNNL_ARG_SRC] = rows(src);
-  back[DNNL_ARG_DIFF_DST] = rows(diff_[i]);
-  Run(backward_[i], dnnl::layer_normalization_backward(bpd), back);
+  Run(backward_[i], dnnl::layer_normalization_backward(bpd),
+      NormalizationBackward(i, rows(src), rows(diff_[i]), mean, variance,
+                            rows(grad), true));
   if (Grad(x)) Deliver(x, i, grad);
 }
 

@@ -443,6 +443,16 @@ void OnednnRunner::RunNow(memory from, memory to) {
   stream_.wait();
 }
 
+memory OnednnRunner::Ones(const memory::desc& md) {
+  const Dims dims = DimsOf(md);
+  memory user = Staging(memory::desc(dims, Dt::f32, PlainTag(dims.size())));
+  std::fill_n(static_cast<float*>(user.get_data_handle()),
+              user.get_desc().get_size() / sizeof(float), 1.f);
+  memory ones = Make(md);
+  RunNow(user, ones);
+  return ones;
+}
+
 std::vector<float> OnednnRunner::ReadParam(Weight& p) {
   memory user = Staging(p.user);
   RunNow(p.value, user);

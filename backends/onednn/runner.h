@@ -335,6 +335,8 @@ class OnednnRunner : public Runner {
   void BuildChannelMul(int i, const Layer& l);
   // ShuffleNet's channel shuffle: oneDNN's shuffle primitive.
   void BuildChannelShuffle(int i, const Layer& l);
+  // A buffer of ones in `md` (its data type), filled once.
+  memory Ones(const memory::desc& md);
   // x [N, C, H, W] times a trainable factor per channel.
   void BuildLayerScale(int i, const Layer& l);
   memory ScaleMaps(int i, const memory::desc& md,
@@ -347,10 +349,11 @@ class OnednnRunner : public Runner {
   void BuildAdd(int i, const Layer& l);
 
   // Batch and layer normalization's backward take the same arguments (the
-  // shift among them where `shift_in`).
-  Args NormalizationBackward(int x, int i, const memory& mean,
-                             const memory& variance, const memory& grad,
-                             bool shift_in);
+  // shift among them where `shift_in`): layer i's input `src` as forward
+  // read it, the gradient of its output `diff_dst`, the input's `grad`.
+  Args NormalizationBackward(int i, const memory& src, const memory& diff_dst,
+                             const memory& mean, const memory& variance,
+                             const memory& grad, bool shift_in);
 
   void BuildLayerNorm(int i, const Layer& l);
 

@@ -49,10 +49,7 @@ void OnednnRunner::BuildClassToken(int i, const Layer& l) {
            memory::desc({1, units}, Dt::f32, Tag::ab));
   Weight& token = ParamOf(i, "weight");
   SetOut(i, memory::desc({l.shape[0] * batch, units}, dt_, Tag::ab));
-  memory ones = Make(memory::desc({batch, 1}, dt_, Tag::ab));
-  memory user_ones = Staging(memory::desc({batch, 1}, Dt::f32, Tag::ab));
-  std::fill_n(static_cast<float*>(user_ones.get_data_handle()), batch, 1.f);
-  RunNow(user_ones, ones);
+  const memory ones = Ones(memory::desc({batch, 1}, dt_, Tag::ab));
   const memory first = Rows(out_[i], 0, batch);
   Reorder(forward_, rows, Rows(out_[i], batch, length * batch), false);
   const memory::desc token_value = token.value.get_desc();
