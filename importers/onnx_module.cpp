@@ -100,11 +100,17 @@ class Stripper {
  public:
   static std::string Model(const uint8_t* p, const uint8_t* end) {
     std::string out;
-    return Message(p, end, 7, &Graph, &out) ? out : std::string();
+    return Fields(p, end, &Nested<7, &Nested<5, &Tensor>>, &out)
+               ? out
+               : std::string();
   }
 
  private:
-  using Inner = bool (*)(const uint8_t*, const uint8_t*, std::string*);
+  // A length-delimited field's new value (nullopt: the field as it is),
+  // from its number and bytes; false where they are not what is expected.
+  using Rewrite = bool (*)(uint64_t number, const uint8_t* p,
+                           const uint8_t* end,
+                           std::optional<std::string>* value);
 
   static bool Varint(const uint8_t*& p, const uint8_t* end, uint64_t* v) {
     *v = 0;
@@ -124,42 +130,34 @@ class Stripper {
     } while (v);
   }
 
-  // Copies the message's fields, field `nested`'s through `inner`
-  // (re-encoded with its new length), the others as they are.
-  static bool Message(const uint8_t* p, const uint8_t* end, uint64_t nested,
-                      Inner inner, std::string* out) {
+  // Copies a message's fields to `out`, each length-delimited one as
+  // `rewrite` has it (re-encoded with its new length where it changes).
+  static bool Fields(const uint8_t* p, const uint8_t* end, Rewrite rewrite,
+                     std::string* out) {
     while (p < end) {
       const uint8_t* field = p;
       uint64_t key = 0, n = 0;
       if (!Varint(p, end, &key)) return false;
-      switch (key & 7) {
-        case 0:
-          if (!Varint(p, end, &n)) return false;
-          break;
-        case 1:
-          p += 8;
-          break;
-        case 5:
-          p += 4;
-          break;
-        case 2: {
-          if (!Varint(p, end, &n) || n > static_cast<uint64_t>(end - p)) {
-            return false;
-          }
-          if ((key >> 3) == nested) {
-            std::string value;
-            if (!inner(p, p + n, &value)) return false;
-            PutVarint(key, out);
-            PutVarint(value.size(), out);
-            out->append(value);
-            p += n;
-            continue;
-          }
-          p += n;
-          break;
-        }
-        default:
+      const uint64_t type = key & 7;
+      if (type == 0) {
+        if (!Varint(p, end, &n)) return false;
+      } else if (type == 1 || type == 5) {
+        p += type == 1 ? 8 : 4;
+      } else if (type == 2) {
+        if (!Varint(p, end, &n) || n > static_cast<uint64_t>(end - p)) {
           return false;
+        }
+        std::optional<std::string> value;
+        if (!rewrite(key >> 3, p, p + n, &value)) return false;
+        p += n;
+        if (value) {
+          PutVarint(key, out);
+          PutVarint(value->size(), out);
+          out->append(*value);
+          continue;
+        }
+      } else {
+        return false;
       }
       if (p > end) return false;
       out->append(reinterpret_cast<const char*>(field), p - field);
@@ -167,43 +165,24 @@ class Stripper {
     return true;
   }
 
-  static bool Graph(const uint8_t* p, const uint8_t* end, std::string* out) {
-    return Message(p, end, 5, &Tensor, out);
+  // Field `kField`, a message, its fields through `kInner`.
+  template <uint64_t kField, Rewrite kInner>
+  static bool Nested(uint64_t number, const uint8_t* p, const uint8_t* end,
+                     std::optional<std::string>* value) {
+    if (number != kField) return true;
+    value->emplace();
+    return Fields(p, end, kInner, &**value);
   }
 
-  static bool Tensor(const uint8_t* p, const uint8_t* end, std::string* out) {
-    const uint8_t* begin = p;
-    while (p < end) {
-      const uint8_t* field = p;
-      uint64_t key = 0, n = 0;
-      if (!Varint(p, end, &key)) return false;
-      if ((key & 7) == 0) {
-        if (!Varint(p, end, &n)) return false;
-      } else if ((key & 7) == 2) {
-        if (!Varint(p, end, &n) || n > static_cast<uint64_t>(end - p)) {
-          return false;
-        }
-        const uint64_t number = key >> 3;
-        if ((number == 9 || number == 4) && n > kValuesKept * 10) {
-          // One value's bytes kept: ONNX's checker asks a tensor for its
-          // one field of values (and a checker that also checks their
-          // number has the file read whole).
-          PutVarint(key, out);
-          PutVarint(4, out);
-          out->append(4, '\0');
-          p += n;
-          continue;
-        }
-        p += n;
-      } else if ((key & 7) == 1 || (key & 7) == 5) {
-        p += (key & 7) == 1 ? 8 : 4;
-      } else {
-        return false;
-      }
-      if (p > end) return false;
-      out->append(reinterpret_cast<const char*>(field), p - field);
+  static bool Tensor(uint64_t number, const uint8_t* p, const uint8_t* end,
+                     std::optional<std::string>* value) {
+    if ((number == 9 || number == 4) && end - p > kValuesKept * 10) {
+      // One value's bytes kept: ONNX's checker asks a tensor for its one
+      // field of values (and a checker that also checks their number has
+      // the file read whole).
+      *value = std::string(4, '\0');
     }
-    return p == end && begin <= end;
+    return true;
   }
 };
 
