@@ -12,28 +12,46 @@
 
 namespace paradnn {
 
+namespace {
+
+// The module, opened on the first call and kept: its entry point `symbol`,
+// or why not, naming `what` asked for it.
+void* OnnxEntry(const char* symbol, const std::string& what) {
+  static std::string error;
+  static void* const module = OpenModule("libparadnn_import_onnx.so", &error);
+  void* entry = module == nullptr ? nullptr : dlsym(module, symbol);
+  if (entry == nullptr) {
+    throw std::runtime_error(
+        what + ": ONNX files are read by a module that cannot be loaded: " +
+        (module == nullptr ? error : std::string("no ") + symbol) +
+        " (built with libonnx-dev and -DPARADNN_WITH_ONNX=ON, the default)");
+  }
+  return entry;
+}
+
+}  // namespace
+
 std::shared_ptr<const OnnxFile> OnnxFile::Read(const std::string& path,
                                                bool weights) {
-  // The module, opened on the first file and kept; why not, if it cannot
-  // be.
-  static std::string error;
-  static const OnnxReader reader = [] {
-    void* module = OpenModule("libparadnn_import_onnx.so", &error);
-    if (module == nullptr) return OnnxReader(nullptr);
-    const auto entry =
-        reinterpret_cast<OnnxReader (*)()>(dlsym(module, kOnnxReaderSymbol));
-    if (entry == nullptr) error = std::string("no ") + kOnnxReaderSymbol;
-    return entry == nullptr ? OnnxReader(nullptr) : entry();
-  }();
-  if (reader == nullptr) {
-    throw std::runtime_error(path +
-                             ": ONNX files are read by a module that cannot "
-                             "be loaded: " +
-                             error +
-                             " (built with libonnx-dev and "
-                             "-DPARADNN_WITH_ONNX=ON, the default)");
-  }
+  static const OnnxReader reader =
+      reinterpret_cast<OnnxReader (*)()>(OnnxEntry(kOnnxReaderSymbol, path))();
   return reader(path, weights);
+}
+
+std::vector<OnnxOperatorInfo> OnnxOperators() {
+  return reinterpret_cast<OnnxOperatorList (*)()>(
+      OnnxEntry(kOnnxOperatorsSymbol, "the table of operators"))()();
+}
+
+std::string OnnxOperatorsMarkdown() {
+  std::string out =
+      "| ONNX | from opset | layer graph | conditions |\n"
+      "|---|---|---|---|\n";
+  for (const OnnxOperatorInfo& op : OnnxOperators()) {
+    out += "| `" + op.type + "` | " + std::to_string(op.since) + " | " +
+           op.maps_onto + " | " + op.when + " |\n";
+  }
+  return out;
 }
 
 OnnxModel ReadOnnx(const std::string& path, int64_t batch, bool weights) {

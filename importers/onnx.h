@@ -80,6 +80,26 @@ using OnnxReader = std::shared_ptr<const OnnxFile> (*)(const std::string& path,
                                                        bool weights);
 inline constexpr char kOnnxReaderSymbol[] = "paradnn_onnx_reader_v2";
 
+// An ONNX operator the importer maps: its row of the importer's table.
+struct OnnxOperatorInfo {
+  std::string type;       // "Conv"
+  int64_t since = 1;      // the first opset whose definition of it is read
+  std::string maps_onto;  // the layer graph's operations, or "nothing"
+  std::string when;       // what of it they take
+};
+
+// The module's table of operators, by type: what its second entry point
+// returns.
+using OnnxOperatorList = std::vector<OnnxOperatorInfo> (*)();
+inline constexpr char kOnnxOperatorsSymbol[] = "paradnn_onnx_operators_v1";
+
+// The operators ONNX files may hold, from the module (loaded on the first
+// call); throws std::runtime_error where it cannot be loaded.
+std::vector<OnnxOperatorInfo> OnnxOperators();
+
+// OnnxOperators() as docs/onnx.md's table: markdown, a row per operator.
+std::string OnnxOperatorsMarkdown();
+
 // OnnxFile::Read(path, weights)->Map(batch).
 OnnxModel ReadOnnx(const std::string& path, int64_t batch,
                    bool weights = false);

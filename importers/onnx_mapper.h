@@ -1,9 +1,11 @@
 // How the ONNX module (importers/onnx_module.cpp) maps a file's nodes, in
-// order, onto the layer graph: the Mapper and what its parts share. Its
-// methods are defined by what they map: importers/onnx_mapper.cpp the
-// file's layers node by node, onnx_fold.cpp shape arithmetic and constants,
-// onnx_products.cpp views of layers and products by weights made layers,
-// onnx_attention.cpp the nodes of attention, layer normalization and GELU.
+// order, onto the layer graph: the Mapper, the context the table of
+// operators (importers/onnx_operators.h) shares. Each node is mapped by
+// its operator's entry; the Mapper keeps what the entries build on and
+// read: the graph, which values are layers, views of layers (onnx_views.h,
+// onnx_products.cpp), products not yet layers, or known tensors
+// (onnx_fold.cpp). importers/onnx_mapper.cpp holds what is not an
+// operator's: the file's tensors and input, the loss, parameters' sources.
 #ifndef PARADNN_IMPORTERS_ONNX_MAPPER_H_
 #define PARADNN_IMPORTERS_ONNX_MAPPER_H_
 
@@ -22,6 +24,7 @@
 
 #include "generators/graph.h"
 #include "importers/onnx.h"
+#include "importers/onnx_operators.h"
 #include "importers/onnx_views.h"
 
 namespace paradnn {
@@ -100,10 +103,13 @@ constexpr int64_t kValuesKept = 64;
 // that a file's default epsilon is the graph's.
 double AsWritten(float f);
 
-// Operators that map onto no layer of their own: shape arithmetic, views,
-// and the nodes of the layers exporters write out (attention, layer
-// normalization, GELU), checked on their values and shapes.
-extern const std::set<std::string> kViewsOnly;
+// A small tensor the file computes from shapes and constants, known once
+// the batch is: a reshape's target, a slice's bounds, a scale.
+struct Known {
+  std::vector<int64_t> dims;
+  std::vector<double> v;
+  bool integer = true;
+};
 
 // A tensor's values, shared by the layers that start from them.
 using Tensor = std::shared_ptr<const std::vector<float>>;
@@ -113,8 +119,9 @@ using Tensors = std::map<std::string, Tensor>;
 class Mapper {
  public:
   // With `weights` (the file's float tensors by name), each layer gets its
-  // values; without, none.
-  Mapper(const onnx::GraphProto& g, int64_t batch, const Tensors* weights);
+  // values; without, none. `opset`: the file's default domain's.
+  Mapper(const onnx::GraphProto& g, int64_t opset, int64_t batch,
+         const Tensors* weights);
 
   // Maps one node; returns why it cannot be ("" where it maps). Past the
   // first node that cannot, nodes are checked by their operator alone:
@@ -129,7 +136,13 @@ class Mapper {
   int64_t params() const { return params_; }
 
  private:
+  friend struct OperatorTable;  // the entries (importers/onnx_operators.cpp)
+
   void Fail(const std::string& why);
+
+  // Why node `n` cannot map from its operator and attributes alone (its
+  // entry's check, its opset), or "".
+  std::string Refused(const onnx::NodeProto& n, const Operator* op) const;
 
   void Bind(const std::string& value, int layer) { layer_of_[value] = layer; }
 
@@ -156,48 +169,7 @@ class Mapper {
 
   std::string Where(const onnx::NodeProto& n) const;
 
-  // A following Add that adds an initializer of `units` values to the
-  // output of node `index` and nothing else reads it: a bias, folded into
-  // the dense layer.
-  int BiasAdd(int index, int64_t units) const;
-
-  // A convolution's weights and its bias, if any.
-  static std::vector<std::pair<std::string, bool>> ConvTensors(
-      const onnx::NodeProto& n, bool bias);
-
-  // A window's attributes the graph cannot express (a convolution's or a
-  // pool's), or "".
-  std::string Window(const onnx::NodeProto& n, int64_t kernel) const;
-
-  // A Clip's bound `i` (1: min, 2: max) from its input, or from its
-  // attribute before opset 11; nullopt where none is given.
-  std::optional<double> ClipBound(const onnx::NodeProto& n, int i) const;
-
-  // An initializer of one value per channel of maps: [C, 1, 1] or
-  // [1, C, 1, 1].
-  bool PerChannel(const std::string& initializer) const;
-
-  // Why the graph cannot express node `n` from its operator and
-  // attributes alone, or "".
-  std::string Unsupported(const onnx::NodeProto& n) const;
-
-  // The node after `index` that multiplies the node's input by its output,
-  // the only reader of that output: sigmoid(x) * x, a SiLU; or -1.
-  int SiluMul(int index) const;
-
-  // A Reshape to [batch, the rest]: its target shape is in the file, two
-  // values, the second -1 or the rest's size.
-  bool ReshapeFlattens(const onnx::NodeProto& n, const Shape& in) const;
-
-  // ---- Shape arithmetic and views: what exporters write around attention.
-
-  // A small tensor the file computes from shapes and constants, known once
-  // the batch is: a reshape's target, a slice's bounds, a scale.
-  struct Known {
-    std::vector<int64_t> dims;
-    std::vector<double> v;
-    bool integer = true;
-  };
+  // ---- Known values (importers/onnx_fold.cpp).
 
   void Know(const std::string& name, const onnx::TensorProto& t);
 
@@ -216,6 +188,11 @@ class Mapper {
   static int64_t SliceBound(double x, int64_t size);
 
   static int Axis(int64_t axis, size_t rank);
+
+  // Every input known (and at least one).
+  bool AllKnown(const onnx::NodeProto& n) const;
+
+  // ---- Views of layers, products by weights (importers/onnx_products.cpp).
 
   // A product by a weight matrix, not yet a layer: the packed projection
   // of queries, keys and values is one, each of whose column blocks
@@ -311,65 +288,11 @@ class Mapper {
   // The input of node k other than `value`.
   std::string Other(int k, const std::string& value) const;
 
-  // A layer normalization as PyTorch's exporter writes it before opset 17:
-  // from the mean over the last axis of x, nine nodes. The last node's
-  // index, or -1 where they are not that.
-  int LayerNormNodes(int index, double* epsilon, std::string* scale,
-                     std::string* shift);
-
-  // GELU as the exporter writes it: x * (erf(x / sqrt 2) + 1) * 0.5, from
-  // the division. The last node's index, or -1.
-  int GeluNodes(int index);
-
-  // Every input known (and at least one).
-  bool AllKnown(const onnx::NodeProto& n) const;
-
-  // Computes a node of shape arithmetic; false for an operator it does
-  // not compute.
-  bool Fold(const onnx::NodeProto& n);
-
-  // Maps a node of the transformers' kind: shape arithmetic, views of
-  // layers, attention from its products and softmax, layer normalization
-  // and GELU from their nodes, the class token and positions. False where
-  // the node is left to the mapping of whole layers.
-  bool ApplyViews(int index, const onnx::NodeProto& n);
-
   // Whether v is a layer's [N, C, H, W] maps read channels-last.
   bool IsMaps(const View& v) const;
 
-  // A layer normalization over v's last axis, its scale and shift the
-  // file's: of a layer's rows, or of maps' channels where v reads them
-  // channels-last (ConvNeXt's). The normalized values as v arranged them.
-  View Normalized(const View& v, double epsilon, const std::string& scale,
-                  const std::string& shift);
-
-  // A product by weights of maps read channels-last (ConvNeXt's linear
-  // layers over [N, H, W, C]): a 1x1 convolution, its bias the Add after
-  // it. False for any other product.
-  bool ApplyPointwise(int index, const onnx::NodeProto& n);
-
-  // A product of [N, C, H, W] maps by a constant of one value per channel
-  // ([C, 1, 1]: ConvNeXt's layer scale): a layer scale. False where
-  // neither input is a constant.
-  bool ApplyLayerScale(const onnx::NodeProto& n);
-
-  // A product by weights of a view (a dense layer, made when read), or of
-  // two views (attention's scores, or its weighted values).
-  bool ApplyProduct(const onnx::NodeProto& n);
-
-  // An add: a product's bias; a positional table over a sequence; two
-  // views of layers laid out alike.
-  bool ApplyAdd(const onnx::NodeProto& n);
-
-  // A class token (a [1, 1, units] tensor expanded over the batch) joined
-  // before a sequence along its positions.
-  bool ApplyClassToken(const onnx::NodeProto& n);
-
-  // Node `index` onto the graph: a node of views (ApplyViews), else the
-  // layer its operator is; GraphError where its shapes do not fit one.
-  void Apply(int index, const onnx::NodeProto& n);
-
   const onnx::GraphProto& g_;
+  const int64_t opset_;
   const bool given_;  // the layers get the file's values
   Tensors weights_;
   Graph graph_;

@@ -50,7 +50,7 @@ class ProtoFile : public OnnxFile {
         out.opset = o.version();
       }
     }
-    Mapper mapper(m.graph(), batch, weights_ ? &*weights_ : nullptr);
+    Mapper mapper(m.graph(), out.opset, batch, weights_ ? &*weights_ : nullptr);
     for (int i = 0; i < m.graph().node_size(); ++i) {
       const onnx::NodeProto& n = m.graph().node(i);
       out.nodes.push_back({n.name(), n.op_type(), mapper.Map(i)});
@@ -255,10 +255,22 @@ std::shared_ptr<const OnnxFile> ReadFile(const std::string& path,
   return std::make_shared<ProtoFile>(path, std::move(m), std::move(tensors));
 }
 
+// The table's rows (importers/onnx_operators.h).
+std::vector<OnnxOperatorInfo> OperatorInfos() {
+  std::vector<OnnxOperatorInfo> out;
+  for (const Operator& op : Operators()) out.push_back(op.info);
+  return out;
+}
+
 }  // namespace
 }  // namespace paradnn
 
 extern "C" __attribute__((visibility("default"))) paradnn::OnnxReader
 paradnn_onnx_reader_v2() {
   return paradnn::ReadFile;
+}
+
+extern "C" __attribute__((visibility("default"))) paradnn::OnnxOperatorList
+paradnn_onnx_operators_v1() {
+  return paradnn::OperatorInfos;
 }

@@ -321,4 +321,28 @@ View Mapper::Reshape(const onnx::NodeProto& n, const View& given) {
   return *best;
 }
 
+int Mapper::ReaderOf(const std::string& value, const std::string& op,
+                     const std::string& also) const {
+  const auto it = reader_nodes_.find(value);
+  if (it == reader_nodes_.end()) return -1;
+  for (int k : it->second) {
+    const onnx::NodeProto& r = g_.node(k);
+    if (r.op_type() != op) continue;
+    if (also.empty()) return k;
+    for (const std::string& in : r.input()) {
+      if (in == also) return k;
+    }
+  }
+  return -1;
+}
+
+std::string Mapper::Other(int k, const std::string& value) const {
+  const onnx::NodeProto& r = g_.node(k);
+  return r.input(0) == value ? r.input(1) : r.input(0);
+}
+
+bool Mapper::IsMaps(const View& v) const {
+  return v.layer >= 0 && IsChannelsLast(v, ShapeOf(v.layer));
+}
+
 }  // namespace paradnn

@@ -412,6 +412,15 @@ int OnnxCheckCommand(const Command& self, int argc, char** argv) {
   int64_t batch = 1;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--operators") {
+      try {
+        std::cout << paradnn::OnnxOperatorsMarkdown();
+      } catch (const std::exception& e) {
+        std::cerr << "paradnn onnx-check: " << e.what() << "\n";
+        return 2;
+      }
+      return 0;
+    }
     if (arg.rfind("--batch=", 0) == 0) {
       batch = std::atoll(arg.c_str() + 8);
     } else if (arg.rfind("--", 0) == 0) {
@@ -554,7 +563,8 @@ const Command kCommands[] = {
      "  --config FILE  the sweep the shards ran, to list missing cases\n",
      MergeCommand},
     {"onnx-check", "say which nodes of ONNX files map onto the layer graph",
-     "onnx-check FILE.onnx ... [--batch=N]\n\n"
+     "onnx-check FILE.onnx ... [--batch=N]\n"
+     "onnx-check --operators\n\n"
      "Reads each file with the ONNX library (checked, its shapes inferred)\n"
      "and maps its nodes onto the layer graph, as a sweep of the file\n"
      "would: prints its operators, each node that cannot be mapped and\n"
@@ -562,7 +572,10 @@ const Command kCommands[] = {
      "parameters. Exit status 1 where a file's model cannot be made, 2\n"
      "where a file cannot be read.\n\n"
      "  --batch=N      the batch of the graph built (the file's first input's\n"
-     "                 first dimension)\n",
+     "                 first dimension)\n"
+     "  --operators    print the table of the operators that map, each with\n"
+     "                 its first opset, what it maps onto and when "
+     "(markdown)\n",
      OnnxCheckCommand},
     {"mlperf-summary", "summarize a folder of MLPerf training results",
      "mlperf-summary DIR [--format=json|csv]\n\n"

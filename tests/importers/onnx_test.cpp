@@ -97,6 +97,17 @@ TEST_CASE("ONNX: a node the graph cannot express is named, with why",
              ContainsSubstring("Pad pad: a padding of its own"));
   CHECK_FALSE(n.graph);
   CHECK_THAT(n.why_no_graph, ContainsSubstring("Tanh"));
+  // An operator as an older opset defines it: before 13, Softmax's axis
+  // defaults to 1 and flattens the axes after it.
+  ModelWriter old(12);
+  old.Input("x", {1, 4});
+  old.Node("Softmax", "probs", {"x"}, {"p"});
+  old.Output("p", {1, 4});
+  const OnnxModel o = ReadOnnx(old.Write("opset12.onnx"), 1);
+  REQUIRE(o.nodes.size() == 1);
+  CHECK(o.nodes[0].unsupported ==
+        "Softmax probs: Softmax as opset 12 defines it (read from opset 13 "
+        "on)");
 }
 
 // ShuffleNet's channel shuffle as torchvision's exports: the maps viewed
