@@ -1,9 +1,8 @@
-// The Mapper's shape arithmetic: the small tensors a file computes from
-// shapes and constants (a reshape's target, a slice's bounds), folded once
-// the batch is known.
+// The Mapper's known values: the small tensors a file computes from shapes
+// and constants (a reshape's target, a slice's bounds), which the entries'
+// `fold` (importers/onnx_operators.cpp) compute once the batch is known.
 
 #include <algorithm>
-#include <cmath>
 
 #include "importers/onnx_mapper.h"
 
