@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "generators/check.h"
 
@@ -29,7 +31,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kPositional, {}},
       {Op::kAttention, {"heads", "causal"}},
       {Op::kSoftmaxCrossEntropy, {}},
-      {Op::kAvgPool, {"kernel", "stride", "pad"}},
+      {Op::kAvgPool, {"kernel", "stride", "pad", "count_pad?"}},
       {Op::kFlatten, {}},
       {Op::kSigmoid, {}},
       {Op::kSilu, {}},
@@ -59,6 +61,7 @@ bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "groups") return b.groups == 1;
   if (a == "bias") return !b.bias;
   if (a == "ceil") return !b.ceil;
+  if (a == "count_pad") return !b.count_pad;
   if (a == "eps") return b.epsilon == kNormEpsilon;
   // A layer norm's: over the last dimension.
   if (a == "axis") {
@@ -97,6 +100,23 @@ double PositiveReal(const std::string& key, const std::string& v) {
                   ": expected a positive number");
 }
 
+// "7", or "1x7" where the width differs from the height.
+std::string HwText(int64_t h, int64_t w) {
+  return std::to_string(h) + (w == h ? "" : "x" + std::to_string(w));
+}
+
+// HwText's text read back: (h, w).
+std::pair<int64_t, int64_t> ParseHw(const std::string& key,
+                                    const std::string& v, int64_t min) {
+  const size_t x = v.find('x');
+  if (x == std::string::npos) {
+    const int64_t n = PositiveInt(key, v, min);
+    return {n, n};
+  }
+  return {PositiveInt(key, v.substr(0, x), min),
+          PositiveInt(key, v.substr(x + 1), min)};
+}
+
 Shape ParseShape(const std::string& text) {
   Shape s;
   std::stringstream in(text);
@@ -118,12 +138,13 @@ std::string AttributeText(const Brick& b) {
     if (optional && IsDefault(b, a)) continue;
     text += "/" + a + ":";
     if (a == "units") text += std::to_string(b.units);
-    if (a == "kernel") text += std::to_string(b.kernel);
+    if (a == "kernel") text += HwText(b.kernel, b.kernel_w);
     if (a == "stride") text += std::to_string(b.stride);
-    if (a == "pad") text += std::to_string(b.pad);
+    if (a == "pad") text += HwText(b.pad, b.pad_w);
     if (a == "vocab") text += std::to_string(b.vocab);
     if (a == "bias") text += b.bias ? "1" : "0";
     if (a == "ceil") text += b.ceil ? "1" : "0";
+    if (a == "count_pad") text += b.count_pad ? "1" : "0";
     if (a == "cell") text += ToString(b.cell);
     if (a == "heads") text += std::to_string(b.heads);
     if (a == "causal") text += b.causal ? "1" : "0";
@@ -167,12 +188,13 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     }
     const std::string v = p.substr(a.size() + 1);
     if (a == "units") b->units = PositiveInt(a, v);
-    if (a == "kernel") b->kernel = PositiveInt(a, v);
+    if (a == "kernel") std::tie(b->kernel, b->kernel_w) = ParseHw(a, v, 1);
     if (a == "stride") b->stride = PositiveInt(a, v);
-    if (a == "pad") b->pad = PositiveInt(a, v, 0);
+    if (a == "pad") std::tie(b->pad, b->pad_w) = ParseHw(a, v, 0);
     if (a == "vocab") b->vocab = PositiveInt(a, v);
     if (a == "bias") b->bias = PositiveInt(a, v, 0) != 0;
     if (a == "ceil") b->ceil = PositiveInt(a, v, 0) != 0;
+    if (a == "count_pad") b->count_pad = PositiveInt(a, v, 0) != 0;
     if (a == "heads") b->heads = PositiveInt(a, v);
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
     if (a == "groups") b->groups = PositiveInt(a, v);
@@ -215,8 +237,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kDense:
       return g.Dense(in[0], b.units, b.bias);
     case Op::kConv2d:
-      return g.Conv2d(in[0], b.units, b.kernel, b.stride, b.pad, b.groups,
-                      b.bias);
+      return g.Conv2d(in[0], b.units, {b.kernel, b.kernel_w}, b.stride,
+                      {b.pad, b.pad_w}, b.groups, b.bias);
     case Op::kBatchNorm:
       return g.BatchNorm(in[0], b.epsilon);
     case Op::kReLU:
@@ -251,7 +273,7 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       g.SoftmaxCrossEntropy(in[0]);
       return -1;
     case Op::kAvgPool:
-      return g.AvgPool(in[0], b.kernel, b.stride, b.pad);
+      return g.AvgPool(in[0], b.kernel, b.stride, b.pad, b.count_pad);
     case Op::kFlatten:
       return g.Flatten(in[0]);
     case Op::kSigmoid:
@@ -411,8 +433,10 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.op = l.op;
     b.units = l.units;
     b.kernel = l.kernel;
+    b.kernel_w = l.kernel_w;
     b.stride = l.stride;
     b.pad = l.pad;
+    b.pad_w = l.pad_w;
     b.vocab = l.vocab;
     b.bias = l.bias;
     b.cell = l.cell;
@@ -420,6 +444,7 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.causal = l.causal;
     b.groups = l.groups;
     b.ceil = l.ceil;
+    b.count_pad = l.count_pad;
     b.axis = l.axis;
     b.begin = l.begin;
     b.epsilon = l.epsilon;

@@ -15,6 +15,9 @@ struct Brick {
   Op op = Op::kDense;
   std::vector<Shape> inputs;
   int64_t units = 0, kernel = 0, stride = 0, pad = 0, vocab = 0;
+  // A convolution's kernel width and padding across (its key's "kernel:1x7"
+  // and "pad:0x3"; one value, as square ones have, for both).
+  int64_t kernel_w = 0, pad_w = 0;
   bool bias = false;
   Cell cell = Cell::kRnn;
   int64_t heads = 0;
@@ -23,6 +26,7 @@ struct Brick {
   int64_t axis = 0;               // a concat's, a slice's
   int64_t begin = 0;              // a slice's
   bool ceil = false;              // a max pool's ceil mode
+  bool count_pad = false;         // an average pool's count_include_pad
   double epsilon = kNormEpsilon;  // a normalization's
   // Whether backward computes the gradient of the input, as it does inside
   // the model unless the input is the model's data.

@@ -1,10 +1,11 @@
 # The family files built into the library (families/*.yaml), as one
 # generated source: paradnn_embed_families(OUT) writes OUT from
 # generators/families.cpp.in, in the order FC, CNN, RNN, DLRM and the CNNs
-# ONNX files bring: VGG, MOBILENET_V2, EFFICIENTNET, CONVNEXT.
+# ONNX files bring: VGG, MOBILENET_V2, EFFICIENTNET, CONVNEXT, INCEPTION.
 function(paradnn_embed_families root out)
   set(entries "")
-  foreach(name fc cnn rnn dlrm vgg mobilenet_v2 efficientnet convnext)
+  foreach(name fc cnn rnn dlrm vgg mobilenet_v2 efficientnet convnext
+               inception)
     set(file ${root}/families/${name}.yaml)
     file(READ ${file} text)
     string(APPEND entries

@@ -35,7 +35,7 @@ int64_t ForwardFlops(const Graph& g, int i) {
       return 2 * Elements(l.shape) * in.back();
     case Op::kConv2d:
       // Each output reads the channels of its group only.
-      return 2 * Elements(l.shape) * (in[1] / l.groups) * l.kernel * l.kernel;
+      return 2 * Elements(l.shape) * (in[1] / l.groups) * l.kernel * l.kernel_w;
     case Op::kRecurrent:
       // Every gate multiplies the step's input and the previous hidden state.
       return 2 * Elements(l.shape) * Gates(l.cell) * (in.back() + l.units);
@@ -123,7 +123,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
       return 3 * Elements(l.shape);
     case Op::kMaxPool:
     case Op::kAvgPool:
-      return Elements(l.shape) * l.kernel * l.kernel;
+      return Elements(l.shape) * l.kernel * l.kernel_w;
     case Op::kGlobalAvgPool:
       return Elements(g.layer(l.inputs[0]).shape);
     case Op::kRecurrent:

@@ -186,10 +186,17 @@ class Builder {
           made = g_.Dense(in[0], size("units", 0), flag("bias", true));
           break;
         case Op::kConv2d: {
+          // A kernel of kernel x kernel_w (square where no width is
+          // given), padded to keep the size at stride 1 unless told; the
+          // padding across that of the height where the kernel is square.
           const int64_t kernel = size("kernel", 0);
-          made = g_.Conv2d(in[0], size("channels", 0), kernel,
-                           size("stride", 1), size("pad", kernel / 2),
-                           size("groups", 1), flag("bias", false));
+          const int64_t kernel_w = size("kernel_w", kernel);
+          const int64_t pad = size("pad", kernel / 2);
+          const int64_t pad_w =
+              size("pad_w", kernel_w == kernel ? pad : kernel_w / 2);
+          made = g_.Conv2d(in[0], size("channels", 0), {kernel, kernel_w},
+                           size("stride", 1), {pad, pad_w}, size("groups", 1),
+                           flag("bias", false));
           break;
         }
         case Op::kBatchNorm:
@@ -263,7 +270,7 @@ class Builder {
           break;
         case Op::kAvgPool:
           made = g_.AvgPool(in[0], size("kernel", 0), size("stride", 1),
-                            size("pad", 0));
+                            size("pad", 0), flag("count_pad", false));
           break;
         case Op::kFlatten:
           made = g_.Flatten(in[0]);

@@ -203,24 +203,26 @@ int64_t Window(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
 }
 }  // namespace
 
-// Convolution and pooling: a square window over H and W of NCHW.
-int Graph::Windowed(Op op, int x, int64_t channels, int64_t kernel,
-                    int64_t stride, int64_t pad) {
+// Convolution and pooling: a window over H and W of NCHW.
+int Graph::Windowed(Op op, int x, int64_t channels, Hw kernel, int64_t stride,
+                    Hw pad) {
   const Shape& in = layer(x).shape;
   Require(in.size() == 4, "windowed layer needs NCHW input");
   Layer l;
   l.op = op;
   l.inputs = {x};
-  l.shape = {in[0], channels, Window(in[2], kernel, stride, pad),
-             Window(in[3], kernel, stride, pad)};
-  l.kernel = kernel;
+  l.shape = {in[0], channels, Window(in[2], kernel.h, stride, pad.h),
+             Window(in[3], kernel.w, stride, pad.w)};
+  l.kernel = kernel.h;
+  l.kernel_w = kernel.w;
   l.stride = stride;
-  l.pad = pad;
+  l.pad = pad.h;
+  l.pad_w = pad.w;
   return Append(std::move(l));
 }
 
-int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
-                  int64_t pad, int64_t groups, bool bias) {
+int Graph::Conv2d(int x, int64_t channels, Hw kernel, int64_t stride, Hw pad,
+                  int64_t groups, bool bias) {
   int i = Windowed(Op::kConv2d, x, channels, kernel, stride, pad);
   const int64_t in = layer(x).shape[1];
   Require(groups >= 1 && in % groups == 0 && channels % groups == 0,
@@ -233,11 +235,15 @@ int Graph::Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
   return i;
 }
 
-int Graph::AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad) {
+int Graph::AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad,
+                   bool count_pad) {
   Require(pad < kernel,
           "an average pool's padding must be less than its "
           "window, or a window covers padding only");
-  return Windowed(Op::kAvgPool, x, layer(x).shape.at(1), kernel, stride, pad);
+  const int i =
+      Windowed(Op::kAvgPool, x, layer(x).shape.at(1), kernel, stride, pad);
+  layers_[i].count_pad = count_pad;
+  return i;
 }
 
 int Graph::Flatten(int x) {
@@ -657,8 +663,8 @@ std::vector<ParamTensor> Graph::Params() const {
       case Op::kConv2d: {
         // A filter reads its group's channels only.
         const int64_t in = layer(l.inputs[0]).shape[1] / l.groups;
-        const int64_t fan_in = in * l.kernel * l.kernel;
-        add(i, "weight", {l.units, in, l.kernel, l.kernel}, fan_in);
+        const int64_t fan_in = in * l.kernel * l.kernel_w;
+        add(i, "weight", {l.units, in, l.kernel, l.kernel_w}, fan_in);
         if (l.bias) add(i, "bias", {l.units}, fan_in);
         break;
       }

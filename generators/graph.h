@@ -22,8 +22,9 @@ enum class Op {
   kInput,   // float data fed to the model
   kTokens,  // integer ids in [0, vocab), shape [length, batch]
   kDense,   // y = x W^T (+ b) over the last dimension
-  // NCHW, square kernel; `groups` groups of channels, each convolved with
-  // its own filters (depthwise: one group per channel); a bias or none.
+  // NCHW, a kernel of kernel x kernel_w, padded by pad and pad_w on each
+  // side of each axis; `groups` groups of channels, each convolved with its
+  // own filters (depthwise: one group per channel); a bias or none.
   kConv2d,
   kBatchNorm,  // per channel of dimension 1; scale and shift are trainable
   kReLU,
@@ -67,7 +68,8 @@ enum class Op {
   // > 0, else a full [units, units] matrix.
   kCross,
   // The layers of mobile and densely connected CNNs:
-  kAvgPool,      // square window; the padding is not counted in the mean
+  // Square window; the padding is counted in the mean where count_pad.
+  kAvgPool,
   kFlatten,      // [N, d1, d2, ...] -> [N, d1 x d2 x ...]
   kSigmoid,      // 1 / (1 + exp(-x))
   kSilu,         // x * sigmoid(x)
@@ -112,15 +114,28 @@ int64_t Elements(const Shape& s);
 // "[2, 3, 224, 224]", as messages show a shape.
 std::string ToString(const Shape& s);
 
+// A size along feature maps' height and width: a window's, or the padding
+// on both sides of each. One value is the same for both: a square window,
+// as most are (so it converts from one, implicitly).
+struct Hw {
+  Hw(int64_t both) : h(both), w(both) {}  // NOLINT(runtime/explicit)
+  Hw(int64_t height, int64_t width) : h(height), w(width) {}
+  int64_t h, w;
+};
+
 struct Layer {
   Op op = Op::kInput;
   std::vector<int> inputs;  // indices of earlier layers
   Shape shape;              // output shape
   // Attributes; each op reads the ones it needs.
-  int64_t units = 0;  // dense/embedding outputs, conv channels, hidden size
-  int64_t kernel = 0;
+  int64_t units = 0;   // dense/embedding outputs, conv channels, hidden size
+  int64_t kernel = 0;  // a window's height
   int64_t stride = 1;
-  int64_t pad = 0;
+  int64_t pad = 0;  // before and after each axis: the height's
+  // A window's width and its padding (convolution, pooling): kernel and
+  // pad where it is square.
+  int64_t kernel_w = 0;
+  int64_t pad_w = 0;
   int64_t vocab = 0;  // token range, embedding rows, loss classes
   bool bias = false;
   Cell cell = Cell::kRnn;
@@ -135,6 +150,7 @@ struct Layer {
   int64_t axis = 0;
   int64_t begin = 0;              // slice: its first index along axis
   bool ceil = false;              // max pool: ceil mode (Graph::MaxPool)
+  bool count_pad = false;         // average pool: padding counted as 0s
   double epsilon = kNormEpsilon;  // batch and layer norm: added to variance
   // An input that backward must produce a gradient for, as a layer's input
   // does inside its model (bricks).
@@ -180,8 +196,8 @@ class Graph {
   int Input(Shape shape, bool requires_grad = false, int batch_dim = 0);
   int Tokens(int64_t length, int64_t batch, int64_t vocab);
   int Dense(int x, int64_t units, bool bias = true);
-  int Conv2d(int x, int64_t channels, int64_t kernel, int64_t stride,
-             int64_t pad, int64_t groups = 1, bool bias = false);
+  int Conv2d(int x, int64_t channels, Hw kernel, int64_t stride, Hw pad,
+             int64_t groups = 1, bool bias = false);
   int BatchNorm(int x, double epsilon = kNormEpsilon);
   int ReLU(int x);
   // ceil: PyTorch's ceil_mode, a last window that starts inside the input
@@ -211,7 +227,10 @@ class Graph {
   // Along `axis` (-1: the last); the other dimensions equal.
   int Concat(const std::vector<int>& xs, int64_t axis = -1);
   int Cross(int x0, int x, int64_t rank);
-  int AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad);
+  // count_pad: PyTorch's count_include_pad, the padding's zeros in every
+  // window's mean (a window's count is kernel x kernel everywhere).
+  int AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad,
+              bool count_pad = false);
   int Flatten(int x);
   int Sigmoid(int x);
   int Silu(int x);
@@ -264,8 +283,8 @@ class Graph {
   int Append(Layer l);
   // A layer reading x whose output has x's shape.
   int SameShape(Op op, int x);
-  int Windowed(Op op, int x, int64_t channels, int64_t kernel, int64_t stride,
-               int64_t pad);
+  int Windowed(Op op, int x, int64_t channels, Hw kernel, int64_t stride,
+               Hw pad);
   std::vector<Layer> layers_;
   int64_t batch_ = 0;
   int logits_ = -1;

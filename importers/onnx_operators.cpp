@@ -102,18 +102,26 @@ struct OperatorTable {
     return out;
   }
 
-  // A window's attributes the graph cannot express (a convolution's or a
-  // pool's), or "".
+  // A window's attributes the graph cannot express (a convolution's of
+  // `kernel`, or a pool's, which is `square`), or "": one stride for both
+  // axes, the same padding before and after each axis (and on all four
+  // sides of a pool's square), no dilation.
   static std::string Window(const Mapper& m, const onnx::NodeProto& n,
-                            int64_t kernel) {
+                            const std::vector<int64_t>& kernel, bool square) {
     const Attributes a(n);
     const std::string where = m.Where(n);
-    if (kernel < 0 || Uniform(a.Ints("strides"), 1) < 0 ||
-        Uniform(a.Ints("pads"), 0) < 0) {
-      return where + ": window " + ToString(a.Ints("kernel_shape")) +
-             ", strides " + ToString(a.Ints("strides")) + ", pads " +
-             ToString(a.Ints("pads")) +
-             ": the graph's windows are square, the same on every side";
+    const std::vector<int64_t> pads = a.Ints("pads");
+    const bool fits =
+        kernel.size() == 2 && Uniform(a.Ints("strides"), 1) >= 0 &&
+        (square ? kernel[0] == kernel[1] && Uniform(pads, 0) >= 0
+                : pads.empty() || (pads.size() == 4 && pads[0] == pads[2] &&
+                                   pads[1] == pads[3]));
+    if (!fits) {
+      return where + ": window " + ToString(kernel) + ", strides " +
+             ToString(a.Ints("strides")) + ", pads " + ToString(pads) +
+             (square ? ": the graph's pools are square, the same on every side"
+                     : ": the graph's convolutions have one stride and the "
+                       "same padding before and after each axis");
     }
     if (!AllEqual(a.Ints("dilations"), 1)) {
       return where + ": dilations " + ToString(a.Ints("dilations"));
@@ -132,7 +140,8 @@ struct OperatorTable {
     m.Bind(n.output(0),
            n.op_type() == "MaxPool"
                ? m.graph_.MaxPool(x, k, stride, pad, a.Int("ceil_mode", 0) != 0)
-               : m.graph_.AvgPool(x, k, stride, pad));
+               : m.graph_.AvgPool(x, k, stride, pad,
+                                  a.Int("count_include_pad", 0) != 0));
   }
 
   // A following Add that adds an initializer of `units` values to the
@@ -426,19 +435,14 @@ struct OperatorTable {
     Operator op =
         Entry("AveragePool", 7, "`avgpool2d`",
               "a square window, the same stride and padding on every side, no "
-              "dilation; `ceil_mode` 0; padding left out of the average "
-              "(`count_include_pad` 0 where there is padding)");
+              "dilation; `ceil_mode` 0; padding left out of the average or, "
+              "with `count_include_pad` 1, counted as zeros (`count_pad`)");
     op.check = [](const Mapper& m, const onnx::NodeProto& n) {
       const Attributes a(n);
-      const std::string why = Window(m, n, Uniform(a.Ints("kernel_shape"), -1));
+      const std::string why = Window(m, n, a.Ints("kernel_shape"), true);
       if (!why.empty()) return why;
       if (a.Int("ceil_mode", 0) != 0) {
         return m.Where(n) + ": ceil_mode on an average";
-      }
-      if (a.Int("count_include_pad", 0) != 0 && !AllEqual(a.Ints("pads"), 0)) {
-        return m.Where(n) +
-               ": count_include_pad: the graph's average leaves the "
-               "padding out";
       }
       return std::string();
     };
@@ -638,8 +642,9 @@ struct OperatorTable {
   static Operator Conv() {
     Operator op = Entry(
         "Conv", 1, "`conv2d`; `dense`",
-        "a square kernel, the same stride and padding on every side, no "
-        "dilation; any groups (depthwise: one per channel); weights and a "
+        "a kernel of any height and width (Inception's 1x7 and 7x1), one "
+        "stride for both axes, the same padding before and after each axis, "
+        "no dilation; any groups (depthwise: one per channel); weights and a "
         "bias, if any, of one value per output channel in the file. A 1x1 "
         "convolution of a global pool's output (squeeze-and-excitation) is "
         "a `dense` layer of it");
@@ -655,7 +660,7 @@ struct OperatorTable {
         return where +
                ": a bias not of one value per output channel in the file";
       }
-      return Window(m, n, w[2] == w[3] ? w[2] : -1);
+      return Window(m, n, {w[2], w[3]}, false);
     };
     op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
       const Attributes a(n);
@@ -678,8 +683,11 @@ struct OperatorTable {
         }
         layer = m.graph_.Dense(x, w[0], bias);
       } else {
-        layer = m.graph_.Conv2d(x, w[0], w[2], Uniform(a.Ints("strides"), 1),
-                                Uniform(a.Ints("pads"), 0), groups, bias);
+        const std::vector<int64_t> pads = a.Ints("pads");
+        const Hw pad = pads.empty() ? Hw(0) : Hw(pads[0], pads[1]);
+        layer =
+            m.graph_.Conv2d(x, w[0], {w[2], w[3]},
+                            Uniform(a.Ints("strides"), 1), pad, groups, bias);
       }
       m.Give(layer, tensors);
       m.Bind(n.output(0), layer);
@@ -993,7 +1001,7 @@ struct OperatorTable {
         "dilation; in either rounding (`ceil_mode` 1 as PyTorch's: a last "
         "window that starts in the input may hang past it)");
     op.check = [](const Mapper& m, const onnx::NodeProto& n) {
-      return Window(m, n, Uniform(Attributes(n).Ints("kernel_shape"), -1));
+      return Window(m, n, Attributes(n).Ints("kernel_shape"), true);
     };
     op.apply = Pool;
     return op;
@@ -1087,23 +1095,78 @@ struct OperatorTable {
     return op;
   }
 
+  // Pad's widths, [the start of each axis..., the end of each axis...],
+  // where the file gives them as known values.
+  static const std::vector<double>* PadWidths(const Mapper& m,
+                                              const onnx::NodeProto& n) {
+    const auto it =
+        n.input_size() > 1 ? m.values_.find(n.input(1)) : m.values_.end();
+    return it == m.values_.end() || it->second.empty() ? nullptr : &it->second;
+  }
+
+  // The AveragePool that alone reads Pad node n's output and pads nothing
+  // itself, or -1.
+  static int PaddedPool(const Mapper& m, const onnx::NodeProto& n) {
+    const std::string& out = n.output(0);
+    if (m.readers_.count(out) == 0 || m.readers_.at(out) != 1) return -1;
+    const int pool = m.ReaderOf(out, "AveragePool");
+    if (pool < 0) return -1;
+    const Attributes a(m.g_.node(pool));
+    return AllEqual(a.Ints("pads"), 0) && a.Int("ceil_mode", 0) == 0 ? pool
+                                                                     : -1;
+  }
+
   static Operator Pad() {
-    Operator op = Entry("Pad", 11, "nothing",
-                        "of zero widths, known from the file (PyTorch's "
-                        "average pools export one)");
+    Operator op = Entry(
+        "Pad", 11, "`avgpool2d`; nothing",
+        "widths known from the file: of zero widths, nothing; with zeros "
+        "(mode `constant`), the same before and after feature maps' height "
+        "and width and by as much on both, read only by an `AveragePool` "
+        "that pads nothing: that pool, counting the padding (`count_pad`: "
+        "an average pool with `count_include_pad`, as PyTorch exports "
+        "Inception v3's)");
     op.check = [](const Mapper& m, const onnx::NodeProto& n) {
-      const auto it =
-          n.input_size() > 1 ? m.values_.find(n.input(1)) : m.values_.end();
-      const bool none = it != m.values_.end() && !it->second.empty() &&
-                        std::all_of(it->second.begin(), it->second.end(),
-                                    [](double v) { return v == 0; });
-      return none ? std::string()
-                  : m.Where(n) +
-                        ": a padding of its own (the graph pads inside "
-                        "convolutions and pools only)";
+      const std::vector<double>* widths = PadWidths(m, n);
+      if (widths != nullptr && std::all_of(widths->begin(), widths->end(),
+                                           [](double v) { return v == 0; })) {
+        return std::string();
+      }
+      const std::string mode = Attributes(n).String("mode");
+      const auto value =
+          n.input_size() > 2 ? m.values_.find(n.input(2)) : m.values_.end();
+      const std::vector<double> w = widths ? *widths : std::vector<double>();
+      const bool maps = w.size() == 8 && w[0] == 0 && w[1] == 0 && w[4] == 0 &&
+                        w[5] == 0 && w[2] == w[3] && w[2] == w[6] &&
+                        w[2] == w[7];
+      if (widths != nullptr && (mode.empty() || mode == "constant") &&
+          (value == m.values_.end() ||
+           (value->second.size() == 1 && value->second[0] == 0)) &&
+          (n.input_size() < 4 || n.input(3).empty()) && maps &&
+          PaddedPool(m, n) >= 0) {
+        return std::string();
+      }
+      return m.Where(n) + ": a padding of its own " +
+             ToString(std::vector<int64_t>(w.begin(), w.end())) +
+             " (the graph pads inside convolutions and pools only: with "
+             "zeros, read by an average pool alone)";
     };
     op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
-      m.Bind(n.output(0), Input(m, n));
+      const int x = Input(m, n);
+      const std::vector<double>& widths = *PadWidths(m, n);
+      if (std::all_of(widths.begin(), widths.end(),
+                      [](double v) { return v == 0; })) {
+        return m.Bind(n.output(0), x);
+      }
+      const int index = PaddedPool(m, n);
+      const onnx::NodeProto& pool = m.g_.node(index);
+      const Attributes a(pool);
+      const std::string why = Window(m, pool, a.Ints("kernel_shape"), true);
+      if (!why.empty()) throw GraphError("its reader " + why);
+      m.fused_.insert(index);
+      m.Bind(pool.output(0),
+             m.graph_.AvgPool(x, a.Ints("kernel_shape")[0],
+                              Uniform(a.Ints("strides"), 1),
+                              static_cast<int64_t>(widths[2]), true));
     };
     return op;
   }

@@ -27,11 +27,11 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
   // LibTorch's [out, in per group, h, w] split along its first dimension.
   const int64_t g = l.groups;
   const Dims w_dims =
-      g == 1 ? Dims{l.units, src_dims[1], l.kernel, l.kernel}
-             : Dims{g, l.units / g, src_dims[1] / g, l.kernel, l.kernel};
+      g == 1 ? Dims{l.units, src_dims[1], l.kernel, l.kernel_w}
+             : Dims{g, l.units / g, src_dims[1] / g, l.kernel, l.kernel_w};
   const Tag w_user = g == 1 ? Tag::oihw : Tag::goihw;
   const Dims dst_dims = l.shape;
-  const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad};
+  const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad_w};
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc dst_md(dst_dims, dt_, Tag::any);

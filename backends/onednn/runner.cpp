@@ -593,8 +593,10 @@ void OnednnRunner::Build(int i) {
       }
       break;
     case Op::kAvgPool:
-      BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, l.kernel,
-                l.stride, l.pad);
+      BuildPool(i, l,
+                l.count_pad ? dnnl::algorithm::pooling_avg_include_padding
+                            : dnnl::algorithm::pooling_avg_exclude_padding,
+                l.kernel, l.stride, l.pad);
       break;
     case Op::kFlatten:
       BuildFlatten(i, l);

@@ -33,9 +33,9 @@ TorchModel::TorchModel(const Graph& g)
         m.conv = register_module(
             name, torch::nn::Conv2d(
                       torch::nn::Conv2dOptions(g.layer(l.inputs[0]).shape[1],
-                                               l.units, l.kernel)
+                                               l.units, {l.kernel, l.kernel_w})
                           .stride(l.stride)
-                          .padding(l.pad)
+                          .padding({l.pad, l.pad_w})
                           .groups(l.groups)
                           .bias(l.bias)));
         m.base = m.conv.get();
@@ -239,7 +239,7 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kConv2d:
         y = m.folded_bias.defined()
                 ? torch::conv2d(x, m.conv->weight, m.folded_bias,
-                                {l.stride, l.stride}, {l.pad, l.pad}, {1, 1},
+                                {l.stride, l.stride}, {l.pad, l.pad_w}, {1, 1},
                                 l.groups)
                 : m.conv(x);
         break;
@@ -348,7 +348,7 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       }
       case Op::kAvgPool:
         y = torch::avg_pool2d(x, l.kernel, l.stride, l.pad, /*ceil_mode=*/false,
-                              /*count_include_pad=*/false);
+                              l.count_pad);
         break;
       case Op::kFlatten:
         y = x.flatten(1);

@@ -354,16 +354,21 @@ TEST_CASE(
 }
 
 // An inference step of `g` on both backends gives `want`, worked out by
-// hand.
+// hand: exactly, or within `tolerance` (relative) where the backends sum
+// in another order.
 void CheckOutputs(const Backend& torch, const Backend& onednn, const Graph& g,
-                  const std::vector<float>& want) {
+                  const std::vector<float>& want, double tolerance = 0) {
   Case c = ParseCaseName(
       "FC/layers:1/nodes:1/input:1/output:1/batch:1/torch/fp32/infer");
   for (const Backend* b : {&torch, &onednn}) {
     INFO(b->name());
     auto r = Prepare(*b, c, g);
     r->Step();
-    CHECK(r->Output() == want);
+    if (tolerance == 0) {
+      CHECK(r->Output() == want);
+    } else {
+      CHECK(RelativeError(r->Output(), want) < tolerance);
+    }
   }
 }
 
@@ -493,6 +498,48 @@ TEST_CASE("a layer norm over channels and a layer scale, as ConvNeXt's",
     g.SoftmaxCrossEntropy(g.Dense(g.LayerNorm(g.GlobalAvgPool(out), kEps), 5));
     StepBothModes(*onednn, *torch, g);
   }
+}
+
+// Inception v3's layers: an average pool counting its padding as zeros,
+// its values written out (a 2x2 image padded by 1: every 3x3 window holds
+// all four values, their sum / 9, where leaving the padding out gives the
+// sum / 4); a 1x3 convolution of ones, each output the sum of its row's
+// value and its two neighbours; then 1x7 and 7x1 convolutions, each padded
+// across its long axis only, behind and before pools that count their padding,
+// stepped on both backends.
+TEST_CASE("non-square kernels and averages counting padding, as Inception's",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph pool;
+  const int four = pool.Input({1, 1, 2, 2});
+  pool.SoftmaxCrossEntropy(pool.Flatten(pool.AvgPool(four, 3, 1, 1, true)));
+  const std::vector<float> x = InitInput(pool, 11, four);
+  const float sum = x[0] + x[1] + x[2] + x[3];
+  CheckOutputs(*torch, *onednn, pool, std::vector<float>(4, sum / 9),
+               kFp32Tolerance);
+  Graph row;
+  const int image = row.Input({1, 1, 2, 4});
+  const int conv = row.Conv2d(image, 1, {1, 3}, 1, {0, 1});
+  CHECK(row.layer(conv).shape == Shape{1, 1, 2, 4});
+  row.SetValues(conv, {std::make_shared<const std::vector<float>>(3, 1.f)});
+  row.SoftmaxCrossEntropy(row.Flatten(conv));
+  const std::vector<float> y = InitInput(row, 11, image);
+  std::vector<float> sums(8);
+  for (int k = 0; k < 8; ++k) {
+    const int c = k % 4;
+    sums[k] = y[k] + (c > 0 ? y[k - 1] : 0.f) + (c < 3 ? y[k + 1] : 0.f);
+  }
+  CheckOutputs(*torch, *onednn, row, sums, kFp32Tolerance);
+  Graph g;
+  const int stem = g.ReLU(g.Conv2d(g.Input({2, 5, 9, 9}), 24, 3, 1, 1));
+  const int wide = g.ReLU(g.Conv2d(stem, 20, {1, 7}, 1, {0, 3}, 1, true));
+  const int tall = g.ReLU(g.Conv2d(wide, 16, {7, 1}, 2, {3, 0}));
+  const int pooled = g.AvgPool(stem, 3, 2, 1, true);
+  const int joined = g.Concat({tall, pooled}, 1);
+  CHECK(g.layer(joined).shape == Shape{2, 40, 5, 5});
+  g.SoftmaxCrossEntropy(g.Dense(g.GlobalAvgPool(joined), 3));
+  StepBothModes(*onednn, *torch, g);
 }
 
 // A vision transformer's layers: patches of the image as a sequence (from

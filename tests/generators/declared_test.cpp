@@ -32,8 +32,11 @@ void CheckSameGraph(const Graph& a, const Graph& b) {
     CHECK(x.shape == y.shape);
     CHECK(x.units == y.units);
     CHECK(x.kernel == y.kernel);
+    CHECK(x.kernel_w == y.kernel_w);
     CHECK(x.stride == y.stride);
     CHECK(x.pad == y.pad);
+    CHECK(x.pad_w == y.pad_w);
+    CHECK(x.count_pad == y.count_pad);
     CHECK(x.vocab == y.vocab);
     CHECK(x.bias == y.bias);
     CHECK(x.cell == y.cell);
@@ -87,6 +90,35 @@ TEST_CASE(
     // The paper's grids: 9,720 FC, 2,160 CNN and 2,160 RNN models.
     CHECK(models.size() == (family == "FC" ? 9720u : 2160u));
   }
+}
+
+// Inception v3's family: a 1x7 and a 7x1 convolution are padded across
+// their long axis only (the padding's default: half the kernel along each
+// axis, the height's where the kernel is square); its average pools count
+// their padding. Blocks C have 6 non-square kernels each, D 2 and E 4: 34;
+// one average pool in each of the 3 A, 4 C and 2 E blocks.
+TEST_CASE("INCEPTION: non-square kernels and averages counting padding",
+          "[declared]") {
+  const Graph g =
+      ParseCaseName("INCEPTION/image:299/output:1000/batch:1/torch/fp32/infer")
+          .model.BuildGraph();
+  int non_square = 0, counting = 0;
+  for (int i = 0; i < g.size(); ++i) {
+    const Layer& l = g.layer(i);
+    if (l.op == Op::kConv2d && l.kernel != l.kernel_w) {
+      ++non_square;
+      CHECK(l.pad == l.kernel / 2);
+      CHECK(l.pad_w == l.kernel_w / 2);
+      CHECK(l.shape[2] == g.layer(l.inputs[0]).shape[2]);
+      CHECK(l.shape[3] == g.layer(l.inputs[0]).shape[3]);
+    }
+    if (l.op == Op::kAvgPool) counting += l.count_pad ? 1 : 0;
+  }
+  CHECK(non_square == 34);
+  CHECK(counting == 9);
+  // The stem's 3x3 of no padding keeps none across either.
+  CHECK(g.layer(1).pad_w == 0);
+  CHECK(g.layer(g.logits()).shape == Shape{1, 1000});
 }
 
 TEST_CASE("a family declared only in YAML: params and FLOPs by hand",

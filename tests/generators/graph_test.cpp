@@ -1,5 +1,6 @@
 #include "generators/graph.h"
 
+#include "generators/cost.h"
 #include "generators/init.h"
 #include "generators/spec.h"
 #include "tests/catch.h"
@@ -111,6 +112,31 @@ TEST_CASE("a max pool in ceil mode keeps a last window that hangs past",
   const int padded = g.MaxPool(x, 2, 2, 1, true);
   CHECK(g.layer(padded).shape == Shape{1, 2, 5, 3});
   CHECK(g.layer(padded).ceil);
+}
+
+// Inception v3's 1x7 convolution of 12 channels into 8, padded by 3 across:
+// 8 x 12 x 1 x 7 weights, and 2 x 1 x 7 x 12 FLOPs per output value; a 3x3
+// average counting its padding reads 9 values per output, as any does.
+TEST_CASE("a convolution's kernel may be wider than tall, its padding too",
+          "[graph]") {
+  Graph g;
+  const int x = g.Input({2, 12, 17, 17});
+  const int wide = g.Conv2d(x, 8, {1, 7}, 1, {0, 3});
+  const int tall = g.Conv2d(wide, 8, {7, 1}, 2, {3, 0});
+  const int pooled = g.AvgPool(tall, 3, 1, 1, true);
+  CHECK(g.layer(wide).shape == Shape{2, 8, 17, 17});
+  CHECK(g.layer(tall).shape == Shape{2, 8, 9, 9});
+  CHECK(g.layer(pooled).shape == Shape{2, 8, 9, 9});
+  CHECK(g.layer(pooled).count_pad);
+  const std::vector<ParamTensor> params = g.Params();
+  REQUIRE(params.size() == 2);
+  CHECK(params[0].shape == Shape{8, 12, 1, 7});
+  CHECK(params[1].shape == Shape{8, 8, 7, 1});
+  CHECK(ForwardFlops(g, wide) == 2 * (2 * 8 * 17 * 17) * 12 * 7);
+  CHECK(ForwardFlops(g, tall) == 2 * (2 * 8 * 9 * 9) * 8 * 7);
+  // The pool's reads are the step's only elementwise work.
+  CHECK(ComputeCost(g, Mode::kInfer, DType::kFp32).elementwise ==
+        (2 * 8 * 9 * 9) * 9);
 }
 
 TEST_CASE("a channel shuffle keeps the maps' shape, its groups dividing C",

@@ -122,8 +122,8 @@ TEST_CASE("bad names say what is wrong and what was expected", "[spec]") {
       ParseCaseName("MLP/layers:4"),
       ContainsSubstring("'MLP' is not a model family") &&
           ContainsSubstring("FC, CNN, RNN, DLRM, VGG, MOBILENET_V2, "
-                            "EFFICIENTNET, CONVNEXT, TRANSFORMER, "
-                            "LLM"));
+                            "EFFICIENTNET, CONVNEXT, INCEPTION, "
+                            "TRANSFORMER, LLM"));
   CHECK_THROWS_WITH(
       ParseCaseName("FC/layers:4/nodes:1024/torch/fp32/train"),
       ContainsSubstring(

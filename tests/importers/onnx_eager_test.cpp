@@ -77,10 +77,14 @@ std::map<std::string, Update> ReadUpdates(const std::string& base) {
   }
   return out;
 }
-Reference Export(const std::string& name, const std::string& kind) {
+// `args`: the model's constructor's; `image`: its input's height and width.
+Reference Export(const std::string& name, const std::string& kind,
+                 const std::string& args, int64_t image) {
   const std::string base = test::Scratch("eager/" + name + "." + kind).string();
+  const std::string size =
+      "3, " + std::to_string(image) + ", " + std::to_string(image);
   Graph input;
-  input.Input({kBatch, 3, 224, 224});
+  input.Input({kBatch, 3, image, image});
   const std::vector<float> x = InitInput(input, kSeed, 0, 0);
   std::ofstream(base + ".input", std::ios::binary)
       .write(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
@@ -98,8 +102,8 @@ Reference Export(const std::string& name, const std::string& kind) {
       std::string(TorchOneDnnMisreadsCaches() ? "False" : "True") +
       "\n"
       "m = torchvision.models." +
-      name +
-      "()\n"
+      name + "(" + args +
+      ")\n"
       "train = '" +
       kind +
       "' == 'train'\n"
@@ -109,14 +113,14 @@ Reference Export(const std::string& name, const std::string& kind) {
       "    if isinstance(d, random): d.eval()\n"
       "m.train(train)\n"
       "eval_random()\n"
-      "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" +
-      base +
+      "torch.onnx.export(m, torch.randn(1, " +
+      size + "), '" + base +
       ".onnx', training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=not train, opset_version=14)\n"
       "x = torch.from_file('" +
       base + ".input', size=" + std::to_string(x.size()) + ").view(" +
-      std::to_string(kBatch) +
-      ", 3, 224, 224)\n"
+      std::to_string(kBatch) + ", " + size +
+      ")\n"
       "with torch.no_grad():\n"
       "  m.eval()\n"
       "  m(x).numpy().tofile('" +
@@ -284,8 +288,9 @@ void CheckUpdates(const OnnxModel& m, const Reference& ref,
 }
 
 void CheckBoth(const std::string& name, const std::string& kind,
-               std::vector<Mode> modes) {
-  const Reference ref = Export(name, kind);
+               std::vector<Mode> modes, const std::string& args = "",
+               int64_t image = 224) {
+  const Reference ref = Export(name, kind, args, image);
   const OnnxModel m = ReadOnnx(ref.file, kBatch, /*weights=*/true);
   INFO(name << " (" << kind << " export): " << m.why_no_graph);
   REQUIRE(m.graph);
@@ -366,6 +371,16 @@ TEST_CASE("ONNX with its weights: MNASNet 0.5 gives PyTorch eager's logits",
 TEST_CASE("ONNX with its weights: GoogLeNet gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("googlenet", "eval", {Mode::kInfer});
+}
+
+// 1x7 and 7x1 convolutions, average pools counting their padding; its
+// auxiliary classifier, which trains only, left out.
+TEST_CASE("ONNX with its weights: Inception v3 gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("inception_v3", "train", {Mode::kTrain, Mode::kInfer},
+            "aux_logits=False, init_weights=True", 299);
+  CheckBoth("inception_v3", "eval", {Mode::kInfer},
+            "aux_logits=False, init_weights=True", 299);
 }
 
 // Max pools in ceil mode, whose last window hangs past the maps.

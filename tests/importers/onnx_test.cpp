@@ -362,7 +362,11 @@ struct Exported {
   std::string file;
   int64_t params = 0, flops = 0;
 };
-Exported Torchvision(const std::string& name) {
+// `args`: the model's constructor's; `image`: its input's height and width.
+Exported Torchvision(const std::string& name, const std::string& args,
+                     int64_t image) {
+  const std::string size =
+      "3, " + std::to_string(image) + ", " + std::to_string(image) + ")";
   const std::string file = test::Scratch("onnx/" + name + ".onnx").string();
   const std::string count = test::Scratch("onnx/" + name + ".params").string();
   const std::string log = test::Scratch("onnx/" + name + ".log").string();
@@ -370,20 +374,22 @@ Exported Torchvision(const std::string& name) {
   const std::string cmd =
       "/usr/bin/python3 -c \"import torch, torchvision\n"
       "m = torchvision.models." +
-      name +
-      "()\nm.train()\n"
+      name + "(" + args +
+      ")\nm.train()\n"
       "for d in m.modules():\n"
       "  if isinstance(d, (torch.nn.Dropout, "
       "torchvision.ops.StochasticDepth)): "
       "d.eval()\n"
-      "torch.onnx.export(m, torch.randn(1, 3, 224, 224), '" +
-      file +
+      "torch.onnx.export(m, torch.randn(1, " +
+      size + ", '" + file +
       "', "
       "training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=False, opset_version=14)\n"
       "m.eval()\n"
       "with torch.no_grad(), torch.profiler.profile(with_flops=True) as p:\n"
-      "  m(torch.randn(8, 3, 224, 224))\n"
+      "  m(torch.randn(8, " +
+      size +
+      ")\n"
       "matrix = ('aten::conv2d', 'aten::addmm', 'aten::mm', 'aten::bmm')\n"
       "flops = sum(e.flops for e in p.key_averages() if e.key in matrix)\n"
       "open('" +
@@ -407,9 +413,10 @@ Exported Torchvision(const std::string& name) {
 // parameters and the profiler's FLOPs; with `family`, the family's case of that
 // name has the file's costs, to the FLOP and byte, in training and inference.
 void CheckTorchvision(const std::string& name, int64_t torchvision_params,
-                      const std::string& family = "") {
+                      const std::string& family = "",
+                      const std::string& args = "", int64_t image = 224) {
   INFO(name);
-  const Exported e = Torchvision(name);
+  const Exported e = Torchvision(name, args, image);
   const int64_t params = e.params;
   REQUIRE(params == torchvision_params);  // torchvision's, counted by PyTorch
   const OnnxModel m = ReadOnnx(e.file, 8);
@@ -511,6 +518,18 @@ TEST_CASE(
   CheckTorchvision("convnext_tiny", 28589128,
                    "CONVNEXT/blocks:3-3-9-3/width:96/image:224/output:1000/"
                    "batch:8/torch/fp32/train");
+}
+
+// Inception v3 (without its auxiliary classifier, which trains only): 1x7
+// and 7x1 convolutions, average pools counting their padding (a Pad
+// before each), branches joined; its input 299 x 299.
+TEST_CASE(
+    "ONNX: torchvision's Inception v3 has torchvision's parameters and is "
+    "the Inception family's",
+    "[onnx][torchvision]") {
+  CheckTorchvision("inception_v3", 23834568,
+                   "INCEPTION/image:299/output:1000/batch:8/torch/fp32/train",
+                   "aux_logits=False, init_weights=True", 299);
 }
 
 // A transformer: patches as a sequence, a class token, attention as the
