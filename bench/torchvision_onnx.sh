@@ -6,8 +6,11 @@
 # batch norm folded into the convolutions and the batch dynamic), and
 # writes DIR/models.yaml: a sweep of those files at the batch sizes given,
 # on both backends, in fp32, train and infer (the other flags of a run
-# change that: --paradnn_dtypes=fp32,bf16 ...). A model the exporter
-# cannot write is named on stderr with the exporter's error and left out.
+# change that: --paradnn_dtypes=fp32,bf16 ...). Inception v3 and GoogLeNet
+# without their auxiliary classifiers, which train only (the exporter
+# cannot write GoogLeNet's); Inception v3 at its 299 x 299. A model the
+# exporter cannot write is named on stderr with the exporter's error and
+# left out.
 #   bench/torchvision_onnx.sh DIR BATCHES NAME...   (BATCHES: "2, 8")
 set -euo pipefail
 dir=$1
@@ -25,8 +28,12 @@ for m in "$@"; do
     >"$dir/$m.log" 2>&1 <<'PY'
 import sys, torch, torchvision
 torch.manual_seed(0)
-m = getattr(torchvision.models, sys.argv[2])()
-x = torch.randn(1, 3, 224, 224)
+name = sys.argv[2]
+inception = ("inception_v3", "googlenet")
+kwargs = dict(aux_logits=False, init_weights=True) if name in inception else {}
+m = getattr(torchvision.models, name)(**kwargs)
+size = 299 if name == "inception_v3" else 224
+x = torch.randn(1, 3, size, size)
 if sys.argv[3] == "infer":
     m.eval()
     torch.onnx.export(m, x, sys.argv[1], input_names=["input"],
@@ -42,9 +49,8 @@ torch.onnx.export(m, x, sys.argv[1],
                   do_constant_folding=False, opset_version=14)
 PY
   then
-    # PyTorch's exporter cannot write some models in some modes (GoogLeNet's
-    # training export: its auxiliary classifiers' adaptive pool from 14x14
-    # to 4x4): the sweep goes on without them.
+    # PyTorch's exporter cannot write some models in some modes: the sweep
+    # goes on without them.
     echo "torchvision_onnx: $m not exported; see $dir/$m.log:" \
       "$(grep -E '^[A-Za-z_.]+(Error|Exception): ' "$dir/$m.log" | tail -1 | cut -c1-200)" >&2
     continue

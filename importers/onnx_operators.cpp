@@ -1028,10 +1028,12 @@ struct OperatorTable {
       if (!m.IsInitializer(t) || m.Count(t) == 1) continue;
       const int x = Input(m, n, 1 - side);
       const paradnn::Shape& maps = m.ShapeOf(x);
-      if (maps.size() != 4 || m.Count(t) != maps[1]) {
+      if (maps.size() != 4 || !PerChannel(m, t) || m.Count(t) != maps[1]) {
         throw GraphError("a product of " + ToString(maps) + " by a constant " +
                          ToString(m.InitializerDims(t)) +
-                         ": the graph's is per channel of [N, C, H, W] maps");
+                         ": the graph's is per channel of [N, C, H, W] maps "
+                         "([C, 1, 1]: a layer scale), or a layer "
+                         "normalization's scale within its nodes");
       }
       m.params_ += m.Count(t);
       const int scale = m.graph_.LayerScale(x);
@@ -1057,12 +1059,17 @@ struct OperatorTable {
         "feature maps times a `[batch, channels]` layer (ONNX's `[batch, "
         "channels, 1, 1]`); feature maps times a tensor in the file of one "
         "value per channel, `[C, 1, 1]` or `[1, C, 1, 1]` (ConvNeXt's layer "
-        "scale: its values the parameter); a `Sigmoid`'s input by its "
+        "scale: its values the parameter); a vector in the file within a "
+        "layer normalization's nodes, its scale (see `ReduceMean`); a "
+        "`Sigmoid`'s input by its "
         "output, a SiLU (see `Sigmoid`); of a view by a known scalar, the "
         "view scaled; of known values, computed");
     op.check = [](const Mapper& m, const onnx::NodeProto& n) {
+      // A vector may be a layer normalization's scale: its nodes are known
+      // only where the mapping reaches them.
       for (const std::string& in : n.input()) {
-        if (m.IsInitializer(in) && m.Count(in) > 1 && !PerChannel(m, in)) {
+        if (m.IsInitializer(in) && m.Count(in) > 1 && !PerChannel(m, in) &&
+            m.InitializerDims(in).size() != 1) {
           return m.Where(n) + ": a constant factor " +
                  ToString(m.InitializerDims(in)) +
                  " (the graph's are per channel of [N, C, H, W] maps, "
@@ -1096,12 +1103,12 @@ struct OperatorTable {
   }
 
   // Pad's widths, [the start of each axis..., the end of each axis...],
-  // where the file gives them as known values.
+  // where they are known: in the file, or computed from shapes (as Swin's
+  // padding to whole windows is) once the nodes before map.
   static const std::vector<double>* PadWidths(const Mapper& m,
                                               const onnx::NodeProto& n) {
-    const auto it =
-        n.input_size() > 1 ? m.values_.find(n.input(1)) : m.values_.end();
-    return it == m.values_.end() || it->second.empty() ? nullptr : &it->second;
+    const Known* k = n.input_size() > 1 ? m.KnownOf(n.input(1)) : nullptr;
+    return k == nullptr || k->v.empty() ? nullptr : &k->v;
   }
 
   // The AveragePool that alone reads Pad node n's output and pads nothing
@@ -1119,7 +1126,8 @@ struct OperatorTable {
   static Operator Pad() {
     Operator op = Entry(
         "Pad", 11, "`avgpool2d`; nothing",
-        "widths known from the file: of zero widths, nothing; with zeros "
+        "widths known from the file (or from shapes): of zero widths, "
+        "nothing; with zeros "
         "(mode `constant`), the same before and after feature maps' height "
         "and width and by as much on both, read only by an `AveragePool` "
         "that pads nothing: that pool, counting the padding (`count_pad`: "
@@ -1144,6 +1152,11 @@ struct OperatorTable {
           (n.input_size() < 4 || n.input(3).empty()) && maps &&
           PaddedPool(m, n) >= 0) {
         return std::string();
+      }
+      if (widths == nullptr) {
+        return m.Where(n) +
+               ": a padding whose widths are not known from "
+               "the file";
       }
       return m.Where(n) + ": a padding of its own " +
              ToString(std::vector<int64_t>(w.begin(), w.end())) +

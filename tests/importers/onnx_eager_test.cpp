@@ -366,10 +366,13 @@ TEST_CASE("ONNX with its weights: MNASNet 0.5 gives PyTorch eager's logits",
 }
 
 // Inception blocks: four branches joined, max pools in ceil mode. Its
-// inference export only: PyTorch's exporter cannot write its training
-// export (its auxiliary classifiers' adaptive pool from 14x14 to 4x4).
+// auxiliary classifiers, which train only, left out of its training
+// export (PyTorch's exporter cannot write their adaptive pool from 14x14
+// to 4x4).
 TEST_CASE("ONNX with its weights: GoogLeNet gives PyTorch eager's logits",
           "[onnx][torchvision]") {
+  CheckBoth("googlenet", "train", {Mode::kTrain, Mode::kInfer},
+            "aux_logits=False, init_weights=True");
   CheckBoth("googlenet", "eval", {Mode::kInfer});
 }
 

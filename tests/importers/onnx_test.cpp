@@ -97,6 +97,20 @@ TEST_CASE("ONNX: a node the graph cannot express is named, with why",
              ContainsSubstring("Pad pad: a padding of its own"));
   CHECK_FALSE(n.graph);
   CHECK_THAT(n.why_no_graph, ContainsSubstring("Tanh"));
+  // A vector factor passes the operator's check (a layer normalization's
+  // scale is one, known only once its nodes map), and outside a layer
+  // normalization's nodes the node names it.
+  ModelWriter v;
+  v.Input("x", {1, 4, 2, 2});
+  v.Weights("scale", {2});
+  v.Node("Mul", "times", {"x", "scale"}, {"y"});
+  v.Output("y", {1, 4, 2, 2});
+  const OnnxModel vector = ReadOnnx(v.Write("vector.onnx"), 1);
+  REQUIRE(vector.nodes.size() == 1);
+  CHECK(vector.nodes[0].unsupported ==
+        "Mul times: a product of [1, 4, 2, 2] by a constant [2]: the graph's "
+        "is per channel of [N, C, H, W] maps ([C, 1, 1]: a layer scale), or a "
+        "layer normalization's scale within its nodes");
   // An operator as an older opset defines it: before 13, Softmax's axis
   // defaults to 1 and flattens the axes after it.
   ModelWriter old(12);
