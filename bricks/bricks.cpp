@@ -18,7 +18,8 @@ namespace {
 const std::map<Op, std::vector<std::string>>& Attributes() {
   static const std::map<Op, std::vector<std::string>> attributes = {
       {Op::kDense, {"units", "bias"}},
-      {Op::kConv2d, {"units", "kernel", "stride", "pad", "groups?", "bias?"}},
+      {Op::kConv2d,
+       {"units", "kernel", "stride", "pad", "dilation?", "groups?", "bias?"}},
       {Op::kBatchNorm, {"eps?"}},
       {Op::kReLU, {}},
       {Op::kMaxPool, {"kernel", "stride", "pad", "ceil?"}},
@@ -59,6 +60,7 @@ std::pair<std::string, bool> AttributeName(const std::string& a) {
 // Whether b's attribute `a` has its default value.
 bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "groups") return b.groups == 1;
+  if (a == "dilation") return b.dilation == 1;
   if (a == "bias") return !b.bias;
   if (a == "ceil") return !b.ceil;
   if (a == "count_pad") return !b.count_pad;
@@ -149,6 +151,7 @@ std::string AttributeText(const Brick& b) {
     if (a == "heads") text += std::to_string(b.heads);
     if (a == "causal") text += b.causal ? "1" : "0";
     if (a == "groups") text += std::to_string(b.groups);
+    if (a == "dilation") text += std::to_string(b.dilation);
     if (a == "axis") text += std::to_string(b.axis);
     if (a == "begin") text += std::to_string(b.begin);
     if (a == "eps") {
@@ -198,6 +201,7 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "heads") b->heads = PositiveInt(a, v);
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
     if (a == "groups") b->groups = PositiveInt(a, v);
+    if (a == "dilation") b->dilation = PositiveInt(a, v);
     if (a == "axis") b->axis = PositiveInt(a, v, 0);
     if (a == "begin") b->begin = PositiveInt(a, v, 0);
     if (a == "eps") b->epsilon = PositiveReal(a, v);
@@ -238,7 +242,7 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.Dense(in[0], b.units, b.bias);
     case Op::kConv2d:
       return g.Conv2d(in[0], b.units, {b.kernel, b.kernel_w}, b.stride,
-                      {b.pad, b.pad_w}, b.groups, b.bias);
+                      {b.pad, b.pad_w}, b.groups, b.bias, b.dilation);
     case Op::kBatchNorm:
       return g.BatchNorm(in[0], b.epsilon);
     case Op::kReLU:
@@ -437,6 +441,7 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.stride = l.stride;
     b.pad = l.pad;
     b.pad_w = l.pad_w;
+    b.dilation = l.dilation;
     b.vocab = l.vocab;
     b.bias = l.bias;
     b.cell = l.cell;

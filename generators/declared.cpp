@@ -47,6 +47,7 @@ const std::map<std::string, OpInfo>& Ops() {
          {"stride", Kind::kPositive, false},
          {"pad", Kind::kNonNegative, false},
          {"pad_w", Kind::kNonNegative, false},
+         {"dilation", Kind::kPositive, false},
          {"groups", Kind::kPositive, false},
          {"bias", Kind::kFlag, false}}}},
       {"batchnorm", {Op::kBatchNorm, 1, {}}},

@@ -187,16 +187,18 @@ class Builder {
           break;
         case Op::kConv2d: {
           // A kernel of kernel x kernel_w (square where no width is
-          // given), padded to keep the size at stride 1 unless told; the
+          // given), padded to keep the size at stride 1 unless told (by
+          // half its span: dilated, `dilation` times half the kernel); the
           // padding across that of the height where the kernel is square.
           const int64_t kernel = size("kernel", 0);
           const int64_t kernel_w = size("kernel_w", kernel);
-          const int64_t pad = size("pad", kernel / 2);
-          const int64_t pad_w =
-              size("pad_w", kernel_w == kernel ? pad : kernel_w / 2);
+          const int64_t dilation = size("dilation", 1);
+          const int64_t pad = size("pad", dilation * (kernel / 2));
+          const int64_t pad_w = size(
+              "pad_w", kernel_w == kernel ? pad : dilation * (kernel_w / 2));
           made = g_.Conv2d(in[0], size("channels", 0), {kernel, kernel_w},
                            size("stride", 1), {pad, pad_w}, size("groups", 1),
-                           flag("bias", false));
+                           flag("bias", false), dilation);
           break;
         }
         case Op::kBatchNorm:

@@ -198,21 +198,24 @@ int Graph::Dense(int x, int64_t units, bool bias) {
 }
 
 namespace {
-int64_t Window(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
-  return (in + 2 * pad - kernel) / stride + 1;
+int64_t Window(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+               int64_t dilation = 1) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 }  // namespace
 
 // Convolution and pooling: a window over H and W of NCHW.
 int Graph::Windowed(Op op, int x, int64_t channels, Hw kernel, int64_t stride,
-                    Hw pad) {
+                    Hw pad, int64_t dilation) {
   const Shape& in = layer(x).shape;
   Require(in.size() == 4, "windowed layer needs NCHW input");
+  Require(dilation >= 1, "a dilation of " + std::to_string(dilation));
   Layer l;
   l.op = op;
   l.inputs = {x};
-  l.shape = {in[0], channels, Window(in[2], kernel.h, stride, pad.h),
-             Window(in[3], kernel.w, stride, pad.w)};
+  l.shape = {in[0], channels, Window(in[2], kernel.h, stride, pad.h, dilation),
+             Window(in[3], kernel.w, stride, pad.w, dilation)};
+  l.dilation = dilation;
   l.kernel = kernel.h;
   l.kernel_w = kernel.w;
   l.stride = stride;
@@ -222,8 +225,8 @@ int Graph::Windowed(Op op, int x, int64_t channels, Hw kernel, int64_t stride,
 }
 
 int Graph::Conv2d(int x, int64_t channels, Hw kernel, int64_t stride, Hw pad,
-                  int64_t groups, bool bias) {
-  int i = Windowed(Op::kConv2d, x, channels, kernel, stride, pad);
+                  int64_t groups, bool bias, int64_t dilation) {
+  int i = Windowed(Op::kConv2d, x, channels, kernel, stride, pad, dilation);
   const int64_t in = layer(x).shape[1];
   Require(groups >= 1 && in % groups == 0 && channels % groups == 0,
           "a convolution of " + std::to_string(groups) + " groups of " +

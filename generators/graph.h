@@ -22,9 +22,10 @@ enum class Op {
   kInput,   // float data fed to the model
   kTokens,  // integer ids in [0, vocab), shape [length, batch]
   kDense,   // y = x W^T (+ b) over the last dimension
-  // NCHW, a kernel of kernel x kernel_w, padded by pad and pad_w on each
-  // side of each axis; `groups` groups of channels, each convolved with its
-  // own filters (depthwise: one group per channel); a bias or none.
+  // NCHW, a kernel of kernel x kernel_w, its taps `dilation` apart, padded
+  // by pad and pad_w on each side of each axis; `groups` groups of
+  // channels, each convolved with its own filters (depthwise: one group per
+  // channel); a bias or none.
   kConv2d,
   kBatchNorm,  // per channel of dimension 1; scale and shift are trainable
   kReLU,
@@ -136,7 +137,8 @@ struct Layer {
   // pad where it is square.
   int64_t kernel_w = 0;
   int64_t pad_w = 0;
-  int64_t vocab = 0;  // token range, embedding rows, loss classes
+  int64_t dilation = 1;  // convolution: the distance between its taps
+  int64_t vocab = 0;     // token range, embedding rows, loss classes
   bool bias = false;
   Cell cell = Cell::kRnn;
   int64_t heads = 0;     // attention
@@ -196,8 +198,10 @@ class Graph {
   int Input(Shape shape, bool requires_grad = false, int batch_dim = 0);
   int Tokens(int64_t length, int64_t batch, int64_t vocab);
   int Dense(int x, int64_t units, bool bias = true);
+  // dilation: the taps that far apart (a dilated, or atrous, convolution:
+  // DeepLab's), its window spanning dilation x (kernel - 1) + 1.
   int Conv2d(int x, int64_t channels, Hw kernel, int64_t stride, Hw pad,
-             int64_t groups = 1, bool bias = false);
+             int64_t groups = 1, bool bias = false, int64_t dilation = 1);
   int BatchNorm(int x, double epsilon = kNormEpsilon);
   int ReLU(int x);
   // ceil: PyTorch's ceil_mode, a last window that starts inside the input
@@ -284,7 +288,7 @@ class Graph {
   // A layer reading x whose output has x's shape.
   int SameShape(Op op, int x);
   int Windowed(Op op, int x, int64_t channels, Hw kernel, int64_t stride,
-               Hw pad);
+               Hw pad, int64_t dilation = 1);
   std::vector<Layer> layers_;
   int64_t batch_ = 0;
   int logits_ = -1;

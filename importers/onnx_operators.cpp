@@ -105,7 +105,8 @@ struct OperatorTable {
   // A window's attributes the graph cannot express (a convolution's of
   // `kernel`, or a pool's, which is `square`), or "": one stride for both
   // axes, the same padding before and after each axis (and on all four
-  // sides of a pool's square), no dilation.
+  // sides of a pool's square); a convolution's one dilation for both axes,
+  // a pool's none.
   static std::string Window(const Mapper& m, const onnx::NodeProto& n,
                             const std::vector<int64_t>& kernel, bool square) {
     const Attributes a(n);
@@ -123,7 +124,8 @@ struct OperatorTable {
                      : ": the graph's convolutions have one stride and the "
                        "same padding before and after each axis");
     }
-    if (!AllEqual(a.Ints("dilations"), 1)) {
+    if (square ? !AllEqual(a.Ints("dilations"), 1)
+               : Uniform(a.Ints("dilations"), 1) < 1) {
       return where + ": dilations " + ToString(a.Ints("dilations"));
     }
     const std::string pad = a.String("auto_pad");
@@ -643,8 +645,9 @@ struct OperatorTable {
     Operator op = Entry(
         "Conv", 1, "`conv2d`; `dense`",
         "a kernel of any height and width (Inception's 1x7 and 7x1), one "
-        "stride for both axes, the same padding before and after each axis, "
-        "no dilation; any groups (depthwise: one per channel); weights and a "
+        "stride and one dilation for both axes (DeepLab's atrous "
+        "convolutions), the same padding before and after each axis; any "
+        "groups (depthwise: one per channel); weights and a "
         "bias, if any, of one value per output channel in the file. A 1x1 "
         "convolution of a global pool's output (squeeze-and-excitation) is "
         "a `dense` layer of it");
@@ -685,9 +688,9 @@ struct OperatorTable {
       } else {
         const std::vector<int64_t> pads = a.Ints("pads");
         const Hw pad = pads.empty() ? Hw(0) : Hw(pads[0], pads[1]);
-        layer =
-            m.graph_.Conv2d(x, w[0], {w[2], w[3]},
-                            Uniform(a.Ints("strides"), 1), pad, groups, bias);
+        layer = m.graph_.Conv2d(x, w[0], {w[2], w[3]},
+                                Uniform(a.Ints("strides"), 1), pad, groups,
+                                bias, Uniform(a.Ints("dilations"), 1));
       }
       m.Give(layer, tensors);
       m.Bind(n.output(0), layer);

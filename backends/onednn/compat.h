@@ -265,18 +265,21 @@ inline dnnl::inner_product_backward_data::primitive_desc InnerProductDataPd(
 // grouped one.
 inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
     const engine& eng, prop_kind prop, const Md& src, const Md& weights,
-    const Md* bias, const Md& dst, const Dims& strides, const Dims& pad,
-    const Attr& attr = Attr()) {
+    const Md* bias, const Md& dst, const Dims& strides, const Dims& dilates,
+    const Dims& pad, const Attr& attr = Attr()) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
-  if (bias)
-    return {eng, prop, alg, src, weights, *bias, dst, strides, pad, pad, attr};
-  return {eng, prop, alg, src, weights, dst, strides, pad, pad, attr};
+  if (bias) {
+    return {eng, prop,    alg,     src, weights, *bias,
+            dst, strides, dilates, pad, pad,     attr};
+  }
+  return {eng, prop, alg, src, weights, dst, strides, dilates, pad, pad, attr};
 #else
   using D = dnnl::convolution_forward::desc;
-  return {bias ? D(prop, alg, src, weights, *bias, dst, strides, pad, pad)
-               : D(prop, alg, src, weights, dst, strides, pad, pad),
-          attr, eng};
+  return {
+      bias ? D(prop, alg, src, weights, *bias, dst, strides, dilates, pad, pad)
+           : D(prop, alg, src, weights, dst, strides, dilates, pad, pad),
+      attr, eng};
 #endif
 }
 
@@ -284,18 +287,20 @@ inline dnnl::convolution_forward::primitive_desc ConvolutionPd(
 // given): `in` the source, `weights` the weights' gradient.
 inline dnnl::convolution_backward_weights::primitive_desc ConvolutionWeightsPd(
     const engine& eng, const Md& in, const Md& weights, const Md* bias,
-    const Md& diff_dst, const Dims& strides, const Dims& pad,
-    const dnnl::convolution_forward::primitive_desc& hint) {
+    const Md& diff_dst, const Dims& strides, const Dims& dilates,
+    const Dims& pad, const dnnl::convolution_forward::primitive_desc& hint) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
   if (bias) {
-    return {eng, alg, in, weights, *bias, diff_dst, strides, pad, pad, hint};
+    return {eng,     alg,     in,  weights, *bias, diff_dst,
+            strides, dilates, pad, pad,     hint};
   }
-  return {eng, alg, in, weights, diff_dst, strides, pad, pad, hint};
+  return {eng, alg, in, weights, diff_dst, strides, dilates, pad, pad, hint};
 #else
   using D = dnnl::convolution_backward_weights::desc;
-  return {bias ? D(alg, in, weights, *bias, diff_dst, strides, pad, pad)
-               : D(alg, in, weights, diff_dst, strides, pad, pad),
+  return {bias
+              ? D(alg, in, weights, *bias, diff_dst, strides, dilates, pad, pad)
+              : D(alg, in, weights, diff_dst, strides, dilates, pad, pad),
           eng, hint};
 #endif
 }
@@ -303,14 +308,14 @@ inline dnnl::convolution_backward_weights::primitive_desc ConvolutionWeightsPd(
 // A convolution's backward of its data: `in` the source's gradient.
 inline dnnl::convolution_backward_data::primitive_desc ConvolutionDataPd(
     const engine& eng, const Md& in, const Md& weights, const Md& diff_dst,
-    const Dims& strides, const Dims& pad,
+    const Dims& strides, const Dims& dilates, const Dims& pad,
     const dnnl::convolution_forward::primitive_desc& hint) {
   const algorithm alg = algorithm::convolution_direct;
 #if PARADNN_DNNL3
-  return {eng, alg, in, weights, diff_dst, strides, pad, pad, hint};
+  return {eng, alg, in, weights, diff_dst, strides, dilates, pad, pad, hint};
 #else
   return {dnnl::convolution_backward_data::desc(alg, in, weights, diff_dst,
-                                                strides, pad, pad),
+                                                strides, dilates, pad, pad),
           eng, hint};
 #endif
 }

@@ -16,7 +16,7 @@ memory::desc OnednnRunner::ConvolutionOutput(const Dims& dims) {
   const memory::desc any(dims, dt_, Tag::any);
   return ConvolutionPd(engine_, Forward(), any,
                        memory::desc({dims[1], dims[1], 3, 3}, dt_, Tag::any),
-                       nullptr, any, {1, 1}, {1, 1})
+                       nullptr, any, {1, 1}, {0, 0}, {1, 1})
       .dst_desc();
 }
 
@@ -31,7 +31,9 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
              : Dims{g, l.units / g, src_dims[1] / g, l.kernel, l.kernel_w};
   const Tag w_user = g == 1 ? Tag::oihw : Tag::goihw;
   const Dims dst_dims = l.shape;
-  const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad_w};
+  // oneDNN counts a dilation as the taps skipped between two.
+  const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad_w},
+             dilates = {l.dilation - 1, l.dilation - 1};
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc dst_md(dst_dims, dt_, Tag::any);
@@ -41,9 +43,9 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
   const bool folded = group != nullptr && group->batch_norm >= 0;
   const memory::desc b_md({l.units}, dt_, Tag::x);
   const memory::desc* bias = l.bias || folded ? &b_md : nullptr;
-  const auto pd =
-      ConvolutionPd(engine_, Forward(), src_md, w_md, bias, dst_md, strides,
-                    pad, group ? FusedAttr(*group) : dnnl::primitive_attr());
+  const auto pd = ConvolutionPd(
+      engine_, Forward(), src_md, w_md, bias, dst_md, strides, dilates, pad,
+      group ? FusedAttr(*group) : dnnl::primitive_attr());
   // Backward weights has jit kernels for the gradient in f32 and in the
   // format it picks; asked for bf16 in the forward weights' blocked format
   // it falls back to the reference code (hundreds of times slower). The
@@ -57,7 +59,7 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
       wpd.emplace(ConvolutionWeightsPd(
           engine_, memory::desc(src_dims, dt_, Tag::any),
           memory::desc(w_dims, Dt::f32, Tag::any),
-          l.bias ? &b_grad_md : nullptr, diff_dst, strides, pad, pd));
+          l.bias ? &b_grad_md : nullptr, diff_dst, strides, dilates, pad, pd));
     };
     backward_weights(pd.dst_desc());
     // AVX2's jit kernel takes no image smaller than its kernel's reach
@@ -103,9 +105,10 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     // given the forward one it falls back to the reference code.
     // The input gradient in the format the kernel picks too: asked for a
     // plain one it falls back to the reference code.
-    const auto dpd = ConvolutionDataPd(
-        engine_, memory::desc(src_dims, dt_, Tag::any),
-        memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(), strides, pad, pd);
+    const auto dpd =
+        ConvolutionDataPd(engine_, memory::desc(src_dims, dt_, Tag::any),
+                          memory::desc(w_dims, dt_, Tag::any), pd.dst_desc(),
+                          strides, dilates, pad, pd);
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
     Run(backward_[i], dnnl::convolution_backward_data(dpd),
         {{DNNL_ARG_DIFF_DST, diff_[i]},

@@ -36,6 +36,7 @@ TorchModel::TorchModel(const Graph& g)
                                                l.units, {l.kernel, l.kernel_w})
                           .stride(l.stride)
                           .padding({l.pad, l.pad_w})
+                          .dilation(l.dilation)
                           .groups(l.groups)
                           .bias(l.bias)));
         m.base = m.conv.get();
@@ -239,8 +240,8 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kConv2d:
         y = m.folded_bias.defined()
                 ? torch::conv2d(x, m.conv->weight, m.folded_bias,
-                                {l.stride, l.stride}, {l.pad, l.pad_w}, {1, 1},
-                                l.groups)
+                                {l.stride, l.stride}, {l.pad, l.pad_w},
+                                {l.dilation, l.dilation}, l.groups)
                 : m.conv(x);
         break;
       case Op::kBatchNorm:

@@ -542,6 +542,35 @@ TEST_CASE("non-square kernels and averages counting padding, as Inception's",
   StepBothModes(*onednn, *torch, g);
 }
 
+// DeepLab's atrous convolutions: a 3x3 of ones with its taps 2 apart over a
+// 5x5 image, unpadded, reads the image's corners, the middles of its edges
+// and its centre: one output, their sum; then dilations 2 and 3 padded to
+// keep the maps' size, depthwise and not, stepped on both backends.
+TEST_CASE("a dilated convolution reads taps that far apart, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph one;
+  const int image = one.Input({1, 1, 5, 5});
+  const int conv = one.Conv2d(image, 1, 3, 1, 0, 1, false, 2);
+  CHECK(one.layer(conv).shape == Shape{1, 1, 1, 1});
+  one.SetValues(conv, {std::make_shared<const std::vector<float>>(9, 1.f)});
+  one.SoftmaxCrossEntropy(one.Flatten(conv));
+  const std::vector<float> x = InitInput(one, 11, image);
+  float sum = 0;
+  for (int r : {0, 2, 4}) {
+    for (int c : {0, 2, 4}) sum += x[r * 5 + c];
+  }
+  CheckOutputs(*torch, *onednn, one, {sum}, kFp32Tolerance);
+  Graph g;
+  const int stem = g.ReLU(g.Conv2d(g.Input({2, 4, 11, 11}), 24, 3, 2, 1));
+  const int atrous = g.ReLU(g.Conv2d(stem, 24, 3, 1, 2, 24, true, 2));
+  const int wide = g.ReLU(g.Conv2d(atrous, 16, 3, 1, 3, 1, false, 3));
+  CHECK(g.layer(wide).shape == Shape{2, 16, 6, 6});
+  g.SoftmaxCrossEntropy(g.Dense(g.GlobalAvgPool(wide), 3));
+  StepBothModes(*onednn, *torch, g);
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

@@ -182,24 +182,29 @@ TEST_CASE("brick names round-trip", "[bricks]") {
       ParseBrickName(pool_name).brick.BuildGraph(Mode::kInfer).layer(1).shape ==
       Shape{2, 4, 4, 4});
   // A kernel that is not square names its height and width, its padding
-  // that of each axis; an average counting its padding says so. Their
-  // names build them again.
+  // that of each axis; an average counting its padding says so, as a
+  // dilated convolution its dilation. Their names build them again.
   Graph inception;
   const int in = inception.Input({2, 4, 8, 8});
-  inception.AvgPool(inception.Conv2d(in, 6, {1, 7}, 1, {0, 3}), 3, 1, 1, true);
+  inception.Conv2d(inception.AvgPool(inception.Conv2d(in, 6, {1, 7}, 1, {0, 3}),
+                                     3, 1, 1, true),
+                   6, 3, 1, 2, 1, false, 2);
   const std::vector<Brick> seven = BricksOf(inception, Mode::kInfer);
   CHECK(seven.at(0).Key() ==
         "conv2d/in:2x4x8x8/units:6/kernel:1x7/stride:1/pad:0x3/grad:0");
   CHECK(seven.at(1).Key() ==
         "avgpool2d/in:2x6x8x8/kernel:3/stride:1/pad:1/count_pad:1/grad:0");
+  CHECK(seven.at(2).Key() ==
+        "conv2d/in:2x6x8x8/units:6/kernel:3/stride:1/pad:2/dilation:2/grad:0");
   for (const Brick& b : seven) {
     const std::string name =
         BrickCase{b, "onednn", DType::kFp32, Mode::kTrain}.Name();
     CHECK(ParseBrickName(name).Name() == name);
     const Graph built = ParseBrickName(name).brick.BuildGraph(Mode::kTrain);
     CHECK(built.layer(1).shape == Shape{2, 6, 8, 8});
-    CHECK(built.layer(1).kernel_w == (b.op == Op::kConv2d ? 7 : 3));
+    CHECK(built.layer(1).kernel_w == (b.op == Op::kConv2d ? b.kernel_w : 3));
     CHECK(built.layer(1).count_pad == (b.op == Op::kAvgPool));
+    CHECK(built.layer(1).dilation == b.dilation);
   }
   // A slice names its dimension, first index and size, and its name builds
   // it again.

@@ -134,6 +134,12 @@ TEST_CASE("a convolution's kernel may be wider than tall, its padding too",
   CHECK(params[1].shape == Shape{8, 8, 7, 1});
   CHECK(ForwardFlops(g, wide) == 2 * (2 * 8 * 17 * 17) * 12 * 7);
   CHECK(ForwardFlops(g, tall) == 2 * (2 * 8 * 9 * 9) * 8 * 7);
+  // Taps 2 apart: a 3x3 spans 5x5, its padding of 2 keeps the size; its
+  // FLOPs are its taps'.
+  const int atrous = g.Conv2d(pooled, 8, 3, 1, 2, 8, false, 2);
+  CHECK(g.layer(atrous).shape == Shape{2, 8, 9, 9});
+  CHECK(g.layer(atrous).dilation == 2);
+  CHECK(ForwardFlops(g, atrous) == 2 * (2 * 8 * 9 * 9) * 1 * 9);
   // The pool's reads are the step's only elementwise work.
   CHECK(ComputeCost(g, Mode::kInfer, DType::kFp32).elementwise ==
         (2 * 8 * 9 * 9) * 9);

@@ -97,7 +97,9 @@ class ModelWriter {
 
 // A small residual network: conv 3->8 (3x3, pad 1), batch norm, relu, a
 // residual add, max pool, global average pool, flatten, a dense layer to
-// 10 classes as Gemm with a bias, on 3x16x16 images.
+// 10 classes as Gemm with a bias, on 3x16x16 images. `dilated`: its first
+// convolution's taps 2 apart down the image but not across (a dilation
+// the graph's convolutions do not have: theirs is one for both axes).
 inline std::string ResidualNet(bool dilated = false) {
   ModelWriter w;
   w.Input("x", {1, 3, 16, 16});
@@ -111,10 +113,9 @@ inline std::string ResidualNet(bool dilated = false) {
   w.Weights("fc_b", {10});
   onnx::NodeProto* c1 = w.Node("Conv", "conv1", {"x", "w1"}, {"c1"});
   ModelWriter::Ints(c1, "kernel_shape", {3, 3});
-  // Dilated, the kernel reaches 5x5: pads of 2 keep the image's size.
-  ModelWriter::Ints(c1, "pads",
-                    {1 + dilated, 1 + dilated, 1 + dilated, 1 + dilated});
-  if (dilated) ModelWriter::Ints(c1, "dilations", {2, 2});
+  // Dilated, the kernel reaches 5x3: pads of 2 and 1 keep the image's size.
+  ModelWriter::Ints(c1, "pads", {1 + dilated, 1, 1 + dilated, 1});
+  if (dilated) ModelWriter::Ints(c1, "dilations", {2, 1});
   w.Node("BatchNormalization", "bn1", {"c1", "s1", "t1", "m1", "v1"}, {"n1"});
   w.Node("Relu", "relu1", {"n1"}, {"r1"});
   onnx::NodeProto* c2 = w.Node("Conv", "conv2", {"r1", "w2"}, {"c2"});
