@@ -47,6 +47,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kClassToken, {}},
       {Op::kFirstToken, {}},
       {Op::kLayerScale, {}},
+      {Op::kResize, {"size"}},
   };
   return attributes;
 }
@@ -152,6 +153,7 @@ std::string AttributeText(const Brick& b) {
     if (a == "causal") text += b.causal ? "1" : "0";
     if (a == "groups") text += std::to_string(b.groups);
     if (a == "dilation") text += std::to_string(b.dilation);
+    if (a == "size") text += HwText(b.height, b.width);
     if (a == "axis") text += std::to_string(b.axis);
     if (a == "begin") text += std::to_string(b.begin);
     if (a == "eps") {
@@ -202,6 +204,7 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "causal") b->causal = PositiveInt(a, v, 0) != 0;
     if (a == "groups") b->groups = PositiveInt(a, v);
     if (a == "dilation") b->dilation = PositiveInt(a, v);
+    if (a == "size") std::tie(b->height, b->width) = ParseHw(a, v, 1);
     if (a == "axis") b->axis = PositiveInt(a, v, 0);
     if (a == "begin") b->begin = PositiveInt(a, v, 0);
     if (a == "eps") b->epsilon = PositiveReal(a, v);
@@ -306,6 +309,8 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.FirstToken(in[0]);
     case Op::kLayerScale:
       return g.LayerScale(in[0]);
+    case Op::kResize:
+      return g.Resize(in[0], b.height, b.width);
     default:
       throw SpecError(std::string("'") + ToString(b.op) +
                       "' is not a brick layer");
@@ -442,6 +447,10 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.pad = l.pad;
     b.pad_w = l.pad_w;
     b.dilation = l.dilation;
+    if (l.op == Op::kResize) {
+      b.height = l.shape[2];
+      b.width = l.shape[3];
+    }
     b.vocab = l.vocab;
     b.bias = l.bias;
     b.cell = l.cell;

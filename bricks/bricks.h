@@ -18,7 +18,8 @@ struct Brick {
   // A convolution's kernel width and padding across (its key's "kernel:1x7"
   // and "pad:0x3"; one value, as square ones have, for both).
   int64_t kernel_w = 0, pad_w = 0;
-  int64_t dilation = 1;  // a convolution's
+  int64_t dilation = 1;           // a convolution's
+  int64_t height = 0, width = 0;  // a resize's output size ("size:28x28")
   bool bias = false;
   Cell cell = Cell::kRnn;
   int64_t heads = 0;

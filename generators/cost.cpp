@@ -126,6 +126,9 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
       return Elements(l.shape) * l.kernel * l.kernel_w;
     case Op::kGlobalAvgPool:
       return Elements(g.layer(l.inputs[0]).shape);
+    case Op::kResize:
+      // A bilinear output weighs its four nearest inputs.
+      return 4 * Elements(l.shape);
     case Op::kRecurrent:
       // Gate activations and the state update, per gate element.
       return Elements(l.shape) * Gates(l.cell);

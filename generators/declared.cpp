@@ -118,6 +118,11 @@ const std::map<std::string, OpInfo>& Ops() {
       {"class_token", {Op::kClassToken, 1, {}}},
       {"first_token", {Op::kFirstToken, 1, {}}},
       {"layer_scale", {Op::kLayerScale, 1, {}}},
+      {"resize",
+       {Op::kResize,
+        1,
+        {{"height", Kind::kPositive, true},
+         {"width", Kind::kPositive, false}}}},
   };
   return ops;
 }

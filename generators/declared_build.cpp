@@ -314,6 +314,11 @@ class Builder {
         case Op::kLayerScale:
           made = g_.LayerScale(in[0]);
           break;
+        case Op::kResize: {
+          const int64_t height = size("height", 0);
+          made = g_.Resize(in[0], height, size("width", height));
+          break;
+        }
         case Op::kMeanLoss:
           break;
       }

@@ -111,6 +111,8 @@ const char* ToString(Op op) {
       return "first_token";
     case Op::kLayerScale:
       return "layer_scale";
+    case Op::kResize:
+      return "resize";
   }
   return "?";
 }
@@ -337,6 +339,18 @@ int Graph::FirstToken(int x) {
   l.op = Op::kFirstToken;
   l.inputs = {x};
   l.shape = {in[1], in[2]};
+  return Append(std::move(l));
+}
+
+int Graph::Resize(int x, int64_t height, int64_t width) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 4 || in.size() == 2,
+          "a resize of " + ToString(in) +
+              ": expected [N, C, H, W] maps, or [N, C] as 1x1 maps");
+  Layer l;
+  l.op = Op::kResize;
+  l.inputs = {x};
+  l.shape = {in[0], in[1], height, width};
   return Append(std::move(l));
 }
 

@@ -92,6 +92,12 @@ enum class Op {
   // [N, C, H, W] times a trainable factor per channel (ConvNeXt's layer
   // scale).
   kLayerScale,
+  // Segmentation's: [N, C, H, W] maps resized to [N, C, H', W'] bilinearly,
+  // pixels' centres at half-pixel offsets (PyTorch's align_corners=False;
+  // a source coordinate before the first centre reads the first pixel).
+  // [N, C] (a global pool's, ONNX's [N, C, 1, 1]) is 1x1 maps: each
+  // channel's value spread over the output.
+  kResize,
 };
 
 const char* ToString(Op op);
@@ -250,6 +256,7 @@ class Graph {
   int ClassToken(int x);
   int FirstToken(int x);
   int LayerScale(int x);
+  int Resize(int x, int64_t height, int64_t width);
 
   // Gives layer i the initial values a file holds (Layer::values).
   void SetValues(

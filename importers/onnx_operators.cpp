@@ -1328,6 +1328,71 @@ struct OperatorTable {
     return op;
   }
 
+  static Operator Resize() {
+    Operator op = Entry(
+        "Resize", 11, "`resize`",
+        "of feature maps, bilinear (`mode` linear, "
+        "`coordinate_transformation_mode` half_pixel, or pytorch_half_pixel "
+        "to sizes over 1: PyTorch's `align_corners=False`) to a height and "
+        "width its `sizes` or `scales` give, known from the file or from "
+        "shapes (segmentation's upsampling); of a global pool's `[N, C]` "
+        "(ONNX's `[N, C, 1, 1]`), its values spread over the maps "
+        "(DeepLabV3's image pooling)");
+    op.check = [](const Mapper& m, const onnx::NodeProto& n) {
+      const Attributes a(n);
+      const std::string mode = a.String("mode");
+      const std::string centres = a.String("coordinate_transformation_mode");
+      if (mode != "linear" ||
+          (centres != "half_pixel" && centres != "pytorch_half_pixel") ||
+          a.Int("antialias", 0) != 0 || !a.Ints("axes").empty()) {
+        return m.Where(n) + ": a resize in mode " +
+               (mode.empty() ? "nearest" : mode) + ", coordinates " +
+               (centres.empty() ? "half_pixel" : centres) +
+               (a.Int("antialias", 0) ? ", antialiased" : "") +
+               (a.Ints("axes").empty() ? "" : ", of some axes") +
+               " (the graph's is bilinear over half-pixel centres)";
+      }
+      return std::string();
+    };
+    op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
+      const int x = Input(m, n);
+      const paradnn::Shape& in = m.ShapeOf(x);
+      const Known* sizes = n.input_size() > 3 && !n.input(3).empty()
+                               ? m.KnownOf(n.input(3))
+                               : nullptr;
+      const Known* scales = n.input_size() > 2 && !n.input(2).empty()
+                                ? m.KnownOf(n.input(2))
+                                : nullptr;
+      std::vector<int64_t> to;
+      if (sizes != nullptr && sizes->v.size() == 4) {
+        to.assign(sizes->v.begin(), sizes->v.end());
+      } else if (scales != nullptr && scales->v.size() == 4) {
+        // [N, C] after a global pool is ONNX's [N, C, 1, 1].
+        for (size_t d = 0; d < 4; ++d) {
+          const int64_t size = d < in.size() ? in[d] : 1;
+          to.push_back(static_cast<int64_t>(std::floor(size * scales->v[d])));
+        }
+      } else {
+        throw GraphError("its sizes or scales are not known from the file");
+      }
+      // Sizes in the file name the batch the file has.
+      if ((to[0] != in[0] && to[0] != m.file_batch_) || to[1] != in[1]) {
+        throw GraphError("a resize of " + ToString(in) + " to " + ToString(to) +
+                         ": the graph's resizes [N, C, H, W] maps' height "
+                         "and width");
+      }
+      if (Attributes(n).String("coordinate_transformation_mode") ==
+              "pytorch_half_pixel" &&
+          (to[2] == 1 || to[3] == 1)) {
+        throw GraphError(
+            "pytorch_half_pixel to a size of 1 (the graph's reads the "
+            "middle, as PyTorch's interpolation does)");
+      }
+      m.Bind(n.output(0), m.graph_.Resize(x, to[2], to[3]));
+    };
+    return op;
+  }
+
   static Operator Shape() {
     Operator op = Entry("Shape", 1, "nothing",
                         "of a layer's output or a known tensor: its "
@@ -1606,6 +1671,7 @@ struct OperatorTable {
                                  ReduceMean(),
                                  Relu(),
                                  Reshape(),
+                                 Resize(),
                                  Shape(),
                                  Sigmoid(),
                                  Slice(),

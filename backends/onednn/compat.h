@@ -361,6 +361,31 @@ inline dnnl::shuffle_forward::primitive_desc ShufflePd(const engine& eng,
 #endif
 }
 
+// Bilinear resampling (oneDNN's linear: half-pixel centres, as PyTorch's
+// align_corners=False).
+inline dnnl::resampling_forward::primitive_desc ResamplingPd(const engine& eng,
+                                                             prop_kind prop,
+                                                             const Md& src,
+                                                             const Md& dst) {
+  const algorithm alg = algorithm::resampling_linear;
+#if PARADNN_DNNL3
+  return {eng, prop, alg, src, dst};
+#else
+  return {{prop, alg, src, dst}, eng};
+#endif
+}
+
+inline dnnl::resampling_backward::primitive_desc ResamplingBackwardPd(
+    const engine& eng, const Md& diff_src, const Md& diff_dst,
+    const dnnl::resampling_forward::primitive_desc& hint) {
+  const algorithm alg = algorithm::resampling_linear;
+#if PARADNN_DNNL3
+  return {eng, alg, diff_src, diff_dst, hint};
+#else
+  return {{alg, diff_src, diff_dst}, eng, hint};
+#endif
+}
+
 inline dnnl::shuffle_backward::primitive_desc ShuffleBackwardPd(
     const engine& eng, const Md& diff, int axis, int64_t group_size,
     const dnnl::shuffle_forward::primitive_desc& hint) {

@@ -252,4 +252,38 @@ void OnednnRunner::BuildSlice(int i, const Layer& l) {
   Deliver(x, i, grad);
 }
 
+// Maps resized bilinearly, in the format the input arrives in; backward
+// spreads each output's gradient over its four inputs. A [N, C] input is
+// read, and its gradient written, as plain [N, C, 1, 1] maps.
+void OnednnRunner::BuildResize(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims in = graph_.layer(x).shape;
+  const bool flat = in.size() == 2;
+  const Dims maps = flat ? Dims{in[0], in[1], 1, 1} : in;
+  const memory src =
+      flat ? memory(memory::desc(maps, dt_, Tag::nchw), engine_,
+                    Input(x, memory::desc(in, dt_, Tag::nc)).get_data_handle())
+           : out_[x];
+  const auto pd = ResamplingPd(engine_, Forward(), src.get_desc(),
+                               memory::desc(l.shape, dt_, Tag::any));
+  SetOut(i, pd.dst_desc());
+  Run(forward_, dnnl::resampling_forward(pd),
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out_[i]}});
+  if (!Grad(x)) return;
+  const auto bpd =
+      ResamplingBackwardPd(engine_,
+                           flat ? memory::desc(maps, dt_, Tag::nchw)
+                                : memory::desc(maps, dt_, Tag::any),
+                           pd.dst_desc(), pd);
+  memory grad = GradTarget(
+      x, i, flat ? memory::desc(in, dt_, Tag::nc) : bpd.diff_src_desc());
+  const memory diff_src =
+      flat ? memory(bpd.diff_src_desc(), engine_, grad.get_data_handle())
+           : grad;
+  Run(backward_[i], dnnl::resampling_backward(bpd),
+      {{DNNL_ARG_DIFF_DST, InBackward(i, diff_[i], bpd.diff_dst_desc())},
+       {DNNL_ARG_DIFF_SRC, diff_src}});
+  Deliver(x, i, grad);
+}
+
 }  // namespace paradnn::onednn

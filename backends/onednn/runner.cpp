@@ -625,6 +625,9 @@ void OnednnRunner::Build(int i) {
     case Op::kLayerScale:
       BuildLayerScale(i, l);
       break;
+    case Op::kResize:
+      BuildResize(i, l);
+      break;
   }
 }
 

@@ -339,6 +339,7 @@ class OnednnRunner : public Runner {
   memory Ones(const memory::desc& md);
   // x [N, C, H, W] times a trainable factor per channel.
   void BuildLayerScale(int i, const Layer& l);
+  void BuildResize(int i, const Layer& l);
   memory ScaleMaps(int i, const memory::desc& md,
                    const dnnl::binary::primitive_desc& pd,
                    const memory& factors, bool factor_grad);

@@ -293,6 +293,14 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kLayerScale:
         y = x * m.positional.view({1, l.units, 1, 1});
         break;
+      case Op::kResize:
+        y = torch::nn::functional::interpolate(
+            x.dim() == 2 ? x.view({x.size(0), x.size(1), 1, 1}) : x,
+            torch::nn::functional::InterpolateFuncOptions()
+                .size(std::vector<int64_t>{l.shape[2], l.shape[3]})
+                .mode(torch::kBilinear)
+                .align_corners(false));
+        break;
       case Op::kGelu:
         y = torch::gelu(x);
         break;

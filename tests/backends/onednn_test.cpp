@@ -571,6 +571,51 @@ TEST_CASE("a dilated convolution reads taps that far apart, on both backends",
   StepBothModes(*onednn, *torch, g);
 }
 
+// Segmentation's bilinear resize, its values written out: 2x2 maps to 4x4
+// with half-pixel centres (PyTorch's align_corners=False), each output
+// axis reading its inputs with weights 1, 3/4 and 1/4, 1/4 and 3/4, 1 (the
+// outer ones clamped to the edge); a global pool's [N, C] spread over 2x2.
+// Then both stepped behind convolutions, upsampled maps added to others.
+TEST_CASE("a bilinear resize weighs its nearest inputs, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph up;
+  const int maps = up.Input({1, 2, 2, 2});
+  up.SoftmaxCrossEntropy(up.Flatten(up.Resize(maps, 4, 4)));
+  const std::vector<float> x = InitInput(up, 11, maps);
+  const double w[4][2] = {{1, 0}, {0.75, 0.25}, {0.25, 0.75}, {0, 1}};
+  std::vector<float> want;
+  for (int c = 0; c < 2; ++c) {
+    for (int r = 0; r < 4; ++r) {
+      for (int k = 0; k < 4; ++k) {
+        double v = 0;
+        for (int i = 0; i < 2; ++i) {
+          for (int j = 0; j < 2; ++j)
+            v += w[r][i] * w[k][j] * x[c * 4 + i * 2 + j];
+        }
+        want.push_back(static_cast<float>(v));
+      }
+    }
+  }
+  CheckOutputs(*torch, *onednn, up, want, kFp32Tolerance);
+  Graph spread;
+  const int flat = spread.Input({1, 3});
+  spread.SoftmaxCrossEntropy(spread.Flatten(spread.Resize(flat, 2, 2)));
+  const std::vector<float> y = InitInput(spread, 11, flat);
+  std::vector<float> spread_want;
+  for (float v : y) spread_want.insert(spread_want.end(), 4, v);
+  CheckOutputs(*torch, *onednn, spread, spread_want, kFp32Tolerance);
+  Graph g;
+  const int stem = g.ReLU(g.Conv2d(g.Input({2, 3, 12, 12}), 24, 3, 2, 1));
+  const int deep = g.ReLU(g.Conv2d(stem, 24, 3, 2, 1, 1, false, 1));
+  const int pooled = g.ReLU(g.Dense(g.GlobalAvgPool(deep), 24));
+  const int sum = g.Add(g.Resize(deep, 6, 6), g.Resize(pooled, 6, 6));
+  const int logits = g.Add(sum, stem);
+  g.SoftmaxCrossEntropy(g.Dense(g.GlobalAvgPool(logits), 3));
+  StepBothModes(*onednn, *torch, g);
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

@@ -206,6 +206,18 @@ TEST_CASE("brick names round-trip", "[bricks]") {
     CHECK(built.layer(1).count_pad == (b.op == Op::kAvgPool));
     CHECK(built.layer(1).dilation == b.dilation);
   }
+  // A resize names its output's height and width.
+  Graph up;
+  up.Resize(up.Input({2, 4, 8, 8}), 16, 12);
+  const Brick resize = BricksOf(up, Mode::kTrain).at(0);
+  CHECK(resize.Key() == "resize/in:2x4x8x8/size:16x12/grad:0");
+  const std::string resize_name =
+      BrickCase{resize, "torch", DType::kFp32, Mode::kTrain}.Name();
+  CHECK(ParseBrickName(resize_name).brick == resize);
+  CHECK(ParseBrickName(resize_name)
+            .brick.BuildGraph(Mode::kTrain)
+            .layer(1)
+            .shape == Shape{2, 4, 16, 12});
   // A slice names its dimension, first index and size, and its name builds
   // it again.
   Graph halves;

@@ -96,7 +96,8 @@ TEST_CASE(
 // their long axis only (the padding's default: half the kernel along each
 // axis, the height's where the kernel is square); its average pools count
 // their padding. Blocks C have 6 non-square kernels each, D 2 and E 4: 34;
-// one average pool in each of the 3 A, 4 C and 2 E blocks.
+// one average pool in each of the 3 A, 4 C and 2 E blocks. And a resize
+// declared with and without its width.
 TEST_CASE("INCEPTION: non-square kernels and averages counting padding",
           "[declared]") {
   const Graph g =
@@ -116,6 +117,19 @@ TEST_CASE("INCEPTION: non-square kernels and averages counting padding",
   }
   CHECK(non_square == 34);
   CHECK(counting == 9);
+  // A resize's width is its height where none is given.
+  const FamilyDef up = ParseFamily(
+      "family: UP\nparams: [batch]\ngraph:\n"
+      "  - {op: input, shape: [batch, 3, 4, 4]}\n"
+      "  - {op: resize, height: 8}\n  - {op: resize, height: 6, width: 10}\n"
+      "  - {op: avgpool}\n  - {op: softmax_xent}\n",
+      "up.yaml");
+  ModelSpec s;
+  s.family = up.name;
+  s.values = {"2"};
+  const Graph resized = up.build(s);
+  CHECK(resized.layer(1).shape == Shape{2, 3, 8, 8});
+  CHECK(resized.layer(2).shape == Shape{2, 3, 6, 10});
   // The stem's 3x3 of no padding keeps none across either.
   CHECK(g.layer(1).pad_w == 0);
   CHECK(g.layer(g.logits()).shape == Shape{1, 1000});
@@ -282,7 +296,7 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
         "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
         "input, last_position, layer_scale, layernorm, maxpool, positional, "
         "recurrent, "
-        "relu, relu6, rmsnorm, rope, sequence, sigmoid, silu, slice, "
+        "relu, relu6, resize, rmsnorm, rope, sequence, sigmoid, silu, slice, "
         "softmax_xent, "
         "swiglu, tokens");
   CHECK_THAT(ErrorOf(head + "graph:\n  - {op: input, shape: [batch, input]}\n"

@@ -81,6 +81,51 @@ TEST_CASE("ONNX: a dilated convolution maps with its dilation", "[onnx]") {
   CHECK(conv.shape == Shape{2, 4, 9, 9});
 }
 
+// Segmentation's upsampling: a bilinear Resize to sizes the file gives
+// (half-pixel centres, PyTorch's align_corners=False), of maps and of a
+// global pool's [N, C] (ONNX's [N, C, 1, 1]); a nearest one is refused.
+TEST_CASE("ONNX: a bilinear resize maps onto the graph's", "[onnx]") {
+  ModelWriter w;
+  w.Input("x", {1, 3, 4, 4});
+  w.Ints("sizes", {1, 3, 8, 6});
+  w.Ints("spread", {1, 3, 8, 6});
+  for (const char* name : {"up", "pooled_up"}) {
+    const bool pooled = std::string(name) == "pooled_up";
+    if (pooled) w.Node("GlobalAveragePool", "pool", {"x"}, {"p"});
+    onnx::NodeProto* r =
+        w.Node("Resize", name,
+               {pooled ? "p" : "x", "", "", pooled ? "spread" : "sizes"},
+               {pooled ? "q" : "y"});
+    ModelWriter::String(r, "mode", "linear");
+    ModelWriter::String(r, "coordinate_transformation_mode", "half_pixel");
+  }
+  w.Node("Add", "sum", {"y", "q"}, {"s"});
+  w.Node("GlobalAveragePool", "head", {"s"}, {"h"});
+  w.Node("Flatten", "flat", {"h"}, {"f"});
+  w.Output("f", {1, 3});
+  const OnnxModel m = ReadOnnx(w.Write("resize.onnx"), 2);
+  INFO(m.why_no_graph);
+  REQUIRE(m.graph);
+  int resizes = 0;
+  for (int i = 0; i < m.graph->size(); ++i) {
+    const Layer& l = m.graph->layer(i);
+    if (l.op != Op::kResize) continue;
+    ++resizes;
+    CHECK(l.shape == Shape{2, 3, 8, 6});
+  }
+  CHECK(resizes == 2);
+  ModelWriter near;
+  near.Input("x", {1, 3, 4, 4});
+  near.Ints("sizes", {1, 3, 8, 8});
+  onnx::NodeProto* r = near.Node("Resize", "up", {"x", "", "", "sizes"}, {"y"});
+  ModelWriter::String(r, "mode", "nearest");
+  near.Output("y", {1, 3, 8, 8});
+  const OnnxModel n = ReadOnnx(near.Write("nearest.onnx"), 1);
+  CHECK(n.nodes[0].unsupported ==
+        "Resize up: a resize in mode nearest, coordinates half_pixel (the "
+        "graph's is bilinear over half-pixel centres)");
+}
+
 TEST_CASE("ONNX: a node the graph cannot express is named, with why",
           "[onnx]") {
   const OnnxModel m = ReadOnnx(ResidualNet(/*dilated=*/true), 1);

@@ -66,6 +66,13 @@ class ModelWriter {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t v : values) a->add_ints(v);
   }
+  static void String(onnx::NodeProto* n, const std::string& name,
+                     const std::string& v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void Int(onnx::NodeProto* n, const std::string& name, int64_t v) {
     onnx::AttributeProto* a = n->add_attribute();
     a->set_name(name);
