@@ -71,6 +71,13 @@ struct OperatorTable {
     }
   }
 
+  // A node that is one layer of the graph's, built by `build` from its
+  // input.
+  template <int (Graph::*build)(int)>
+  static void OneLayer(Mapper& m, int, const onnx::NodeProto& n) {
+    m.Bind(n.output(0), (m.graph_.*build)(Input(m, n)));
+  }
+
   // An operator that is shape arithmetic or part of a pattern (a layer
   // normalization's, GELU's) met on its own.
   static void Alone(Mapper& m, int, const onnx::NodeProto& n) {
@@ -534,9 +541,7 @@ struct OperatorTable {
       return m.Where(n) + ": a clip to [" + text(lo) + ", " + text(hi) +
              "]: the graph's is ReLU6's [0, 6]";
     };
-    op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
-      m.Bind(n.output(0), m.graph_.Relu6(Input(m, n)));
-    };
+    op.apply = OneLayer<&Graph::Relu6>;
     return op;
   }
 
@@ -860,9 +865,7 @@ struct OperatorTable {
   static Operator GlobalAveragePool() {
     Operator op = Entry("GlobalAveragePool", 1, "`avgpool`",
                         "its output is `[batch, channels]` in the graph");
-    op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
-      m.Bind(n.output(0), m.graph_.GlobalAvgPool(Input(m, n)));
-    };
+    op.apply = OneLayer<&Graph::GlobalAvgPool>;
     return op;
   }
 
@@ -879,17 +882,13 @@ struct OperatorTable {
                        std::to_string(beta) +
                        ": the graph's hard sigmoid is PyTorch's (1/6, 1/2)";
     };
-    op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
-      m.Bind(n.output(0), m.graph_.HardSigmoid(Input(m, n)));
-    };
+    op.apply = OneLayer<&Graph::HardSigmoid>;
     return op;
   }
 
   static Operator HardSwish() {
     Operator op = Entry("HardSwish", 14, "`hardswish`", "");
-    op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
-      m.Bind(n.output(0), m.graph_.HardSwish(Input(m, n)));
-    };
+    op.apply = OneLayer<&Graph::HardSwish>;
     return op;
   }
 
@@ -1285,9 +1284,7 @@ struct OperatorTable {
 
   static Operator Relu() {
     Operator op = Entry("Relu", 6, "`relu`", "");
-    op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
-      m.Bind(n.output(0), m.graph_.ReLU(Input(m, n)));
-    };
+    op.apply = OneLayer<&Graph::ReLU>;
     return op;
   }
 
