@@ -254,25 +254,29 @@ void OnednnRunner::BuildSlice(int i, const Layer& l) {
 
 // Maps resized bilinearly, in the format the input arrives in; backward
 // spreads each output's gradient over its four inputs. A [N, C] input is
-// read, and its gradient written, as plain [N, C, 1, 1] maps.
+// read, and its gradient written, as [N, C, 1, 1] maps channels-last (the
+// same bytes), the output and its gradient channels-last too: oneDNN
+// 3.7's jit resampling from plain NCHW into NHWC, the format it picks,
+// writes past its output.
 void OnednnRunner::BuildResize(int i, const Layer& l) {
   const int x = l.inputs[0];
   const Dims in = graph_.layer(x).shape;
   const bool flat = in.size() == 2;
   const Dims maps = flat ? Dims{in[0], in[1], 1, 1} : in;
   const memory src =
-      flat ? memory(memory::desc(maps, dt_, Tag::nchw), engine_,
+      flat ? memory(memory::desc(maps, dt_, Tag::nhwc), engine_,
                     Input(x, memory::desc(in, dt_, Tag::nc)).get_data_handle())
            : out_[x];
-  const auto pd = ResamplingPd(engine_, Forward(), src.get_desc(),
-                               memory::desc(l.shape, dt_, Tag::any));
+  const auto pd =
+      ResamplingPd(engine_, Forward(), src.get_desc(),
+                   memory::desc(l.shape, dt_, flat ? Tag::nhwc : Tag::any));
   SetOut(i, pd.dst_desc());
   Run(forward_, dnnl::resampling_forward(pd),
       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out_[i]}});
   if (!Grad(x)) return;
   const auto bpd =
       ResamplingBackwardPd(engine_,
-                           flat ? memory::desc(maps, dt_, Tag::nchw)
+                           flat ? memory::desc(maps, dt_, Tag::nhwc)
                                 : memory::desc(maps, dt_, Tag::any),
                            pd.dst_desc(), pd);
   memory grad = GradTarget(
