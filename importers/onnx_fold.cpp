@@ -1,6 +1,6 @@
 // The Mapper's known values: the small tensors a file computes from shapes
 // and constants (a reshape's target, a slice's bounds), which the entries'
-// `fold` (importers/onnx_operators.cpp) compute once the batch is known.
+// `fold` (importers/onnx_operator_table.h) compute once the batch is known.
 
 #include <algorithm>
 

@@ -136,7 +136,7 @@ class Mapper {
   int64_t params() const { return params_; }
 
  private:
-  friend struct OperatorTable;  // the entries (importers/onnx_operators.cpp)
+  friend struct OperatorTable;  // the entries (importers/onnx_operator_table.h)
 
   void Fail(const std::string& why);
 
