@@ -8,9 +8,12 @@
 # on both backends, in fp32, train and infer (the other flags of a run
 # change that: --paradnn_dtypes=fp32,bf16 ...). Inception v3 and GoogLeNet
 # without their auxiliary classifiers, which train only (the exporter
-# cannot write GoogLeNet's); Inception v3 at its 299 x 299. A model the
-# exporter cannot write is named on stderr with the exporter's error and
-# left out.
+# cannot write GoogLeNet's); Inception v3 at its 299 x 299. Segmentation
+# models by their module's name (segmentation.fcn_resnet50), without
+# pretrained backbones, traced at two examples (DeepLabV3's image pooling
+# normalizes one value per channel and example, which PyTorch refuses to
+# train on one). A model the exporter cannot write is named on stderr with
+# the exporter's error and left out.
 #   bench/torchvision_onnx.sh DIR BATCHES NAME...   (BATCHES: "2, 8")
 set -euo pipefail
 dir=$1
@@ -26,14 +29,17 @@ mkdir -p "$dir"
 for m in "$@"; do
   if ! /usr/bin/python3 - "$dir/$m.onnx" "$m" "${TORCHVISION_ONNX_MODE:-train}" \
     >"$dir/$m.log" 2>&1 <<'PY'
-import sys, torch, torchvision
+import functools, sys, torch, torchvision
 torch.manual_seed(0)
 name = sys.argv[2]
 inception = ("inception_v3", "googlenet")
+segmentation = name.startswith("segmentation.")
 kwargs = dict(aux_logits=False, init_weights=True) if name in inception else {}
-m = getattr(torchvision.models, name)(**kwargs)
+if segmentation:
+    kwargs = dict(weights_backbone=None)
+m = functools.reduce(getattr, name.split("."), torchvision.models)(**kwargs)
 size = 299 if name == "inception_v3" else 224
-x = torch.randn(1, 3, size, size)
+x = torch.randn(2 if segmentation else 1, 3, size, size)
 if sys.argv[3] == "infer":
     m.eval()
     torch.onnx.export(m, x, sys.argv[1], input_names=["input"],

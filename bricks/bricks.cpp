@@ -31,7 +31,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kGelu, {}},
       {Op::kPositional, {}},
       {Op::kAttention, {"heads", "causal"}},
-      {Op::kSoftmaxCrossEntropy, {}},
+      {Op::kSoftmaxCrossEntropy, {"axis?"}},
       {Op::kAvgPool, {"kernel", "stride", "pad", "count_pad?"}},
       {Op::kFlatten, {}},
       {Op::kSigmoid, {}},
@@ -66,7 +66,7 @@ bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "ceil") return !b.ceil;
   if (a == "count_pad") return !b.count_pad;
   if (a == "eps") return b.epsilon == kNormEpsilon;
-  // A layer norm's: over the last dimension.
+  // A layer norm's or a loss's: the last dimension.
   if (a == "axis") {
     return b.axis == 0 || b.inputs.empty() ||
            b.axis + 1 == static_cast<int64_t>(b.inputs[0].size());
@@ -277,7 +277,7 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       }
       return g.Attention(in[0], in[1], in[2], b.heads, b.causal);
     case Op::kSoftmaxCrossEntropy:
-      g.SoftmaxCrossEntropy(in[0]);
+      g.SoftmaxCrossEntropy(in[0], b.axis > 0 ? b.axis : -1);
       return -1;
     case Op::kAvgPool:
       return g.AvgPool(in[0], b.kernel, b.stride, b.pad, b.count_pad);

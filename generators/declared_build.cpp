@@ -243,7 +243,7 @@ class Builder {
           break;
         }
         case Op::kSoftmaxCrossEntropy:
-          made = g_.SoftmaxCrossEntropy(in[0]);
+          made = g_.SoftmaxCrossEntropy(in[0], size("axis", -1));
           break;
         case Op::kRmsNorm:
           made = g_.RmsNorm(in[0]);

@@ -621,14 +621,28 @@ int Graph::Cross(int x0, int x, int64_t rank) {
   return Append(std::move(l));
 }
 
-int Graph::SoftmaxCrossEntropy(int logits) {
+int Graph::SoftmaxCrossEntropy(int logits, int64_t axis) {
+  const Shape& in = layer(logits).shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (axis < 0) axis += rank;
+  Require(axis == rank - 1 || (rank == 4 && axis == 1),
+          "a loss's classes lie along the last dimension, or along the "
+          "channels (dimension 1) of [N, C, H, W] maps");
   Layer l;
   l.op = Op::kSoftmaxCrossEntropy;
   l.inputs = {logits};
   l.shape = {1};
-  l.vocab = layer(logits).shape.back();
+  l.axis = axis;
+  l.vocab = in[axis];
   logits_ = logits;
+  class_axis_ = axis;
   return Append(std::move(l));
+}
+
+int64_t Graph::class_axis() const {
+  return class_axis_ >= 0
+             ? class_axis_
+             : static_cast<int64_t>(layer(logits()).shape.size()) - 1;
 }
 
 int Graph::MeanLoss(int x) {

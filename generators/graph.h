@@ -42,7 +42,9 @@ enum class Op {
   // Multi-head scaled dot-product attention of q, k, v ([length, batch,
   // units] each, `heads` heads of units / heads), causal or not.
   kAttention,
-  kSoftmaxCrossEntropy,  // mean over all rows of the logits; only in training
+  // Mean over the logits' rows, a row the classes along `axis` (the last;
+  // 1 of [N, C, H, W]: a class per pixel, as segmentation's); training only.
+  kSoftmaxCrossEntropy,
   kMeanLoss,  // mean of all values: the loss of a layer run on its own
   // Decoder (LLM) layers, inference only:
   kRmsNorm,  // x / sqrt(mean(x^2) + eps) * scale, over the last dimension
@@ -154,7 +156,8 @@ struct Layer {
   int64_t position = 0;  // rotary embedding: the first position
   int64_t rank = 0;      // cross layer: W's rank (0: full)
   int64_t groups = 1;    // convolution, channel shuffle: groups of channels
-  // concat: the dimension joined; slice: cut; layer norm: normalized
+  // concat: the dimension joined; slice: cut; layer norm: normalized;
+  // loss: the classes'
   int64_t axis = 0;
   int64_t begin = 0;              // slice: its first index along axis
   bool ceil = false;              // max pool: ceil mode (Graph::MaxPool)
@@ -225,7 +228,9 @@ class Graph {
   int Gelu(int x);
   int Positional(int x);
   int Attention(int q, int k, int v, int64_t heads, bool causal);
-  int SoftmaxCrossEntropy(int logits);
+  // The classes along `axis`: the last, or the channels (1) of [N, C, H, W]
+  // maps (a class per pixel).
+  int SoftmaxCrossEntropy(int logits, int64_t axis = -1);
   int MeanLoss(int x);
   int RmsNorm(int x);
   int Rope(int x, int64_t heads, int64_t position);
@@ -278,6 +283,9 @@ class Graph {
   // The layer whose output is the model's prediction (input to the loss;
   // the last layer of an inference graph).
   int logits() const { return logits_ >= 0 ? logits_ : size() - 1; }
+  // The logits' dimension along which the classes lie (SoftmaxCrossEntropy;
+  // the last where the graph has no loss).
+  int64_t class_axis() const;
 
   // Trainable tensors in a fixed order.
   std::vector<ParamTensor> Params() const;
@@ -299,6 +307,7 @@ class Graph {
   std::vector<Layer> layers_;
   int64_t batch_ = 0;
   int logits_ = -1;
+  int64_t class_axis_ = -1;
 };
 
 }  // namespace paradnn

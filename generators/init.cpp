@@ -109,11 +109,25 @@ std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed, int layer,
 std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
                                 int64_t first_example) {
   const Shape& logits = g.layer(g.logits()).shape;
-  const int64_t rows = Elements(logits) / logits.back();
+  const int64_t classes = logits[g.class_axis()];
+  const int64_t rows = Elements(logits) / classes;
+  if (g.class_axis() + 1 < static_cast<int64_t>(logits.size())) {
+    // A class per pixel: [N, H, W], each example's pixels together.
+    const int64_t batch = logits[0], pixels = rows / batch;
+    const std::vector<int64_t> by_pixel =
+        ExampleInts(seed, kLabelStream, pixels, batch, first_example, classes);
+    std::vector<int64_t> out(rows);
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t p = 0; p < pixels; ++p) {
+        out[b * pixels + p] = by_pixel[p * batch + b];
+      }
+    }
+    return out;
+  }
   const int tokens = FindLayer(g, Op::kTokens);
   const int64_t batch = tokens >= 0 ? g.layer(tokens).shape[1] : rows;
   return ExampleInts(seed, kLabelStream, rows / batch, batch, first_example,
-                     logits.back());
+                     classes);
 }
 
 RunningStatistics InitRunningStatistics(const Layer& batch_norm) {

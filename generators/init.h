@@ -35,7 +35,8 @@ std::vector<float> InitInput(const Graph& g, uint64_t seed, int layer = -1,
 std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed, int layer = -1,
                                 int64_t first_example = 0);
 // Labels in [0, classes), one per row of the logits ([length, batch] rows
-// where the input is tokens, else [batch]).
+// where the input is tokens, [batch, height, width] where there is a class
+// per pixel, else [batch]).
 std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
                                 int64_t first_example = 0);
 

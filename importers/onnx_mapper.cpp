@@ -135,11 +135,16 @@ std::optional<Graph> Mapper::Finish(std::string* why,
     const auto it = layer_of_.find(g_.output(0).name());
     if (it == layer_of_.end()) {
       Fail("the output " + g_.output(0).name() + " is made by no layer");
-    } else if (graph_.layer(it->second).shape.size() != 2) {
-      Fail("the output is " + ToString(graph_.layer(it->second).shape) +
-           ", not [batch, classes]");
     } else {
-      graph_.SoftmaxCrossEntropy(it->second);
+      // Classes last, or along the channels of maps: a class per pixel
+      // (segmentation's [batch, classes, height, width]).
+      const Shape& out = graph_.layer(it->second).shape;
+      if (out.size() == 2 || out.size() == 4) {
+        graph_.SoftmaxCrossEntropy(it->second, out.size() == 4 ? 1 : -1);
+      } else {
+        Fail("the output is " + ToString(out) +
+             ", not [batch, classes] or [batch, classes, height, width]");
+      }
     }
   }
   *why = why_;

@@ -60,8 +60,8 @@ OnednnRunner::OnednnRunner(const Job& job, const RunOptions& opt)
   threads_ = opt.threads;
   l3_bytes_ = opt.l3_bytes;
   softmax_scratch_.resize(
-      threads_ *
-      static_cast<size_t>(graph_.layer(graph_.logits()).shape.back()));
+      threads_ * static_cast<size_t>(
+                     graph_.layer(graph_.logits()).shape[graph_.class_axis()]));
   for (int i = 0; i < opt.warmup; ++i) Step();
 }
 
@@ -650,10 +650,16 @@ void OnednnRunner::BuildSoftmaxCrossEntropy(int i, const Layer& l) {
 
 // Mean softmax cross-entropy over the rows of the logits; in training
 // also writes the logits' gradient, (softmax - one-hot) / rows. Rows in
-// parallel, one exp per logit, kept in a per-thread row of scratch.
+// parallel, one exp per logit, kept in a per-thread row of scratch. A row's
+// classes lie `inner` apart: 1 along the last dimension; a map's pixels
+// where there is a class per pixel ([N, C, H, W], plain).
 double OnednnRunner::CrossEntropy(const memory& logits, const memory* grad) {
   stream_.wait();
-  const int64_t classes = graph_.layer(graph_.logits()).shape.back();
+  const Shape& shape = graph_.layer(graph_.logits()).shape;
+  const int64_t axis = graph_.class_axis();
+  const int64_t classes = shape[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
   const int64_t rows = static_cast<int64_t>(labels_.size());
   const void* x = logits.get_data_handle();
   void* d = grad != nullptr ? grad->get_data_handle() : nullptr;
@@ -664,24 +670,24 @@ double OnednnRunner::CrossEntropy(const memory& logits, const memory* grad) {
     float* e = softmax_scratch_.data() + omp_get_thread_num() * classes;
 #pragma omp for
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t base = r * classes;
+      const int64_t base = r / inner * classes * inner + r % inner;
       float max = -std::numeric_limits<float>::infinity();
       for (int64_t c = 0; c < classes; ++c) {
-        max = std::max(max, Load(x, dt_, base + c));
+        max = std::max(max, Load(x, dt_, base + c * inner));
       }
       float sum = 0;
       for (int64_t c = 0; c < classes; ++c) {
-        e[c] = std::exp(Load(x, dt_, base + c) - max);
+        e[c] = std::exp(Load(x, dt_, base + c * inner) - max);
         sum += e[c];
       }
       const int64_t label = labels_[r];
-      total += std::log(sum) + max - Load(x, dt_, base + label);
+      total += std::log(sum) + max - Load(x, dt_, base + label * inner);
       if (d == nullptr) continue;
       const float inv = scale / sum;
       for (int64_t c = 0; c < classes; ++c) {
-        Store(d, dt_, base + c, e[c] * inv);
+        Store(d, dt_, base + c * inner, e[c] * inv);
       }
-      Store(d, dt_, base + label, e[label] * inv - scale);
+      Store(d, dt_, base + label * inner, e[label] * inv - scale);
     }
   }
   return total / rows;

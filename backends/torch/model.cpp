@@ -245,7 +245,12 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
                 : m.conv(x);
         break;
       case Op::kBatchNorm:
-        y = m.folded ? x : m.bn(x);
+        // [N, C] (a global pool's, DeepLabV3's image pooling) as the
+        // [N, C, 1, 1] maps it is.
+        y = m.folded       ? x
+            : x.dim() == 2 ? m.bn(x.view({x.size(0), x.size(1), 1, 1}))
+                                 .view({x.size(0), x.size(1)})
+                           : m.bn(x);
         break;
       case Op::kReLU:
         y = torch::relu(x);
@@ -477,6 +482,10 @@ torch::Tensor TorchModel::CachedAttention(const torch::Tensor& q,
 
 torch::Tensor TorchModel::CrossEntropy(const torch::Tensor& logits,
                                        const torch::Tensor& labels) {
+  // A class per pixel: [N, C, H, W] against [N, H, W], PyTorch's own form.
+  if (labels.dim() > 1) {
+    return torch::nn::functional::cross_entropy(logits, labels);
+  }
   return torch::nn::functional::cross_entropy(
       logits.reshape({-1, logits.size(-1)}), labels);
 }

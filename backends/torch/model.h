@@ -78,7 +78,10 @@ class TorchModel : public torch::nn::Module {
   // their backward nodes carry them.
   std::vector<LayerSequence> TakeSequences() { return std::move(sequences_); }
 
-  // The mean cross entropy of the logits against the labels.
+  // The mean cross entropy of the logits against the labels: classes along
+  // the logits' last dimension against [rows] labels, or along dimension 1
+  // against labels of every other dimension ([N, H, W]: a class per
+  // pixel).
   static torch::Tensor CrossEntropy(const torch::Tensor& logits,
                                     const torch::Tensor& labels);
 

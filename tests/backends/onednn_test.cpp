@@ -616,6 +616,73 @@ TEST_CASE("a bilinear resize weighs its nearest inputs, on both backends",
   StepBothModes(*onednn, *torch, g);
 }
 
+// Segmentation's loss, a class per pixel: logits [2, 3, 2, 3] from a 1x1
+// convolution without bias, the mean over 12 pixels of each pixel's
+// softmax cross-entropy over the 3 channels, and one SGD step of the
+// convolution's weights, computed here in double from the initial weights,
+// the input and the labels ([N, H, W]).
+TEST_CASE("a class per pixel: the loss and its step by hand, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph g;
+  const int image = g.Input({2, 2, 2, 3});
+  const int logits = g.Conv2d(image, 3, 1, 1, 0);
+  g.SoftmaxCrossEntropy(logits, 1);
+  CHECK(g.class_axis() == 1);
+  const std::vector<float> x = InitInput(g, 11, image);
+  const std::vector<float> w = InitParam(g, 11, 0);  // [3, 2, 1, 1]
+  const std::vector<int64_t> y = InitLabels(g, 11);
+  REQUIRE(y.size() == 12);
+  double z[2][3][6], loss = 0, dw[3][2] = {};
+  for (int n = 0; n < 2; ++n) {
+    for (int p = 0; p < 6; ++p) {
+      double top = -INFINITY, sum = 0;
+      for (int o = 0; o < 3; ++o) {
+        z[n][o][p] = 0;
+        for (int i = 0; i < 2; ++i) {
+          z[n][o][p] += w[o * 2 + i] * x[(n * 2 + i) * 6 + p];
+        }
+        top = std::max(top, z[n][o][p]);
+      }
+      for (int o = 0; o < 3; ++o) sum += std::exp(z[n][o][p] - top);
+      const int64_t label = y[n * 6 + p];
+      loss += (std::log(sum) + top - z[n][label][p]) / 12;
+      for (int o = 0; o < 3; ++o) {
+        const double dz =
+            (std::exp(z[n][o][p] - top) / sum - (o == label ? 1 : 0)) / 12;
+        for (int i = 0; i < 2; ++i) dw[o][i] += dz * x[(n * 2 + i) * 6 + p];
+      }
+    }
+  }
+  for (const Backend* b : {torch.get(), onednn.get()}) {
+    INFO(b->name());
+    RunOptions opt;
+    opt.threads = 2;
+    opt.seed = 11;
+    opt.warmup = 0;
+    auto r = b->Prepare({g, DType::kFp32, Mode::kTrain}, opt);
+    r->Step();
+    const std::vector<float> out = r->Output();
+    REQUIRE(out.size() == 36);
+    for (int n = 0; n < 2; ++n) {
+      for (int o = 0; o < 3; ++o) {
+        for (int p = 0; p < 6; ++p) {
+          CHECK(out[(n * 3 + o) * 6 + p] == Approx(z[n][o][p]).margin(1e-5));
+        }
+      }
+    }
+    CHECK(r->Loss() == Approx(loss).epsilon(1e-5));
+    const std::vector<float> after = r->Param(0);
+    for (int o = 0; o < 3; ++o) {
+      for (int i = 0; i < 2; ++i) {
+        CHECK(after[o * 2 + i] ==
+              Approx(w[o * 2 + i] - kLearningRate * dw[o][i]).margin(1e-6));
+      }
+    }
+  }
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

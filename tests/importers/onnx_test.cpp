@@ -443,9 +443,13 @@ struct Exported {
   std::string file;
   int64_t params = 0, flops = 0;
 };
-// `args`: the model's constructor's; `image`: its input's height and width.
+// `name`: the model's constructor under torchvision.models
+// ("segmentation.fcn_resnet50"); `args`: its arguments; `image`: its
+// input's height and width; `batch`: the trace's (DeepLabV3's image pooling
+// normalizes one value per channel and example, which PyTorch refuses to
+// train on one example).
 Exported Torchvision(const std::string& name, const std::string& args,
-                     int64_t image) {
+                     int64_t image, int64_t batch) {
   const std::string size =
       "3, " + std::to_string(image) + ", " + std::to_string(image) + ")";
   const std::string file = test::Scratch("onnx/" + name + ".onnx").string();
@@ -461,8 +465,8 @@ Exported Torchvision(const std::string& name, const std::string& args,
       "  if isinstance(d, (torch.nn.Dropout, "
       "torchvision.ops.StochasticDepth)): "
       "d.eval()\n"
-      "torch.onnx.export(m, torch.randn(1, " +
-      size + ", '" + file +
+      "torch.onnx.export(m, torch.randn(" +
+      std::to_string(batch) + ", " + size + ", '" + file +
       "', "
       "training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=False, opset_version=14)\n"
@@ -495,9 +499,10 @@ Exported Torchvision(const std::string& name, const std::string& args,
 // name has the file's costs, to the FLOP and byte, in training and inference.
 void CheckTorchvision(const std::string& name, int64_t torchvision_params,
                       const std::string& family = "",
-                      const std::string& args = "", int64_t image = 224) {
+                      const std::string& args = "", int64_t image = 224,
+                      int64_t batch = 1) {
   INFO(name);
-  const Exported e = Torchvision(name, args, image);
+  const Exported e = Torchvision(name, args, image, batch);
   const int64_t params = e.params;
   REQUIRE(params == torchvision_params);  // torchvision's, counted by PyTorch
   const OnnxModel m = ReadOnnx(e.file, 8);
@@ -620,6 +625,21 @@ TEST_CASE(
 TEST_CASE("ONNX: torchvision's ViT-B/16 has torchvision's parameters",
           "[onnx][torchvision]") {
   CheckTorchvision("vit_b_16", 86567656);
+}
+
+// Segmentation: dilated convolutions, bilinear resizes to the image, a
+// class per pixel; DeepLabV3's image pooling spread back over the maps,
+// LRASPP's per-channel product of two maps.
+TEST_CASE(
+    "ONNX: torchvision's segmentation models have torchvision's "
+    "parameters",
+    "[onnx][torchvision]") {
+  CheckTorchvision("segmentation.fcn_resnet50", 32957013, "",
+                   "weights_backbone=None", 128);
+  CheckTorchvision("segmentation.deeplabv3_mobilenet_v3_large", 11025477, "",
+                   "weights_backbone=None", 128, 2);
+  CheckTorchvision("segmentation.lraspp_mobilenet_v3_large", 3221538, "",
+                   "weights_backbone=None", 128);
 }
 
 }  // namespace
