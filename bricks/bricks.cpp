@@ -66,11 +66,8 @@ bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "ceil") return !b.ceil;
   if (a == "count_pad") return !b.count_pad;
   if (a == "eps") return b.epsilon == kNormEpsilon;
-  // A layer norm's or a loss's: the last dimension.
-  if (a == "axis") {
-    return b.axis == 0 || b.inputs.empty() ||
-           b.axis + 1 == static_cast<int64_t>(b.inputs[0].size());
-  }
+  // A layer norm's or a loss's: the last dimension (BricksOf).
+  if (a == "axis") return b.axis == 0;
   return false;
 }
 
@@ -460,6 +457,15 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.ceil = l.ceil;
     b.count_pad = l.count_pad;
     b.axis = l.axis;
+    // A layer norm's or a loss's over the last dimension: 0, the default a
+    // key leaves unnamed (a chain's later layers have no input shapes to
+    // tell it from another axis by).
+    const bool last =
+        !l.inputs.empty() &&
+        l.axis + 1 == static_cast<int64_t>(g.layer(l.inputs[0]).shape.size());
+    if ((l.op == Op::kLayerNorm || l.op == Op::kSoftmaxCrossEntropy) && last) {
+      b.axis = 0;
+    }
     b.begin = l.begin;
     b.epsilon = l.epsilon;
     const bool reads_previous =

@@ -218,6 +218,22 @@ TEST_CASE("brick names round-trip", "[bricks]") {
             .brick.BuildGraph(Mode::kTrain)
             .layer(1)
             .shape == Shape{2, 4, 16, 12});
+  // A loss over a class per pixel names its classes' dimension; one over
+  // the last dimension names none.
+  Graph pixels;
+  const int segmented = pixels.Conv2d(pixels.Input({2, 4, 8, 8}), 5, 1, 1, 0);
+  pixels.SoftmaxCrossEntropy(segmented, 1);
+  const Brick per_pixel = BricksOf(pixels, Mode::kTrain, 2).at(0);
+  CHECK(per_pixel.Key() ==
+        "conv2d/in:2x4x8x8/units:5/kernel:1/stride:1/pad:0/+softmax_xent/"
+        "axis:1/grad:0");
+  const std::string pixel_name =
+      BrickCase{per_pixel, "onednn", DType::kFp32, Mode::kTrain}.Name();
+  CHECK(ParseBrickName(pixel_name).Name() == pixel_name);
+  const Graph rebuilt =
+      ParseBrickName(pixel_name).brick.BuildGraph(Mode::kTrain);
+  CHECK(rebuilt.class_axis() == 1);
+  CHECK(rebuilt.layer(rebuilt.size() - 1).vocab == 5);
   // A slice names its dimension, first index and size, and its name builds
   // it again.
   Graph halves;

@@ -133,6 +133,18 @@ TEST_CASE("INCEPTION: non-square kernels and averages counting padding",
   // The stem's 3x3 of no padding keeps none across either.
   CHECK(g.layer(1).pad_w == 0);
   CHECK(g.layer(g.logits()).shape == Shape{1, 1000});
+  // Segmentation's loss: a class per pixel, over the channels.
+  const FamilyDef seg = ParseFamily(
+      "family: SEG\nparams: [batch]\ngraph:\n"
+      "  - {op: input, shape: [batch, 3, 4, 4]}\n"
+      "  - {op: conv2d, channels: 5, kernel: 1}\n"
+      "  - {op: softmax_xent, axis: 1}\n",
+      "seg.yaml");
+  s.family = seg.name;
+  const Graph per_pixel = seg.build(s);
+  CHECK(per_pixel.class_axis() == 1);
+  CHECK(per_pixel.layer(per_pixel.size() - 1).vocab == 5);
+  CHECK(InitLabels(per_pixel, 1).size() == 2 * 4 * 4);
 }
 
 TEST_CASE("a family declared only in YAML: params and FLOPs by hand",
