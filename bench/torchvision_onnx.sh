@@ -12,8 +12,9 @@
 # models by their module's name (segmentation.fcn_resnet50), without
 # pretrained backbones, traced at two examples (DeepLabV3's image pooling
 # normalizes one value per channel and example, which PyTorch refuses to
-# train on one). A model the exporter cannot write is named on stderr with
-# the exporter's error and left out.
+# train on one). Video models likewise (video.r3d_18), on clips of 16
+# frames of 112 x 112, as torchvision's are trained. A model the exporter
+# cannot write is named on stderr with the exporter's error and left out.
 #   bench/torchvision_onnx.sh DIR BATCHES NAME...   (BATCHES: "2, 8")
 set -euo pipefail
 dir=$1
@@ -40,6 +41,8 @@ if segmentation:
 m = functools.reduce(getattr, name.split("."), torchvision.models)(**kwargs)
 size = 299 if name == "inception_v3" else 224
 x = torch.randn(2 if segmentation else 1, 3, size, size)
+if name.startswith("video."):
+    x = torch.randn(1, 3, 16, 112, 112)
 if sys.argv[3] == "infer":
     m.eval()
     torch.onnx.export(m, x, sys.argv[1], input_names=["input"],

@@ -20,6 +20,7 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kDense, {"units", "bias"}},
       {Op::kConv2d,
        {"units", "kernel", "stride", "pad", "dilation?", "groups?", "bias?"}},
+      {Op::kConv3d, {"units", "kernel", "stride", "pad", "bias?"}},
       {Op::kBatchNorm, {"eps?"}},
       {Op::kReLU, {}},
       {Op::kMaxPool, {"kernel", "stride", "pad", "ceil?"}},
@@ -117,6 +118,30 @@ std::pair<int64_t, int64_t> ParseHw(const std::string& key,
           PositiveInt(key, v.substr(x + 1), min)};
 }
 
+// "3" where depth, height and width are equal, else "3x7x7".
+std::string DhwText(int64_t d, int64_t h, int64_t w) {
+  return d == h && h == w ? std::to_string(d)
+                          : std::to_string(d) + "x" + std::to_string(h) + "x" +
+                                std::to_string(w);
+}
+
+// DhwText's text read back: (d, h, w).
+std::tuple<int64_t, int64_t, int64_t> ParseDhw(const std::string& key,
+                                               const std::string& v,
+                                               int64_t min) {
+  const size_t x = v.find('x');
+  if (x == std::string::npos) {
+    const int64_t n = PositiveInt(key, v, min);
+    return {n, n, n};
+  }
+  const auto [h, w] = ParseHw(key, v.substr(x + 1), min);
+  if (v.find('x', x + 1) == std::string::npos) {
+    throw SpecError("'" + v + "' is not a valid " + key +
+                    ": expected one value or depth x height x width");
+  }
+  return std::make_tuple(PositiveInt(key, v.substr(0, x), min), h, w);
+}
+
 Shape ParseShape(const std::string& text) {
   Shape s;
   std::stringstream in(text);
@@ -138,9 +163,18 @@ std::string AttributeText(const Brick& b) {
     if (optional && IsDefault(b, a)) continue;
     text += "/" + a + ":";
     if (a == "units") text += std::to_string(b.units);
-    if (a == "kernel") text += HwText(b.kernel, b.kernel_w);
-    if (a == "stride") text += std::to_string(b.stride);
-    if (a == "pad") text += HwText(b.pad, b.pad_w);
+    const bool video = b.op == Op::kConv3d;
+    if (a == "kernel") {
+      text += video ? DhwText(b.kernel_d, b.kernel, b.kernel_w)
+                    : HwText(b.kernel, b.kernel_w);
+    }
+    if (a == "stride") {
+      text += video ? DhwText(b.stride_d, b.stride, b.stride)
+                    : std::to_string(b.stride);
+    }
+    if (a == "pad") {
+      text += video ? DhwText(b.pad_d, b.pad, b.pad_w) : HwText(b.pad, b.pad_w);
+    }
     if (a == "vocab") text += std::to_string(b.vocab);
     if (a == "bias") text += b.bias ? "1" : "0";
     if (a == "ceil") text += b.ceil ? "1" : "0";
@@ -190,9 +224,28 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     }
     const std::string v = p.substr(a.size() + 1);
     if (a == "units") b->units = PositiveInt(a, v);
-    if (a == "kernel") std::tie(b->kernel, b->kernel_w) = ParseHw(a, v, 1);
-    if (a == "stride") b->stride = PositiveInt(a, v);
-    if (a == "pad") std::tie(b->pad, b->pad_w) = ParseHw(a, v, 0);
+    const bool video = b->op == Op::kConv3d;
+    if (a == "kernel" && video) {
+      std::tie(b->kernel_d, b->kernel, b->kernel_w) = ParseDhw(a, v, 1);
+    } else if (a == "kernel") {
+      std::tie(b->kernel, b->kernel_w) = ParseHw(a, v, 1);
+    }
+    if (a == "stride" && video) {
+      int64_t across = 0;
+      std::tie(b->stride_d, b->stride, across) = ParseDhw(a, v, 1);
+      if (across != b->stride) {
+        throw SpecError("'" + v +
+                        "' is not a valid stride: expected one for height "
+                        "and width");
+      }
+    } else if (a == "stride") {
+      b->stride = PositiveInt(a, v);
+    }
+    if (a == "pad" && video) {
+      std::tie(b->pad_d, b->pad, b->pad_w) = ParseDhw(a, v, 0);
+    } else if (a == "pad") {
+      std::tie(b->pad, b->pad_w) = ParseHw(a, v, 0);
+    }
     if (a == "vocab") b->vocab = PositiveInt(a, v);
     if (a == "bias") b->bias = PositiveInt(a, v, 0) != 0;
     if (a == "ceil") b->ceil = PositiveInt(a, v, 0) != 0;
@@ -243,6 +296,10 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
     case Op::kConv2d:
       return g.Conv2d(in[0], b.units, {b.kernel, b.kernel_w}, b.stride,
                       {b.pad, b.pad_w}, b.groups, b.bias, b.dilation);
+    case Op::kConv3d:
+      return g.Conv3d(in[0], b.units, {b.kernel_d, b.kernel, b.kernel_w},
+                      {b.stride_d, b.stride, b.stride},
+                      {b.pad_d, b.pad, b.pad_w}, b.bias);
     case Op::kBatchNorm:
       return g.BatchNorm(in[0], b.epsilon);
     case Op::kReLU:
@@ -440,6 +497,9 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.units = l.units;
     b.kernel = l.kernel;
     b.kernel_w = l.kernel_w;
+    b.kernel_d = l.kernel_d;
+    b.stride_d = l.stride_d;
+    b.pad_d = l.pad_d;
     b.stride = l.stride;
     b.pad = l.pad;
     b.pad_w = l.pad_w;

@@ -18,7 +18,10 @@ struct Brick {
   // A convolution's kernel width and padding across (its key's "kernel:1x7"
   // and "pad:0x3"; one value, as square ones have, for both).
   int64_t kernel_w = 0, pad_w = 0;
-  int64_t dilation = 1;           // a convolution's
+  int64_t dilation = 1;  // a convolution's
+  // A 3-D convolution's depth: its key's "kernel:3x7x7", "stride:1x2x2",
+  // "pad:1x3x3" (one value where all three are equal).
+  int64_t kernel_d = 1, stride_d = 1, pad_d = 0;
   int64_t height = 0, width = 0;  // a resize's output size ("size:28x28")
   bool bias = false;
   Cell cell = Cell::kRnn;

@@ -34,8 +34,10 @@ int64_t ForwardFlops(const Graph& g, int i) {
     case Op::kDense:
       return 2 * Elements(l.shape) * in.back();
     case Op::kConv2d:
+    case Op::kConv3d:
       // Each output reads the channels of its group only.
-      return 2 * Elements(l.shape) * (in[1] / l.groups) * l.kernel * l.kernel_w;
+      return 2 * Elements(l.shape) * (in[1] / l.groups) * l.kernel_d *
+             l.kernel * l.kernel_w;
     case Op::kRecurrent:
       // Every gate multiplies the step's input and the previous hidden state.
       return 2 * Elements(l.shape) * Gates(l.cell) * (in.back() + l.units);
@@ -90,6 +92,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
   switch (l.op) {
     case Op::kDense:
     case Op::kConv2d:
+    case Op::kConv3d:
       return l.bias ? Elements(l.shape) : 0;
     case Op::kSigmoid:
     case Op::kSilu:

@@ -201,6 +201,20 @@ class Builder {
                            flag("bias", false), dilation);
           break;
         }
+        case Op::kConv3d: {
+          // A kernel of kernel_d frames by kernel x kernel (a cube where
+          // no depth is given), strides and padding likewise, padded to
+          // keep the size at stride 1 unless told.
+          const int64_t kernel = size("kernel", 0);
+          const int64_t kernel_d = size("kernel_d", kernel);
+          const int64_t stride = size("stride", 1);
+          const int64_t pad = size("pad", kernel / 2);
+          made = g_.Conv3d(
+              in[0], size("channels", 0), {kernel_d, kernel, kernel},
+              {size("stride_d", stride), stride, stride},
+              {size("pad_d", kernel_d / 2), pad, pad}, flag("bias", false));
+          break;
+        }
         case Op::kBatchNorm:
           if (g_.layer(in[0]).shape.size() < 2) {
             throw GraphError("batch norm needs [batch, channels, ...]");

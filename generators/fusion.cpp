@@ -84,7 +84,8 @@ FusionPlan PlanFusion(const Graph& g, Mode mode, Fusion fusion) {
   for (int i = 0; i < g.size(); ++i) {
     if (plan.group_of[i] >= 0) continue;
     const Op op = g.layer(i).op;
-    if (op != Op::kConv2d && op != Op::kDense && op != Op::kBatchNorm) {
+    const bool conv = op == Op::kConv2d || op == Op::kConv3d;
+    if (!conv && op != Op::kDense && op != Op::kBatchNorm) {
       continue;
     }
     FusedGroup group;
@@ -97,8 +98,7 @@ FusionPlan PlanFusion(const Graph& g, Mode mode, Fusion fusion) {
         group.before_sum.push_back(next);
       }
     } else {
-      if (op == Op::kConv2d && next >= 0 &&
-          g.layer(next).op == Op::kBatchNorm) {
+      if (conv && next >= 0 && g.layer(next).op == Op::kBatchNorm) {
         group.batch_norm = next;
         last = next;
         next = only_reader(last);

@@ -41,6 +41,8 @@ const char* ToString(Op op) {
       return "dense";
     case Op::kConv2d:
       return "conv2d";
+    case Op::kConv3d:
+      return "conv3d";
     case Op::kBatchNorm:
       return "batchnorm";
     case Op::kReLU:
@@ -240,6 +242,35 @@ int Graph::Conv2d(int x, int64_t channels, Hw kernel, int64_t stride, Hw pad,
   return i;
 }
 
+int Graph::Conv3d(int x, int64_t channels, const std::array<int64_t, 3>& kernel,
+                  const std::array<int64_t, 3>& stride,
+                  const std::array<int64_t, 3>& pad, bool bias) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 5, "a 3-D convolution of " + ToString(in) +
+                              ": expected [N, C, D, H, W]");
+  Require(stride[1] == stride[2],
+          "a 3-D convolution's strides " + std::to_string(stride[1]) + " and " +
+              std::to_string(stride[2]) +
+              " across height and width: expected one for both");
+  Layer l;
+  l.op = Op::kConv3d;
+  l.inputs = {x};
+  l.shape = {in[0], channels, Window(in[2], kernel[0], stride[0], pad[0], 1),
+             Window(in[3], kernel[1], stride[1], pad[1], 1),
+             Window(in[4], kernel[2], stride[2], pad[2], 1)};
+  l.units = channels;
+  l.kernel_d = kernel[0];
+  l.kernel = kernel[1];
+  l.kernel_w = kernel[2];
+  l.stride_d = stride[0];
+  l.stride = stride[1];
+  l.pad_d = pad[0];
+  l.pad = pad[1];
+  l.pad_w = pad[2];
+  l.bias = bias;
+  return Append(std::move(l));
+}
+
 int Graph::AvgPool(int x, int64_t kernel, int64_t stride, int64_t pad,
                    bool count_pad) {
   Require(pad < kernel,
@@ -411,7 +442,8 @@ int Graph::Add(int a, int b) {
 
 int Graph::GlobalAvgPool(int x) {
   const Shape& in = layer(x).shape;
-  Require(in.size() == 4, "global average pool needs NCHW input");
+  Require(in.size() == 4 || in.size() == 5,
+          "global average pool needs NCHW or NCDHW input");
   Layer l;
   l.op = Op::kGlobalAvgPool;
   l.inputs = {x};
@@ -691,11 +723,16 @@ std::vector<ParamTensor> Graph::Params() const {
         if (l.bias) add(i, "bias", {l.units}, in);
         break;
       }
-      case Op::kConv2d: {
+      case Op::kConv2d:
+      case Op::kConv3d: {
         // A filter reads its group's channels only.
         const int64_t in = layer(l.inputs[0]).shape[1] / l.groups;
-        const int64_t fan_in = in * l.kernel * l.kernel_w;
-        add(i, "weight", {l.units, in, l.kernel, l.kernel_w}, fan_in);
+        const int64_t fan_in = in * l.kernel_d * l.kernel * l.kernel_w;
+        add(i, "weight",
+            l.op == Op::kConv3d
+                ? Shape{l.units, in, l.kernel_d, l.kernel, l.kernel_w}
+                : Shape{l.units, in, l.kernel, l.kernel_w},
+            fan_in);
         if (l.bias) add(i, "bias", {l.units}, fan_in);
         break;
       }
@@ -758,11 +795,12 @@ std::vector<bool> Graph::NeedsGrad() const {
   for (int i = 0; i < size(); ++i) {
     const Layer& l = layers_[i];
     bool trainable = l.op == Op::kDense || l.op == Op::kConv2d ||
-                     l.op == Op::kBatchNorm || l.op == Op::kEmbedding ||
-                     l.op == Op::kRecurrent || l.op == Op::kLayerNorm ||
-                     l.op == Op::kPositional || l.op == Op::kRmsNorm ||
-                     l.op == Op::kEmbeddingBag || l.op == Op::kCross ||
-                     l.op == Op::kClassToken || l.op == Op::kLayerScale;
+                     l.op == Op::kConv3d || l.op == Op::kBatchNorm ||
+                     l.op == Op::kEmbedding || l.op == Op::kRecurrent ||
+                     l.op == Op::kLayerNorm || l.op == Op::kPositional ||
+                     l.op == Op::kRmsNorm || l.op == Op::kEmbeddingBag ||
+                     l.op == Op::kCross || l.op == Op::kClassToken ||
+                     l.op == Op::kLayerScale;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

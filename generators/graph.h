@@ -2,6 +2,7 @@
 // and the cost model and backends read.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -27,11 +28,15 @@ enum class Op {
   // channels, each convolved with its own filters (depthwise: one group per
   // channel); a bias or none.
   kConv2d,
+  // NCDHW (video): a kernel of kernel_d x kernel x kernel_w, strides
+  // stride_d and stride, padded by pad_d, pad and pad_w on each side of
+  // each axis; one group; a bias or none.
+  kConv3d,
   kBatchNorm,  // per channel of dimension 1; scale and shift are trainable
   kReLU,
   kMaxPool,        // square window
   kAdd,            // inputs[0] + inputs[1] (residual connection)
-  kGlobalAvgPool,  // [N, C, H, W] -> [N, C]
+  kGlobalAvgPool,  // [N, C, H, W] or [N, C, D, H, W] -> [N, C]
   kEmbedding,      // [length, batch] ids -> [length, batch, units]
   kRecurrent,      // one layer of rnn/lstm/gru cells over [length, batch, in]
   // Over the last dimension, or over the channels of [N, C, H, W] maps
@@ -146,7 +151,12 @@ struct Layer {
   int64_t kernel_w = 0;
   int64_t pad_w = 0;
   int64_t dilation = 1;  // convolution: the distance between its taps
-  int64_t vocab = 0;     // token range, embedding rows, loss classes
+  // A 3-D convolution's window along the depth (frames): its size, stride
+  // and padding on each side; 1, 1 and 0 for every other layer.
+  int64_t kernel_d = 1;
+  int64_t stride_d = 1;
+  int64_t pad_d = 0;
+  int64_t vocab = 0;  // token range, embedding rows, loss classes
   bool bias = false;
   Cell cell = Cell::kRnn;
   int64_t heads = 0;     // attention
@@ -211,6 +221,11 @@ class Graph {
   // DeepLab's), its window spanning dilation x (kernel - 1) + 1.
   int Conv2d(int x, int64_t channels, Hw kernel, int64_t stride, Hw pad,
              int64_t groups = 1, bool bias = false, int64_t dilation = 1);
+  // Over [N, C, D, H, W]: kernel, stride and pad as depth, height and
+  // width, the stride the same across height and width.
+  int Conv3d(int x, int64_t channels, const std::array<int64_t, 3>& kernel,
+             const std::array<int64_t, 3>& stride,
+             const std::array<int64_t, 3>& pad, bool bias = false);
   int BatchNorm(int x, double epsilon = kNormEpsilon);
   int ReLU(int x);
   // ceil: PyTorch's ceil_mode, a last window that starts inside the input

@@ -37,6 +37,26 @@ std::string OperatorTable::Window(const Mapper& m, const onnx::NodeProto& n,
   return "";
 }
 
+std::string OperatorTable::Window3d(const Mapper& m, const onnx::NodeProto& n) {
+  const Attributes a(n);
+  const std::vector<int64_t> strides = a.Ints("strides");
+  const std::vector<int64_t> pads = a.Ints("pads");
+  const bool fits =
+      (strides.empty() || (strides.size() == 3 && strides[1] == strides[2])) &&
+      (pads.empty() || (pads.size() == 6 && pads[0] == pads[3] &&
+                        pads[1] == pads[4] && pads[2] == pads[5])) &&
+      AllEqual(a.Ints("dilations"), 1) && a.Int("group", 1) == 1;
+  const std::string pad = a.String("auto_pad");
+  if (fits && (pad.empty() || pad == "NOTSET")) return "";
+  return m.Where(n) + ": strides " + ToString(strides) + ", pads " +
+         ToString(pads) + ", dilations " + ToString(a.Ints("dilations")) +
+         ", group " + std::to_string(a.Int("group", 1)) + ", auto_pad " +
+         (pad.empty() ? "NOTSET" : pad) +
+         ": the graph's 3-D convolutions have one stride across height and "
+         "width, the same padding before and after each axis, one group and "
+         "no dilation";
+}
+
 void OperatorTable::Pool(Mapper& m, int, const onnx::NodeProto& n) {
   const Attributes a(n);
   const int x = Input(m, n);
@@ -278,25 +298,30 @@ Operator OperatorTable::Concat() {
 
 Operator OperatorTable::Conv() {
   Operator op =
-      Entry("Conv", 1, "`conv2d`; `dense`",
+      Entry("Conv", 1, "`conv2d`; `conv3d`; `dense`",
             "a kernel of any height and width (Inception's 1x7 and 7x1), one "
             "stride and one dilation for both axes (DeepLab's atrous "
             "convolutions), the same padding before and after each axis; any "
             "groups (depthwise: one per channel); weights and a "
             "bias, if any, of one value per output channel in the file. A 1x1 "
             "convolution of a global pool's output (squeeze-and-excitation) is "
-            "a `dense` layer of it");
+            "a `dense` layer of it. Of video's `[N, C, D, H, W]` (R3D's), a "
+            "`conv3d`: any kernel, one stride across height and width, the "
+            "same padding before and after each axis, one group, no "
+            "dilation");
   op.check = [](const Mapper& m, const onnx::NodeProto& n) {
     const std::string where = m.Where(n);
-    if (!m.IsInitializer(n.input(1)) ||
-        m.InitializerDims(n.input(1)).size() != 4) {
-      return where + ": weights not a 2-D kernel in the file";
+    const size_t rank =
+        m.IsInitializer(n.input(1)) ? m.InitializerDims(n.input(1)).size() : 0;
+    if (rank != 4 && rank != 5) {
+      return where + ": weights not a 2-D or 3-D kernel in the file";
     }
     const std::vector<int64_t>& w = m.InitializerDims(n.input(1));
     if (n.input_size() > 2 && !n.input(2).empty() &&
         (!m.IsInitializer(n.input(2)) || m.Count(n.input(2)) != w[0])) {
       return where + ": a bias not of one value per output channel in the file";
     }
+    if (rank == 5) return Window3d(m, n);
     return Window(m, n, {w[2], w[3]}, false);
   };
   op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
@@ -309,7 +334,17 @@ Operator OperatorTable::Conv() {
     std::vector<std::pair<std::string, bool>> tensors = {{n.input(1), false}};
     if (bias) tensors.push_back({n.input(2), false});
     int layer = 0;
-    if (m.ShapeOf(x).size() == 2) {
+    if (w.size() == 5) {
+      const std::vector<int64_t> strides = a.Ints("strides");
+      const std::vector<int64_t> pads = a.Ints("pads");
+      auto at = [](const std::vector<int64_t>& v, size_t k, int64_t none) {
+        return v.empty() ? none : v[k];
+      };
+      layer = m.graph_.Conv3d(
+          x, w[0], {w[2], w[3], w[4]},
+          {at(strides, 0, 1), at(strides, 1, 1), at(strides, 2, 1)},
+          {at(pads, 0, 0), at(pads, 1, 0), at(pads, 2, 0)}, bias);
+    } else if (m.ShapeOf(x).size() == 2) {
       // After a global pool the graph's [batch, channels] is ONNX's
       // [batch, channels, 1, 1] (squeeze-and-excitation): a 1x1
       // convolution of it is a dense layer.

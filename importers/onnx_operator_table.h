@@ -99,6 +99,8 @@ struct OperatorTable {
   // a pool's none.
   static std::string Window(const Mapper& m, const onnx::NodeProto& n,
                             const std::vector<int64_t>& kernel, bool square);
+  // A 3-D convolution's attributes that the graph takes: "" or why not.
+  static std::string Window3d(const Mapper& m, const onnx::NodeProto& n);
 
   static void Pool(Mapper& m, int, const onnx::NodeProto& n);
 

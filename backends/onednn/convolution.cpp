@@ -25,15 +25,23 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
   const Dims src_dims = DimsOf(out_[x].get_desc());
   // Grouped: [groups, out per group, in per group, h, w], which is
   // LibTorch's [out, in per group, h, w] split along its first dimension.
+  // A 3-D convolution's: [out, in, depth, h, w], one group.
   const int64_t g = l.groups;
+  const bool video = l.op == Op::kConv3d;
   const Dims w_dims =
-      g == 1 ? Dims{l.units, src_dims[1], l.kernel, l.kernel_w}
-             : Dims{g, l.units / g, src_dims[1] / g, l.kernel, l.kernel_w};
-  const Tag w_user = g == 1 ? Tag::oihw : Tag::goihw;
+      video    ? Dims{l.units, src_dims[1], l.kernel_d, l.kernel, l.kernel_w}
+      : g == 1 ? Dims{l.units, src_dims[1], l.kernel, l.kernel_w}
+               : Dims{g, l.units / g, src_dims[1] / g, l.kernel, l.kernel_w};
+  const Tag w_user = video ? Tag::oidhw : g == 1 ? Tag::oihw : Tag::goihw;
   const Dims dst_dims = l.shape;
   // oneDNN counts a dilation as the taps skipped between two.
-  const Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad_w},
-             dilates = {l.dilation - 1, l.dilation - 1};
+  Dims strides = {l.stride, l.stride}, pad = {l.pad, l.pad_w},
+       dilates = {l.dilation - 1, l.dilation - 1};
+  if (video) {
+    strides.insert(strides.begin(), l.stride_d);
+    pad.insert(pad.begin(), l.pad_d);
+    dilates.insert(dilates.begin(), 0);
+  }
   memory::desc src_md(src_dims, dt_, Tag::any);
   memory::desc w_md(w_dims, dt_, Tag::any);
   memory::desc dst_md(dst_dims, dt_, Tag::any);
@@ -128,22 +136,24 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
 }
 
 void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,
-                             int64_t kernel, int64_t stride, int64_t pad) {
+                             const Dims& kernels, int64_t stride, int64_t pad) {
   const int x = l.inputs[0];
   const memory::desc src_md = out_[x].get_desc();
   const Dims src_dims = DimsOf(src_md);
-  // The graph's output (a global pool's [N, C] as 1x1 maps). In ceil mode
-  // the last window may hang past the input: the padding after it is what
-  // that window needs.
-  const bool maps = l.shape.size() == 4;
-  const Dims dst_dims = {src_dims[0], src_dims[1], maps ? l.shape[2] : 1,
-                         maps ? l.shape[3] : 1};
-  const Dims strides = {stride, stride}, kernels = {kernel, kernel},
-             pads = {pad, pad};
-  Dims pads_end(2);
-  for (int d = 0; d < 2; ++d) {
+  // The graph's output (a global pool's [N, C] as 1x1 maps, or 1x1x1 of
+  // [N, C, D, H, W]). In ceil mode the last window may hang past the input:
+  // the padding after it is what that window needs.
+  const size_t axes = kernels.size();
+  const bool maps = l.shape.size() == src_dims.size();
+  Dims dst_dims = {src_dims[0], src_dims[1]};
+  for (size_t d = 0; d < axes; ++d) {
+    dst_dims.push_back(maps ? l.shape[d + 2] : 1);
+  }
+  const Dims strides(axes, stride), pads(axes, pad);
+  Dims pads_end(axes);
+  for (size_t d = 0; d < axes; ++d) {
     pads_end[d] =
-        (dst_dims[d + 2] - 1) * stride + kernel - src_dims[d + 2] - pad;
+        (dst_dims[d + 2] - 1) * stride + kernels[d] - src_dims[d + 2] - pad;
   }
   const auto pd = PoolingPd(engine_, Forward(), alg, src_md,
                             memory::desc(dst_dims, dt_, Tag::any), strides,

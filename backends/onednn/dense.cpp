@@ -10,9 +10,10 @@ void OnednnRunner::BuildDense(int i, const Layer& l) {
   const Dims src_dims = DimsOf(src.get_desc());
   Dims w_dims = {l.units, src_dims[1]};
   Tag w_tag = Tag::oi;
-  if (src_dims.size() == 4) {  // after the global pool: [N, C, 1, 1]
-    w_dims = {l.units, src_dims[1], 1, 1};
-    w_tag = Tag::oihw;
+  // After the global pool: [N, C, 1, 1], or [N, C, 1, 1, 1] of video.
+  if (src_dims.size() > 2) {
+    w_dims.resize(src_dims.size(), 1);
+    w_tag = src_dims.size() == 4 ? Tag::oihw : Tag::oidhw;
   }
   const Dims dst_dims = {src_dims[0], l.units};
   // Inference may run it with the layers after it (FusedAttr).

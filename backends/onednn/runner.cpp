@@ -234,8 +234,10 @@ void OnednnRunner::Push(Actions& list, OpClass cls, const std::string& what,
 }
 
 Tag OnednnRunner::PlainTag(size_t rank) {
-  static const Tag kPlain[] = {Tag::undef, Tag::a, Tag::ab, Tag::abc,
-                               Tag::abcd};
+  static const Tag kPlain[] = {Tag::undef, Tag::a,    Tag::ab,
+                               Tag::abc,   Tag::abcd, Tag::abcde};
+  PARADNN_CHECK(rank < std::size(kPlain),
+                "a tensor of " + std::to_string(rank) + " dimensions");
   return kPlain[rank];
 }
 
@@ -507,6 +509,7 @@ void OnednnRunner::Build(int i) {
       BuildDense(i, l);
       break;
     case Op::kConv2d:
+    case Op::kConv3d:
       BuildConv(i, l);
       break;
     case Op::kBatchNorm:
@@ -531,12 +534,13 @@ void OnednnRunner::Build(int i) {
       BuildAttention(i, l);
       break;
     case Op::kMaxPool:
-      BuildPool(i, l, dnnl::algorithm::pooling_max, l.kernel, l.stride, l.pad);
+      BuildPool(i, l, dnnl::algorithm::pooling_max, {l.kernel, l.kernel},
+                l.stride, l.pad);
       break;
     case Op::kGlobalAvgPool: {
       const Dims in = DimsOf(out_[l.inputs[0]].get_desc());
-      BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding, in[2], 1,
-                0);
+      BuildPool(i, l, dnnl::algorithm::pooling_avg_exclude_padding,
+                Dims(in.begin() + 2, in.end()), 1, 0);
       break;
     }
     case Op::kAdd:
@@ -596,7 +600,7 @@ void OnednnRunner::Build(int i) {
       BuildPool(i, l,
                 l.count_pad ? dnnl::algorithm::pooling_avg_include_padding
                             : dnnl::algorithm::pooling_avg_exclude_padding,
-                l.kernel, l.stride, l.pad);
+                {l.kernel, l.kernel}, l.stride, l.pad);
       break;
     case Op::kFlatten:
       BuildFlatten(i, l);

@@ -344,8 +344,9 @@ class OnednnRunner : public Runner {
                    const dnnl::binary::primitive_desc& pd,
                    const memory& factors, bool factor_grad);
 
-  void BuildPool(int i, const Layer& l, dnnl::algorithm alg, int64_t kernel,
-                 int64_t stride, int64_t pad);
+  // kernels: the window along each axis after [N, C].
+  void BuildPool(int i, const Layer& l, dnnl::algorithm alg,
+                 const Dims& kernels, int64_t stride, int64_t pad);
 
   void BuildAdd(int i, const Layer& l);
 

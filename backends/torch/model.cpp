@@ -41,6 +41,17 @@ TorchModel::TorchModel(const Graph& g)
                           .bias(l.bias)));
         m.base = m.conv.get();
         break;
+      case Op::kConv3d:
+        m.conv3d = register_module(
+            name,
+            torch::nn::Conv3d(
+                torch::nn::Conv3dOptions(g.layer(l.inputs[0]).shape[1], l.units,
+                                         {l.kernel_d, l.kernel, l.kernel_w})
+                    .stride({l.stride_d, l.stride, l.stride})
+                    .padding({l.pad_d, l.pad, l.pad_w})
+                    .bias(l.bias)));
+        m.base = m.conv3d.get();
+        break;
       case Op::kBatchNorm:
         m.bn = register_module(
             name, torch::nn::BatchNorm2d(
@@ -191,16 +202,21 @@ void TorchModel::PrepareInference(const FusionPlan& plan, bool channels_last) {
     if (g.batch_norm < 0) continue;
     LayerModules& conv = layers_[g.anchor];
     LayerModules& bn = layers_[g.batch_norm];
-    const torch::Tensor w = conv.conv->weight;
+    const bool video = !conv.conv;
+    const torch::Tensor w = video ? conv.conv3d->weight : conv.conv->weight;
+    const bool has_bias =
+        video ? conv.conv3d->options.bias() : conv.conv->options.bias();
     // In fp32 whatever the model's type, rounded once.
     auto f32 = [](const torch::Tensor& t) { return t.to(torch::kFloat); };
     const torch::Tensor scale =
         f32(bn.bn->weight) /
         torch::sqrt(f32(bn.bn->running_var) + bn.bn->options.eps());
-    const torch::Tensor bias = conv.conv->options.bias()
-                                   ? f32(conv.conv->bias)
-                                   : torch::zeros_like(scale);
-    w.copy_(f32(w) * scale.view({-1, 1, 1, 1}));
+    const torch::Tensor bias =
+        has_bias ? f32(video ? conv.conv3d->bias : conv.conv->bias)
+                 : torch::zeros_like(scale);
+    std::vector<int64_t> per_channel(w.dim(), 1);
+    per_channel[0] = -1;
+    w.copy_(f32(w) * scale.view(per_channel));
     conv.folded_bias =
         ((bias - f32(bn.bn->running_mean)) * scale + f32(bn.bn->bias))
             .to(w.dtype());
@@ -244,12 +260,21 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
                                 {l.dilation, l.dilation}, l.groups)
                 : m.conv(x);
         break;
+      case Op::kConv3d:
+        y = m.folded_bias.defined()
+                ? torch::conv3d(x, m.conv3d->weight, m.folded_bias,
+                                {l.stride_d, l.stride, l.stride},
+                                {l.pad_d, l.pad, l.pad_w})
+                : m.conv3d(x);
+        break;
       case Op::kBatchNorm:
         // [N, C] (a global pool's, DeepLabV3's image pooling) as the
-        // [N, C, 1, 1] maps it is.
+        // [N, C, 1, 1] maps it is; [N, C, D, H, W] as [N, C, D x H, W]
+        // (the same statistics per channel).
         y = m.folded       ? x
             : x.dim() == 2 ? m.bn(x.view({x.size(0), x.size(1), 1, 1}))
                                  .view({x.size(0), x.size(1)})
+            : x.dim() == 5 ? m.bn(x.flatten(2, 3)).view_as(x)
                            : m.bn(x);
         break;
       case Op::kReLU:
@@ -277,7 +302,7 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         y = x + values_[l.inputs[1]];
         break;
       case Op::kGlobalAvgPool:
-        y = x.mean({2, 3});
+        y = x.dim() == 5 ? x.mean({2, 3, 4}) : x.mean({2, 3});
         break;
       case Op::kEmbedding:
         y = m.embedding(x);

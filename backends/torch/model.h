@@ -19,6 +19,7 @@ namespace paradnn {
 struct LayerModules {
   torch::nn::Linear linear{nullptr};
   torch::nn::Conv2d conv{nullptr};
+  torch::nn::Conv3d conv3d{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};
   torch::nn::Embedding embedding{nullptr};
   torch::nn::EmbeddingBag bag{nullptr};

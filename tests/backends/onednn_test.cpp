@@ -683,6 +683,56 @@ TEST_CASE("a class per pixel: the loss and its step by hand, on both backends",
   }
 }
 
+// Video's layers: a 3x3x3 convolution of ones over a 3x3x3 clip, padded by
+// one, gives each voxel the sum of itself and its neighbours in the clip;
+// a 1x3x3 kernel striding 1x2x2 keeps the frames and halves the pixels.
+// Then a residual block of 3-D convolutions with batch norm over frames
+// and pixels, a projection striding 2x2x2, a global pool, stepped on both
+// backends.
+TEST_CASE("a 3-D convolution sums a voxel's neighbours, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  Graph cube;
+  const int clip = cube.Input({1, 1, 3, 3, 3});
+  const int conv = cube.Conv3d(clip, 1, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  CHECK(cube.layer(conv).shape == Shape{1, 1, 3, 3, 3});
+  cube.SetValues(conv, {std::make_shared<const std::vector<float>>(27, 1.f)});
+  cube.SoftmaxCrossEntropy(cube.Flatten(conv));
+  const std::vector<float> x = InitInput(cube, 11, clip);
+  std::vector<float> sums;
+  for (int d = 0; d < 3; ++d) {
+    for (int h = 0; h < 3; ++h) {
+      for (int w = 0; w < 3; ++w) {
+        float sum = 0;
+        for (int i = std::max(d - 1, 0); i <= std::min(d + 1, 2); ++i) {
+          for (int j = std::max(h - 1, 0); j <= std::min(h + 1, 2); ++j) {
+            for (int k = std::max(w - 1, 0); k <= std::min(w + 1, 2); ++k) {
+              sum += x[(i * 3 + j) * 3 + k];
+            }
+          }
+        }
+        sums.push_back(sum);
+      }
+    }
+  }
+  CheckOutputs(*torch, *onednn, cube, sums, kFp32Tolerance);
+  Graph g;
+  const int video = g.Input({2, 3, 4, 9, 9});
+  const int stem =
+      g.ReLU(g.BatchNorm(g.Conv3d(video, 8, {1, 3, 3}, {1, 2, 2}, {0, 1, 1})));
+  CHECK(g.layer(stem).shape == Shape{2, 8, 4, 5, 5});
+  const int body = g.BatchNorm(g.Conv3d(
+      g.ReLU(g.BatchNorm(g.Conv3d(stem, 16, {3, 3, 3}, {2, 2, 2}, {1, 1, 1}))),
+      16, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}));
+  const int shortcut =
+      g.BatchNorm(g.Conv3d(stem, 16, {1, 1, 1}, {2, 2, 2}, {0, 0, 0}));
+  const int joined = g.ReLU(g.Add(body, shortcut));
+  CHECK(g.layer(joined).shape == Shape{2, 16, 2, 3, 3});
+  g.SoftmaxCrossEntropy(g.Dense(g.GlobalAvgPool(joined), 5));
+  StepBothModes(*onednn, *torch, g);
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

@@ -218,6 +218,29 @@ TEST_CASE("brick names round-trip", "[bricks]") {
             .brick.BuildGraph(Mode::kTrain)
             .layer(1)
             .shape == Shape{2, 4, 16, 12});
+  // A 3-D convolution names its kernel, stride and padding by depth,
+  // height and width where they differ, one value where they do not.
+  Graph clips;
+  const int frames = clips.Input({2, 3, 4, 16, 16});
+  clips.Conv3d(clips.Conv3d(frames, 8, {3, 7, 7}, {1, 2, 2}, {1, 3, 3}), 8,
+               {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, true);
+  const std::vector<Brick> video = BricksOf(clips, Mode::kTrain);
+  CHECK(video.at(0).Key() ==
+        "conv3d/in:2x3x4x16x16/units:8/kernel:3x7x7/stride:1x2x2/pad:1x3x3/"
+        "grad:0");
+  CHECK(video.at(1).Key() ==
+        "conv3d/in:2x8x4x8x8/units:8/kernel:3/stride:2/pad:1/bias:1/grad:1");
+  for (const Brick& b : video) {
+    const std::string name =
+        BrickCase{b, "torch", DType::kFp32, Mode::kTrain}.Name();
+    CHECK(ParseBrickName(name).Name() == name);
+    CHECK(ParseBrickName(name).brick.BuildGraph(Mode::kTrain).layer(1).shape ==
+          clips.layer(b.op == Op::kConv3d && b.kernel_w == 7 ? 1 : 2).shape);
+  }
+  CHECK_THROWS_WITH(
+      ParseBrickName("BRICK/conv3d/in:2x3x4x16x16/units:8/kernel:3x7/stride:1/"
+                     "pad:1/grad:0/torch/fp32/train"),
+      ContainsSubstring("expected one value or depth x height x width"));
   // A loss over a class per pixel names its classes' dimension; one over
   // the last dimension names none.
   Graph pixels;

@@ -145,6 +145,21 @@ TEST_CASE("INCEPTION: non-square kernels and averages counting padding",
   CHECK(per_pixel.class_axis() == 1);
   CHECK(per_pixel.layer(per_pixel.size() - 1).vocab == 5);
   CHECK(InitLabels(per_pixel, 1).size() == 2 * 4 * 4);
+  // Video: a cube where no depth is given, padded to keep the size.
+  const FamilyDef clip = ParseFamily(
+      "family: CLIP\nparams: [batch]\ngraph:\n"
+      "  - {op: input, shape: [batch, 3, 4, 8, 8]}\n"
+      "  - {op: conv3d, channels: 6, kernel: 3}\n"
+      "  - {op: conv3d, channels: 6, kernel: 7, kernel_d: 3, stride: 2, "
+      "stride_d: 1}\n"
+      "  - {op: avgpool}\n  - {op: softmax_xent}\n",
+      "clip.yaml");
+  s.family = clip.name;
+  const Graph clipped = clip.build(s);
+  CHECK(clipped.layer(1).shape == Shape{2, 6, 4, 8, 8});
+  CHECK(clipped.layer(2).shape == Shape{2, 6, 4, 4, 4});
+  CHECK(clipped.layer(2).pad == 3);
+  CHECK(clipped.layer(2).pad_d == 1);
 }
 
 TEST_CASE("a family declared only in YAML: params and FLOPs by hand",
@@ -303,7 +318,8 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
                        "  - {op: dens, units: nodes}\n") ==
         "f.yaml:5: 'dens' is not an operation: expected one of add, "
         "attention, avgpool, avgpool2d, batchnorm, cached_attention, "
-        "channel_mul, channel_shuffle, class_token, concat, conv2d, cross, "
+        "channel_mul, channel_shuffle, class_token, concat, conv2d, conv3d, "
+        "cross, "
         "dense, embedding, "
         "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
         "input, last_position, layer_scale, layernorm, maxpool, positional, "

@@ -84,16 +84,22 @@ std::map<std::string, Update> ReadUpdates(const std::string& base) {
   return out;
 }
 // `name`: the model's constructor under torchvision.models
-// ("segmentation.fcn_resnet50"); `args`: its arguments; `image`: its
-// input's height and width; `output`: its logits' shape, a class per pixel
+// ("segmentation.fcn_resnet50"); `args`: its arguments; `example`: one
+// example's input shape ([3, H, W], video's [3, frames, H, W]); `output`:
+// its logits' shape, a class per pixel
 // where it has four dimensions (segmentation's, the output named `out`).
 Reference Export(const std::string& name, const std::string& kind,
-                 const std::string& args, int64_t image, const Shape& output) {
+                 const std::string& args, const Shape& example,
+                 const Shape& output) {
   const std::string base = test::Scratch("eager/" + name + "." + kind).string();
-  const std::string size =
-      "3, " + std::to_string(image) + ", " + std::to_string(image);
+  std::string size;
+  for (int64_t d : example) {
+    size += (size.empty() ? "" : ", ") + std::to_string(d);
+  }
+  Shape batch = example;
+  batch.insert(batch.begin(), kBatch);
   Graph input;
-  input.Input({kBatch, 3, image, image});
+  input.Input(batch);
   const std::vector<float> x = InitInput(input, kSeed, 0, 0);
   std::ofstream(base + ".input", std::ios::binary)
       .write(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
@@ -329,8 +335,9 @@ void CheckUpdates(const OnnxModel& m, const Reference& ref,
 
 void CheckBoth(const std::string& name, const std::string& kind,
                std::vector<Mode> modes, const std::string& args = "",
-               int64_t image = 224, const Shape& output = {kBatch, 1000}) {
-  const Reference ref = Export(name, kind, args, image, output);
+               const Shape& example = {3, 224, 224},
+               const Shape& output = {kBatch, 1000}) {
+  const Reference ref = Export(name, kind, args, example, output);
   const OnnxModel m = ReadOnnx(ref.file, kBatch, /*weights=*/true);
   INFO(name << " (" << kind << " export): " << m.why_no_graph);
   REQUIRE(m.graph);
@@ -431,9 +438,9 @@ TEST_CASE("ONNX with its weights: GoogLeNet gives PyTorch eager's logits",
 TEST_CASE("ONNX with its weights: Inception v3 gives PyTorch eager's logits",
           "[onnx][torchvision]") {
   CheckBoth("inception_v3", "train", {Mode::kTrain, Mode::kInfer},
-            "aux_logits=False, init_weights=True", 299);
+            "aux_logits=False, init_weights=True", {3, 299, 299});
   CheckBoth("inception_v3", "eval", {Mode::kInfer},
-            "aux_logits=False, init_weights=True", 299);
+            "aux_logits=False, init_weights=True", {3, 299, 299});
 }
 
 // Max pools in ceil mode, whose last window hangs past the maps.
@@ -469,6 +476,7 @@ TEST_CASE("ONNX with its weights: ViT-B/16 gives PyTorch eager's logits",
 // bilinear resize to the image. DeepLabV3: dilated convolutions, its image
 // pooling spread back over the maps. FCN: ResNet-50 dilated to stride 8.
 constexpr int64_t kSegmentationImage = 128;
+const Shape kSegmentationExample = {3, kSegmentationImage, kSegmentationImage};
 const Shape kClassPerPixel = {kBatch, 21, kSegmentationImage,
                               kSegmentationImage};
 
@@ -476,22 +484,33 @@ TEST_CASE("ONNX with its weights: LRASPP-MobileNetV3 gives PyTorch's maps",
           "[onnx][torchvision]") {
   CheckBoth("segmentation.lraspp_mobilenet_v3_large", "train",
             {Mode::kTrain, Mode::kInfer}, "weights_backbone=None",
-            kSegmentationImage, kClassPerPixel);
+            kSegmentationExample, kClassPerPixel);
   CheckBoth("segmentation.lraspp_mobilenet_v3_large", "eval", {Mode::kInfer},
-            "weights_backbone=None", kSegmentationImage, kClassPerPixel);
+            "weights_backbone=None", kSegmentationExample, kClassPerPixel);
 }
 
 TEST_CASE("ONNX with its weights: DeepLabV3-MobileNetV3 gives PyTorch's maps",
           "[onnx][torchvision]") {
   CheckBoth("segmentation.deeplabv3_mobilenet_v3_large", "train",
             {Mode::kTrain, Mode::kInfer}, "weights_backbone=None",
-            kSegmentationImage, kClassPerPixel);
+            kSegmentationExample, kClassPerPixel);
 }
 
 TEST_CASE("ONNX with its weights: FCN-ResNet50 gives PyTorch's maps",
           "[onnx][torchvision]") {
   CheckBoth("segmentation.fcn_resnet50", "train", {Mode::kTrain, Mode::kInfer},
-            "weights_backbone=None", kSegmentationImage, kClassPerPixel);
+            "weights_backbone=None", kSegmentationExample, kClassPerPixel);
+}
+
+// Video: 3-D convolutions (a 3x7x7 stem striding 1x2x2, 3x3x3 blocks,
+// 1x1x1 projections striding 2x2x2), batch norm over frames and pixels, a
+// global pool over them; clips of 4 frames of 64 x 64.
+TEST_CASE("ONNX with its weights: R3D-18 gives PyTorch eager's logits",
+          "[onnx][torchvision]") {
+  CheckBoth("video.r3d_18", "train", {Mode::kTrain, Mode::kInfer}, "",
+            {3, 4, 64, 64}, {kBatch, 400});
+  CheckBoth("video.r3d_18", "eval", {Mode::kInfer}, "", {3, 4, 64, 64},
+            {kBatch, 400});
 }
 
 }  // namespace

@@ -444,14 +444,17 @@ struct Exported {
   int64_t params = 0, flops = 0;
 };
 // `name`: the model's constructor under torchvision.models
-// ("segmentation.fcn_resnet50"); `args`: its arguments; `image`: its
-// input's height and width; `batch`: the trace's (DeepLabV3's image pooling
-// normalizes one value per channel and example, which PyTorch refuses to
-// train on one example).
+// ("segmentation.fcn_resnet50"); `args`: its arguments; `example`: one
+// example's input shape ([3, H, W], video's [3, frames, H, W]); `batch`:
+// the trace's (DeepLabV3's image pooling normalizes one value per channel
+// and example, which PyTorch refuses to train on one example). PyTorch's
+// profiler counts no 3-D convolution's FLOPs: those are counted from each
+// one's output, channels and kernel as it runs.
 Exported Torchvision(const std::string& name, const std::string& args,
-                     int64_t image, int64_t batch) {
-  const std::string size =
-      "3, " + std::to_string(image) + ", " + std::to_string(image) + ")";
+                     const Shape& example, int64_t batch) {
+  std::string size;
+  for (int64_t d : example) size += ", " + std::to_string(d);
+  size = size.substr(2) + ")";
   const std::string file = test::Scratch("onnx/" + name + ".onnx").string();
   const std::string count = test::Scratch("onnx/" + name + ".params").string();
   const std::string log = test::Scratch("onnx/" + name + ".log").string();
@@ -471,12 +474,19 @@ Exported Torchvision(const std::string& name, const std::string& args,
       "training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=False, opset_version=14)\n"
       "m.eval()\n"
+      "video = []\n"
+      "def count(c, i, o):\n"
+      "  video.append(2 * o.numel() * c.in_channels // c.groups *\n"
+      "               c.kernel_size[0] * c.kernel_size[1] * c.kernel_size[2])\n"
+      "for c in m.modules():\n"
+      "  if isinstance(c, torch.nn.Conv3d): c.register_forward_hook(count)\n"
       "with torch.no_grad(), torch.profiler.profile(with_flops=True) as p:\n"
       "  m(torch.randn(8, " +
       size +
       ")\n"
       "matrix = ('aten::conv2d', 'aten::addmm', 'aten::mm', 'aten::bmm')\n"
       "flops = sum(e.flops for e in p.key_averages() if e.key in matrix)\n"
+      "flops += sum(video)\n"
       "open('" +
       count +
       "', 'w').write('%d %d' % (sum(p.numel() for p in "
@@ -499,10 +509,10 @@ Exported Torchvision(const std::string& name, const std::string& args,
 // name has the file's costs, to the FLOP and byte, in training and inference.
 void CheckTorchvision(const std::string& name, int64_t torchvision_params,
                       const std::string& family = "",
-                      const std::string& args = "", int64_t image = 224,
-                      int64_t batch = 1) {
+                      const std::string& args = "",
+                      const Shape& example = {3, 224, 224}, int64_t batch = 1) {
   INFO(name);
-  const Exported e = Torchvision(name, args, image, batch);
+  const Exported e = Torchvision(name, args, example, batch);
   const int64_t params = e.params;
   REQUIRE(params == torchvision_params);  // torchvision's, counted by PyTorch
   const OnnxModel m = ReadOnnx(e.file, 8);
@@ -615,7 +625,7 @@ TEST_CASE(
     "[onnx][torchvision]") {
   CheckTorchvision("inception_v3", 23834568,
                    "INCEPTION/image:299/output:1000/batch:8/torch/fp32/train",
-                   "aux_logits=False, init_weights=True", 299);
+                   "aux_logits=False, init_weights=True", {3, 299, 299});
 }
 
 // A transformer: patches as a sequence, a class token, attention as the
@@ -635,11 +645,18 @@ TEST_CASE(
     "parameters",
     "[onnx][torchvision]") {
   CheckTorchvision("segmentation.fcn_resnet50", 32957013, "",
-                   "weights_backbone=None", 128);
+                   "weights_backbone=None", {3, 128, 128});
   CheckTorchvision("segmentation.deeplabv3_mobilenet_v3_large", 11025477, "",
-                   "weights_backbone=None", 128, 2);
+                   "weights_backbone=None", {3, 128, 128}, 2);
   CheckTorchvision("segmentation.lraspp_mobilenet_v3_large", 3221538, "",
-                   "weights_backbone=None", 128);
+                   "weights_backbone=None", {3, 128, 128});
+}
+
+// Video: 3-D convolutions, batch norm over frames and pixels, a global
+// pool over them.
+TEST_CASE("ONNX: torchvision's R3D-18 has torchvision's parameters",
+          "[onnx][torchvision]") {
+  CheckTorchvision("video.r3d_18", 33371472, "", "", {3, 4, 64, 64});
 }
 
 }  // namespace
