@@ -683,6 +683,29 @@ TEST_CASE("a class per pixel: the loss and its step by hand, on both backends",
   }
 }
 
+// A global pool averages every position of maps that are not square (its
+// window their height by their width), and of a clip's frames too.
+TEST_CASE("a global pool averages maps of any shape, on both backends",
+          "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  for (const Shape& in : {Shape{2, 3, 2, 5}, Shape{1, 2, 3, 2, 4}}) {
+    INFO(ToString(in));
+    Graph g;
+    const int x = g.Input(in);
+    g.SoftmaxCrossEntropy(g.GlobalAvgPool(x));
+    const std::vector<float> v = InitInput(g, 11, x);
+    const int64_t rows = in[0] * in[1], per = Elements(in) / rows;
+    std::vector<float> means(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t k = 0; k < per; ++k) sum += v[r * per + k];
+      means[r] = static_cast<float>(sum / per);
+    }
+    CheckOutputs(*torch, *onednn, g, means, kFp32Tolerance);
+  }
+}
+
 // Video's layers: a 3x3x3 convolution of ones over a 3x3x3 clip, padded by
 // one, gives each voxel the sum of itself and its neighbours in the clip;
 // a 1x3x3 kernel striding 1x2x2 keeps the frames and halves the pixels.
