@@ -186,11 +186,26 @@ class Stripper {
   }
 };
 
-// ONNX's checker and shape inference on m: why it is no valid model, or
-// "".
-std::string Invalid(onnx::ModelProto& m) {
+// Whether some initializer's values lie in a file of their own (PyTorch
+// writes a model over 2 GB so).
+bool ExternalData(const onnx::ModelProto& m) {
+  for (const onnx::TensorProto& t : m.graph().initializer()) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  }
+  return false;
+}
+
+// ONNX's checker and shape inference on m, read from `path`: why it is no
+// valid model, or "". A model with external data is checked by its path:
+// the checker looks for those files beside the model it read, which for
+// one in memory is the working directory.
+std::string Invalid(onnx::ModelProto& m, const std::string& path) {
   try {
-    onnx::checker::check_model(m);
+    if (ExternalData(m)) {
+      onnx::checker::check_model(path);
+    } else {
+      onnx::checker::check_model(m);
+    }
     onnx::shape_inference::InferShapes(m);
   } catch (const std::exception& e) {
     return FirstLine(e.what());
@@ -218,8 +233,8 @@ std::shared_ptr<const OnnxFile> ReadFile(const std::string& path,
     // on the file.
     const auto* bytes = static_cast<const uint8_t*>(data);
     const std::string stripped = Stripper::Model(bytes, bytes + size);
-    valid =
-        !stripped.empty() && m.ParseFromString(stripped) && Invalid(m).empty();
+    valid = !stripped.empty() && m.ParseFromString(stripped) &&
+            Invalid(m, path).empty();
   }
   std::string why;
   if (!valid) {
@@ -233,12 +248,17 @@ std::shared_ptr<const OnnxFile> ReadFile(const std::string& path,
                                ": not an ONNX model (no protobuf "
                                "ModelProto could be read from it)");
     }
-    why = Invalid(m);
+    why = Invalid(m, path);
   } else {
     munmap(data, size);
   }
   if (!why.empty()) {
     throw std::runtime_error(path + ": not a valid ONNX model: " + why);
+  }
+  if (weights && ExternalData(m)) {
+    throw std::runtime_error(path +
+                             ": its weights lie in external data files, "
+                             "which --paradnn_onnx_weights does not read");
   }
   // Where asked for, the weights' values as the layers will read them.
   std::optional<Tensors> tensors;

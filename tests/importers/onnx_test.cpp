@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -430,6 +431,27 @@ TEST_CASE("ONNX: a file that is not a model is an error naming it", "[onnx]") {
   w.Output("y", {1, 2});
   CHECK_THROWS_WITH(ReadOnnx(w.Write("invalid.onnx"), 1),
                     ContainsSubstring("not a valid ONNX model"));
+}
+
+// A model over 2 GB keeps its weights in files of their own beside it
+// (PyTorch writes ViT-H/14 so): read from any working directory, it maps;
+// its weights' values are not read.
+TEST_CASE("ONNX: weights in external data files beside the model", "[onnx]") {
+  ModelWriter w;
+  w.Input("x", {1, 4});
+  w.Weights("w", {3, 4});
+  w.External("w", "external_w");
+  ModelWriter::Int(w.Node("Gemm", "fc", {"x", "w"}, {"y"}), "transB", 1);
+  w.Output("y", {1, 3});
+  const std::string path = w.Write("external.onnx");
+  REQUIRE(std::filesystem::current_path() != test::Scratch("onnx"));
+  const OnnxModel m = ReadOnnx(path, 2);
+  INFO(m.why_no_graph);
+  REQUIRE(m.graph);
+  CHECK(m.graph->layer(1).op == Op::kDense);
+  CHECK(m.graph->layer(1).shape == Shape{2, 3});
+  CHECK_THROWS_WITH(ReadOnnx(path, 2, /*weights=*/true),
+                    ContainsSubstring("external data files"));
 }
 
 // torchvision's model `name`, untrained, exported by PyTorch's own ONNX

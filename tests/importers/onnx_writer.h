@@ -41,6 +41,21 @@ class ModelWriter {
     }
     for (int64_t i = 0; i < n; ++i) t->add_float_data(value);
   }
+  // Tensor `name`'s values moved to `file` beside the model (its external
+  // data, as PyTorch writes models over 2 GB).
+  void External(const std::string& name, const std::string& file) {
+    for (onnx::TensorProto& t : *g()->mutable_initializer()) {
+      if (t.name() != name) continue;
+      std::ofstream out(Scratch("onnx/" + file), std::ios::binary);
+      out.write(reinterpret_cast<const char*>(t.float_data().data()),
+                t.float_data_size() * sizeof(float));
+      t.clear_float_data();
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      onnx::StringStringEntryProto* e = t.add_external_data();
+      e->set_key("location");
+      e->set_value(file);
+    }
+  }
   // A 1-D tensor of int64 values: a reshape's target shape.
   void Ints(const std::string& name, std::initializer_list<int64_t> values) {
     onnx::TensorProto* t = g()->add_initializer();
