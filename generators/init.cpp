@@ -111,7 +111,7 @@ std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
   const Shape& logits = g.layer(g.logits()).shape;
   const int64_t classes = logits[g.class_axis()];
   const int64_t rows = Elements(logits) / classes;
-  if (g.class_axis() + 1 < static_cast<int64_t>(logits.size())) {
+  if (LabelShape(g).size() > 1) {
     // A class per pixel: [N, H, W], each example's pixels together.
     const int64_t batch = logits[0], pixels = rows / batch;
     const std::vector<int64_t> by_pixel =
@@ -128,6 +128,16 @@ std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
   const int64_t batch = tokens >= 0 ? g.layer(tokens).shape[1] : rows;
   return ExampleInts(seed, kLabelStream, rows / batch, batch, first_example,
                      classes);
+}
+
+Shape LabelShape(const Graph& g) {
+  Shape logits = g.layer(g.logits()).shape;
+  const int64_t axis = g.class_axis();
+  if (axis + 1 == static_cast<int64_t>(logits.size())) {
+    return {Elements(logits) / logits[axis]};
+  }
+  logits.erase(logits.begin() + axis);
+  return logits;
 }
 
 RunningStatistics InitRunningStatistics(const Layer& batch_norm) {

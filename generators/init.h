@@ -39,6 +39,9 @@ std::vector<int64_t> InitTokens(const Graph& g, uint64_t seed, int layer = -1,
 // per pixel, else [batch]).
 std::vector<int64_t> InitLabels(const Graph& g, uint64_t seed,
                                 int64_t first_example = 0);
+// The labels' shape: [rows], or the logits' without their classes'
+// dimension where there is a class per pixel ([N, H, W]).
+Shape LabelShape(const Graph& g);
 
 // What a decoder's key/value cache (a kCachedAttention layer) holds before
 // the first step: the keys and values of the positions before the step's,

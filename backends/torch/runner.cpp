@@ -86,14 +86,7 @@ class TorchRunner : public Runner {
     }
     const std::vector<int64_t> labels =
         InitLabels(graph_, opt.seed, opt.first_example);
-    // [rows], or [N, H, W] where there is a class per pixel.
-    Shape label_shape = {static_cast<int64_t>(labels.size())};
-    const Shape& logits = graph_.layer(graph_.logits()).shape;
-    if (graph_.class_axis() + 1 < static_cast<int64_t>(logits.size())) {
-      label_shape = logits;
-      label_shape.erase(label_shape.begin() + graph_.class_axis());
-    }
-    labels_ = FromVector(labels, label_shape).to(device_);
+    labels_ = FromVector(labels, LabelShape(graph_)).to(device_);
     if (train_) comm_ = opt.comm;
     for (int i = 0; i < opt.warmup; ++i) TimedStep();
   }

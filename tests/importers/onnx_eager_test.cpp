@@ -106,15 +106,13 @@ Reference Export(const std::string& name, const std::string& kind,
   Graph head;
   head.SoftmaxCrossEntropy(head.Input(output), output.size() == 4 ? 1 : -1);
   const std::vector<int64_t> labels = InitLabels(head, kSeed);
-  Shape label_shape = output;
-  label_shape.erase(label_shape.begin() + head.class_axis());
   // DeepLabV3's image pooling normalizes one value per channel and example,
   // which PyTorch refuses to train on one example: segmentation models are
   // traced at the batch they run.
   const std::string export_batch =
       std::to_string(output.size() == 4 ? kBatch : 1);
   std::string label_dims;
-  for (int64_t d : label_shape) {
+  for (int64_t d : LabelShape(head)) {
     label_dims += (label_dims.empty() ? "" : ", ") + std::to_string(d);
   }
   std::ofstream(base + ".labels", std::ios::binary)
