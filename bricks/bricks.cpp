@@ -19,7 +19,8 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
   static const std::map<Op, std::vector<std::string>> attributes = {
       {Op::kDense, {"units", "bias"}},
       {Op::kConv2d,
-       {"units", "kernel", "stride", "pad", "dilation?", "groups?", "bias?"}},
+       {"units", "kernel", "stride", "pad", "dilation?", "groups?", "bias?",
+        "weight_norm?"}},
       {Op::kConv3d, {"units", "kernel", "stride", "pad", "bias?"}},
       {Op::kBatchNorm, {"eps?"}},
       {Op::kReLU, {}},
@@ -49,6 +50,8 @@ const std::map<Op, std::vector<std::string>>& Attributes() {
       {Op::kFirstToken, {}},
       {Op::kLayerScale, {}},
       {Op::kResize, {"size"}},
+      {Op::kInstanceNorm, {"eps?"}},
+      {Op::kMaps, {"height"}},
   };
   return attributes;
 }
@@ -67,6 +70,7 @@ bool IsDefault(const Brick& b, const std::string& a) {
   if (a == "ceil") return !b.ceil;
   if (a == "count_pad") return !b.count_pad;
   if (a == "eps") return b.epsilon == kNormEpsilon;
+  if (a == "weight_norm") return b.weight_norm < 0;
   // A layer norm's or a loss's: the last dimension (BricksOf).
   if (a == "axis") return b.axis == 0;
   return false;
@@ -185,6 +189,8 @@ std::string AttributeText(const Brick& b) {
     if (a == "groups") text += std::to_string(b.groups);
     if (a == "dilation") text += std::to_string(b.dilation);
     if (a == "size") text += HwText(b.height, b.width);
+    if (a == "height") text += std::to_string(b.height);
+    if (a == "weight_norm") text += std::to_string(b.weight_norm);
     if (a == "axis") text += std::to_string(b.axis);
     if (a == "begin") text += std::to_string(b.begin);
     if (a == "eps") {
@@ -255,6 +261,8 @@ void ParseAttributes(const std::vector<std::string>& parts, size_t* k,
     if (a == "groups") b->groups = PositiveInt(a, v);
     if (a == "dilation") b->dilation = PositiveInt(a, v);
     if (a == "size") std::tie(b->height, b->width) = ParseHw(a, v, 1);
+    if (a == "height") b->height = PositiveInt(a, v);
+    if (a == "weight_norm") b->weight_norm = PositiveInt(a, v, 0);
     if (a == "axis") b->axis = PositiveInt(a, v, 0);
     if (a == "begin") b->begin = PositiveInt(a, v, 0);
     if (a == "eps") b->epsilon = PositiveReal(a, v);
@@ -293,9 +301,12 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
   switch (b.op) {
     case Op::kDense:
       return g.Dense(in[0], b.units, b.bias);
-    case Op::kConv2d:
-      return g.Conv2d(in[0], b.units, {b.kernel, b.kernel_w}, b.stride,
-                      {b.pad, b.pad_w}, b.groups, b.bias, b.dilation);
+    case Op::kConv2d: {
+      const int conv =
+          g.Conv2d(in[0], b.units, {b.kernel, b.kernel_w}, b.stride,
+                   {b.pad, b.pad_w}, b.groups, b.bias, b.dilation);
+      return b.weight_norm < 0 ? conv : g.WeightNorm(conv, b.weight_norm);
+    }
     case Op::kConv3d:
       return g.Conv3d(in[0], b.units, {b.kernel_d, b.kernel, b.kernel_w},
                       {b.stride_d, b.stride, b.stride},
@@ -365,6 +376,10 @@ int Apply(Graph& g, const Brick& b, const std::vector<int>& in) {
       return g.LayerScale(in[0]);
     case Op::kResize:
       return g.Resize(in[0], b.height, b.width);
+    case Op::kInstanceNorm:
+      return g.InstanceNorm(in[0], b.epsilon);
+    case Op::kMaps:
+      return g.Maps(in[0], b.height);
     default:
       throw SpecError(std::string("'") + ToString(b.op) +
                       "' is not a brick layer");
@@ -504,10 +519,11 @@ Walked Walk(const Graph& g, Mode mode, int granularity, bool activations_join) {
     b.pad = l.pad;
     b.pad_w = l.pad_w;
     b.dilation = l.dilation;
-    if (l.op == Op::kResize) {
+    if (l.op == Op::kResize || l.op == Op::kMaps) {
       b.height = l.shape[2];
       b.width = l.shape[3];
     }
+    b.weight_norm = l.weight_norm;
     b.vocab = l.vocab;
     b.bias = l.bias;
     b.cell = l.cell;

@@ -22,7 +22,9 @@ struct Brick {
   // A 3-D convolution's depth: its key's "kernel:3x7x7", "stride:1x2x2",
   // "pad:1x3x3" (one value where all three are equal).
   int64_t kernel_d = 1, stride_d = 1, pad_d = 0;
-  int64_t height = 0, width = 0;  // a resize's output size ("size:28x28")
+  int64_t height = 0, width = 0;  // a resize's output size ("size:28x28"),
+                                  // maps' height ("height:1")
+  int64_t weight_norm = -1;       // a convolution's (Layer::weight_norm)
   bool bias = false;
   Cell cell = Cell::kRnn;
   int64_t heads = 0;

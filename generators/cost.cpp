@@ -92,8 +92,14 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
   switch (l.op) {
     case Op::kDense:
     case Op::kConv2d:
-    case Op::kConv3d:
-      return l.bias ? Elements(l.shape) : 0;
+    case Op::kConv3d: {
+      // Weight norm: each weight squared into its norm, then scaled.
+      const int64_t weights = l.weight_norm < 0
+                                  ? 0
+                                  : l.units * g.layer(l.inputs[0]).shape[1] /
+                                        l.groups * l.kernel * l.kernel_w;
+      return (l.bias ? Elements(l.shape) : 0) + 2 * weights;
+    }
     case Op::kSigmoid:
     case Op::kSilu:
     case Op::kRelu6:
@@ -103,6 +109,7 @@ int64_t ForwardElementwise(const Graph& g, const Layer& l) {
     case Op::kLayerScale:
     case Op::kBatchNorm:
     case Op::kLayerNorm:
+    case Op::kInstanceNorm:
     case Op::kGelu:
     case Op::kPositional:
     case Op::kReLU:
@@ -350,8 +357,9 @@ LayerCost ComputeLayerCost(const Graph& g, int i, Mode mode, DType dtype) {
   // take its output's gradient as it is. A slice's input's gradient is
   // written whole: zeros outside the slice.
   const bool moves = l.op == Op::kAdd || l.op == Op::kConcat ||
-                     l.op == Op::kSequence || l.op == Op::kClassToken ||
-                     l.op == Op::kChannelShuffle || l.op == Op::kSlice;
+                     l.op == Op::kSequence || l.op == Op::kMaps ||
+                     l.op == Op::kClassToken || l.op == Op::kChannelShuffle ||
+                     l.op == Op::kSlice;
   const int64_t reads =
       (loss ? 0 : OutputBytes(l, e)) + (moves ? 0 : in_bytes) + param_bytes;
   c.read_bytes += reads;

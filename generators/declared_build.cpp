@@ -199,6 +199,11 @@ class Builder {
           made = g_.Conv2d(in[0], size("channels", 0), {kernel, kernel_w},
                            size("stride", 1), {pad, pad_w}, size("groups", 1),
                            flag("bias", false), dilation);
+          // weight_norm: the weights' axis with a magnitude per index
+          // (PyTorch's weight_norm dim), as Wav2Vec2's 3 over taps.
+          if (size("weight_norm", -1) >= 0) {
+            made = g_.WeightNorm(made, size("weight_norm", -1));
+          }
           break;
         }
         case Op::kConv3d: {
@@ -327,6 +332,12 @@ class Builder {
           break;
         case Op::kLayerScale:
           made = g_.LayerScale(in[0]);
+          break;
+        case Op::kInstanceNorm:
+          made = g_.InstanceNorm(in[0]);
+          break;
+        case Op::kMaps:
+          made = g_.Maps(in[0], size("height", 0));
           break;
         case Op::kResize: {
           const int64_t height = size("height", 0);

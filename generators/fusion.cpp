@@ -98,7 +98,10 @@ FusionPlan PlanFusion(const Graph& g, Mode mode, Fusion fusion) {
         group.before_sum.push_back(next);
       }
     } else {
-      if (conv && next >= 0 && g.layer(next).op == Op::kBatchNorm) {
+      // A weight-normed convolution's weights are made each step: no batch
+      // norm is folded into them.
+      if (conv && g.layer(i).weight_norm < 0 && next >= 0 &&
+          g.layer(next).op == Op::kBatchNorm) {
         group.batch_norm = next;
         last = next;
         next = only_reader(last);

@@ -115,6 +115,10 @@ const char* ToString(Op op) {
       return "layer_scale";
     case Op::kResize:
       return "resize";
+    case Op::kInstanceNorm:
+      return "instance_norm";
+    case Op::kMaps:
+      return "maps";
   }
   return "?";
 }
@@ -383,6 +387,40 @@ int Graph::Resize(int x, int64_t height, int64_t width) {
   l.inputs = {x};
   l.shape = {in[0], in[1], height, width};
   return Append(std::move(l));
+}
+
+int Graph::InstanceNorm(int x, double epsilon) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 4, "an instance norm of " + ToString(in) +
+                              ": expected [N, C, H, W] maps");
+  Require(epsilon > 0, "a normalization's epsilon must be positive");
+  const int i = SameShape(Op::kInstanceNorm, x);
+  layers_[i].units = layers_[i].shape[1];
+  layers_[i].epsilon = epsilon;
+  return i;
+}
+
+int Graph::Maps(int x, int64_t height) {
+  const Shape& in = layer(x).shape;
+  Require(in.size() == 3 && height >= 1 && in[0] % height == 0,
+          "maps of height " + std::to_string(height) + " from " + ToString(in) +
+              ": expected [length, batch, channels], the length a multiple "
+              "of the height");
+  Layer l;
+  l.op = Op::kMaps;
+  l.inputs = {x};
+  l.shape = {in[1], in[2], height, in[0] / height};
+  return Append(std::move(l));
+}
+
+int Graph::WeightNorm(int conv, int64_t axis) {
+  Require(conv >= 0 && conv < size() && layers_[conv].op == Op::kConv2d &&
+              axis >= 0 && axis < 4,
+          "a weight norm over axis " + std::to_string(axis) +
+              ": expected a 2-D convolution's, of its [out, in, h, w] "
+              "weights");
+  layers_[conv].weight_norm = axis;
+  return conv;
 }
 
 int Graph::LayerScale(int x) {
@@ -728,16 +766,28 @@ std::vector<ParamTensor> Graph::Params() const {
         // A filter reads its group's channels only.
         const int64_t in = layer(l.inputs[0]).shape[1] / l.groups;
         const int64_t fan_in = in * l.kernel_d * l.kernel * l.kernel_w;
-        add(i, "weight",
+        const Shape w =
             l.op == Op::kConv3d
                 ? Shape{l.units, in, l.kernel_d, l.kernel, l.kernel_w}
-                : Shape{l.units, in, l.kernel, l.kernel_w},
-            fan_in);
+                : Shape{l.units, in, l.kernel, l.kernel_w};
+        if (l.weight_norm < 0) {
+          add(i, "weight", w, fan_in);
+        } else {
+          // Unit magnitudes unless a file gives them (PyTorch starts g at
+          // |v|, which a seed-drawn v has no reason to keep).
+          add(i, "weight_v", w, fan_in);
+          Shape g(w.size(), 1);
+          g[l.weight_norm] = w[l.weight_norm];
+          add(i, "weight_g", g, fan_in);
+          params.back().bound = 0;
+          params.back().fill = 1;
+        }
         if (l.bias) add(i, "bias", {l.units}, fan_in);
         break;
       }
       case Op::kBatchNorm:
       case Op::kLayerNorm:
+      case Op::kInstanceNorm:
         add(i, "weight", {l.units}, 1);
         params.back().bound = 0;
         params.back().fill = 1;
@@ -800,7 +850,7 @@ std::vector<bool> Graph::NeedsGrad() const {
                      l.op == Op::kLayerNorm || l.op == Op::kPositional ||
                      l.op == Op::kRmsNorm || l.op == Op::kEmbeddingBag ||
                      l.op == Op::kCross || l.op == Op::kClassToken ||
-                     l.op == Op::kLayerScale;
+                     l.op == Op::kLayerScale || l.op == Op::kInstanceNorm;
     needs[i] = trainable || l.requires_grad;
     for (int in : l.inputs) needs[i] = needs[i] || needs[in];
   }

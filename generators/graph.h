@@ -105,6 +105,13 @@ enum class Op {
   // [N, C] (a global pool's, ONNX's [N, C, 1, 1]) is 1x1 maps: each
   // channel's value spread over the output.
   kResize,
+  // Speech's: [N, C, H, W] normalized per example and channel over its
+  // positions, then a trainable scale and shift per channel (PyTorch's
+  // GroupNorm with a group per channel: Wav2Vec2's first convolution's).
+  kInstanceNorm,
+  // [H x W, N, C] -> [N, C, H, W] (kSequence's inverse): a sequence read by
+  // a convolution again (Wav2Vec2's positional convolution).
+  kMaps,
 };
 
 const char* ToString(Op op);
@@ -151,6 +158,10 @@ struct Layer {
   int64_t kernel_w = 0;
   int64_t pad_w = 0;
   int64_t dilation = 1;  // convolution: the distance between its taps
+  // A 2-D convolution's weights as PyTorch's weight_norm makes them:
+  // v / |v| x g, |v| over every axis of [out, in, h, w] but this one, g
+  // a trainable magnitude per index of it (-1: plain weights).
+  int64_t weight_norm = -1;
   // A 3-D convolution's window along the depth (frames): its size, stride
   // and padding on each side; 1, 1 and 0 for every other layer.
   int64_t kernel_d = 1;
@@ -277,6 +288,11 @@ class Graph {
   int FirstToken(int x);
   int LayerScale(int x);
   int Resize(int x, int64_t height, int64_t width);
+  int InstanceNorm(int x, double epsilon = kNormEpsilon);
+  int Maps(int x, int64_t height);
+  // Convolution `conv`'s weights reparameterized by weight_norm over
+  // `axis` (Layer::weight_norm); returns conv.
+  int WeightNorm(int conv, int64_t axis);
 
   // Gives layer i the initial values a file holds (Layer::values).
   void SetValues(

@@ -1,8 +1,11 @@
 // oneDNN backend. Convolutions, pooling, and what CNNs do with their
 // feature maps besides: flatten them, join them along their channels.
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/onednn/runner.h"
 
@@ -80,9 +83,20 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
       backward_weights(memory::desc(dst_dims, dt_, Tag::any));
     }
   }
-  AddParam(i, "weight", pd.weights_desc(),
-           memory::desc(w_dims, Dt::f32, w_user),
-           wpd ? wpd->diff_weights_desc() : pd.weights_desc());
+  const memory::desc w_plain(w_dims, Dt::f32, w_user);
+  memory w_value, w_grad;
+  if (l.weight_norm >= 0) {
+    const auto [value, grad] =
+        WeightNormed(i, l, w_plain, pd.weights_desc(),
+                     wpd ? wpd->diff_weights_desc() : memory::desc());
+    w_value = value;
+    w_grad = grad;
+  } else {
+    AddParam(i, "weight", pd.weights_desc(), w_plain,
+             wpd ? wpd->diff_weights_desc() : pd.weights_desc());
+    w_value = ParamOf(i, "weight").value;
+    w_grad = ParamOf(i, "weight").grad;
+  }
   if (l.bias) {
     AddParam(i, "bias", pd.bias_desc(), b_grad_md,
              wpd ? wpd->diff_bias_desc() : pd.bias_desc());
@@ -95,9 +109,8 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     SetOut(i, pd.dst_desc());
   }
   const memory in = Input(x, pd.src_desc());
-  Weight& w = ParamOf(i, "weight");
   Args args = {
-      {DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w.value}, {DNNL_ARG_DST, out_[i]}};
+      {DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w_value}, {DNNL_ARG_DST, out_[i]}};
   if (l.bias) args[DNNL_ARG_BIAS] = ParamOf(i, "bias").value;
   if (!l.bias && folded) args[DNNL_ARG_BIAS] = folded_bias_.at(i);
   Run(forward_, dnnl::convolution_forward(pd), args);
@@ -105,9 +118,10 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
   Args grads = {
       {DNNL_ARG_SRC, Input(x, wpd->src_desc())},
       {DNNL_ARG_DIFF_DST, InBackward(i, diff_[i], wpd->diff_dst_desc())},
-      {DNNL_ARG_DIFF_WEIGHTS, w.grad}};
+      {DNNL_ARG_DIFF_WEIGHTS, w_grad}};
   if (l.bias) grads[DNNL_ARG_DIFF_BIAS] = ParamOf(i, "bias").grad;
   Run(backward_[i], dnnl::convolution_backward_weights(*wpd), grads);
+  if (l.weight_norm >= 0) WeightNormBackward(i, l, w_plain, w_grad);
   if (Grad(x)) {
     // Backward data has kernels of its own for its own weight format;
     // given the forward one it falls back to the reference code.
@@ -129,10 +143,102 @@ void OnednnRunner::BuildConv(int i, const Layer& l) {
     memory grad = GradTarget(x, i, dpd.diff_src_desc());
     Run(backward_[i], dnnl::convolution_backward_data(dpd),
         {{DNNL_ARG_DIFF_DST, InBackward(i, diff_[i], dpd.diff_dst_desc())},
-         {DNNL_ARG_WEIGHTS, InBackward(i, w.value, dpd.weights_desc())},
+         {DNNL_ARG_WEIGHTS, InBackward(i, w_value, dpd.weights_desc())},
          {DNNL_ARG_DIFF_SRC, grad}});
     Deliver(x, i, grad);
   }
+}
+
+namespace {
+
+// Weight norm's magnitudes run along one axis of [out, in, h, w]: element
+// e of the plain weights has magnitude (e / inner) % size.
+struct NormAxis {
+  int64_t size = 1, inner = 1, count = 0;
+  NormAxis(const Shape& w, int64_t axis) : count(Elements(w)) {
+    size = w[axis];
+    for (size_t k = axis + 1; k < w.size(); ++k) inner *= w[k];
+  }
+  int64_t Of(int64_t e) const { return e / inner % size; }
+};
+
+Shape TorchWeights(const Graph& g, const Layer& l) {
+  return {l.units, g.layer(l.inputs[0]).shape[1] / l.groups, l.kernel,
+          l.kernel_w};
+}
+
+}  // namespace
+
+// w = g v / |v| (PyTorch's weight_norm), made in plain f32 each forward
+// pass from the parameters v and g and reordered into the convolution's
+// format; the norms are kept for backward.
+std::pair<memory, memory> OnednnRunner::WeightNormed(
+    int i, const Layer& l, const memory::desc& plain, const memory::desc& md,
+    const memory::desc& grad_md) {
+  const NormAxis axis(TorchWeights(graph_, l), l.weight_norm);
+  Shape g_dims(4, 1);
+  g_dims[l.weight_norm] = axis.size;
+  const memory::desc g_md(g_dims, Dt::f32, Tag::abcd);
+  AddParam(i, "weight_v", plain, plain, plain);
+  AddParam(i, "weight_g", g_md, g_md, g_md);
+  const memory v = ParamOf(i, "weight_v").value;
+  const memory g = ParamOf(i, "weight_g").value;
+  const memory w = Make(plain), value = Make(md);
+  const memory norms = Make(memory::desc({axis.size}, Dt::f32, Tag::a));
+  Push(forward_, OpClass::kElementwise, "weight norm", [=] {
+    const float* pv = static_cast<const float*>(v.get_data_handle());
+    const float* pg = static_cast<const float*>(g.get_data_handle());
+    float* pw = static_cast<float*>(w.get_data_handle());
+    float* pn = static_cast<float*>(norms.get_data_handle());
+    std::vector<double> squares(axis.size, 0.0);
+    for (int64_t e = 0; e < axis.count; ++e) {
+      squares[axis.Of(e)] += double{pv[e]} * pv[e];
+    }
+    for (int64_t j = 0; j < axis.size; ++j) {
+      pn[j] = static_cast<float>(std::sqrt(squares[j]));
+    }
+    for (int64_t e = 0; e < axis.count; ++e) {
+      const int64_t j = axis.Of(e);
+      pw[e] = pv[e] / pn[j] * pg[j];
+    }
+  });
+  Reorder(forward_, w, value, false);
+  if (!train_) return {value, memory()};
+  norms_[i] = norms;
+  return {value, Make(grad_md)};
+}
+
+// From the weights' gradient dw: dg = dw . v / |v| and
+// dv = g / |v| (dw - dg v / |v|), per magnitude.
+void OnednnRunner::WeightNormBackward(int i, const Layer& l,
+                                      const memory::desc& plain,
+                                      const memory& w_grad) {
+  const NormAxis axis(TorchWeights(graph_, l), l.weight_norm);
+  const memory dw = Make(plain);
+  Reorder(backward_[i], w_grad, dw, false);
+  Weight& v = ParamOf(i, "weight_v");
+  Weight& g = ParamOf(i, "weight_g");
+  const memory norms = norms_.at(i);
+  Push(backward_[i], OpClass::kElementwise, "weight norm",
+       [=, vm = v.value, dvm = v.grad, gm = g.value, dgm = g.grad] {
+         const float* pv = static_cast<const float*>(vm.get_data_handle());
+         const float* pg = static_cast<const float*>(gm.get_data_handle());
+         const float* pdw = static_cast<const float*>(dw.get_data_handle());
+         const float* pn = static_cast<const float*>(norms.get_data_handle());
+         float* pdv = static_cast<float*>(dvm.get_data_handle());
+         float* pdg = static_cast<float*>(dgm.get_data_handle());
+         std::vector<double> dots(axis.size, 0.0);
+         for (int64_t e = 0; e < axis.count; ++e) {
+           dots[axis.Of(e)] += double{pdw[e]} * pv[e];
+         }
+         for (int64_t j = 0; j < axis.size; ++j) {
+           pdg[j] = static_cast<float>(dots[j] / pn[j]);
+         }
+         for (int64_t e = 0; e < axis.count; ++e) {
+           const int64_t j = axis.Of(e);
+           pdv[e] = pg[j] / pn[j] * (pdw[e] - pdg[j] * pv[e] / pn[j]);
+         }
+       });
 }
 
 void OnednnRunner::BuildPool(int i, const Layer& l, dnnl::algorithm alg,

@@ -1,4 +1,6 @@
 // oneDNN backend. Batch and layer normalization.
+#include <algorithm>
+
 #include "backends/onednn/runner.h"
 
 namespace paradnn::onednn {
@@ -47,6 +49,87 @@ void OnednnRunner::BuildBatchNorm(int i, const Layer& l) {
       NormalizationBackward(i, out_[x], diff_[i], mean, variance, grad,
                             kBatchNormBackwardTakesShift));
   Deliver(x, i, grad);
+}
+
+// Per example and channel: oneDNN's batch normalization of the maps read
+// plain as [1, N x C, H, W], one channel per (example, channel), whose
+// statistics are then each example's own. Its scale and shift per (n, c)
+// are the layer's per c, copied across the batch before it runs; backward
+// sums their gradients over the batch.
+void OnednnRunner::BuildInstanceNorm(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const Dims& d = l.shape;
+  const int64_t n = d[0], c = d[1];
+  const memory::desc maps(d, dt_, Tag::abcd);
+  const memory::desc rows({1, n * c, d[2], d[3]}, dt_, Tag::abcd);
+  auto as_rows = [&](const memory& m) {
+    return memory(rows, engine_, m.get_data_handle());
+  };
+  const auto flags = dnnl::normalization_flags::use_scale |
+                     dnnl::normalization_flags::use_shift;
+  const auto pd = NormalizationPd<dnnl::batch_normalization_forward>(
+      engine_, Forward(), rows, static_cast<float>(l.epsilon), flags);
+  const memory::desc c_md({c}, Dt::f32, Tag::x);
+  AddParam(i, "weight", c_md, c_md, c_md);
+  AddParam(i, "bias", c_md, c_md, c_md);
+  SetOut(i, maps);
+  const memory src = Input(x, maps);
+  const memory::desc nc_md({n * c}, Dt::f32, Tag::x);
+  const memory scale = Make(nc_md), shift = Make(nc_md);
+  Weight& w = ParamOf(i, "weight");
+  Weight& b = ParamOf(i, "bias");
+  Push(forward_, OpClass::kMovement, "instance norm scale",
+       [=, wm = w.value, bm = b.value] {
+         const float* pw = static_cast<const float*>(wm.get_data_handle());
+         const float* pb = static_cast<const float*>(bm.get_data_handle());
+         float* ps = static_cast<float*>(scale.get_data_handle());
+         float* pt = static_cast<float*>(shift.get_data_handle());
+         for (int64_t k = 0; k < n * c; ++k) {
+           ps[k] = pw[k % c];
+           pt[k] = pb[k % c];
+         }
+       });
+  Args args = {{DNNL_ARG_SRC, as_rows(src)},
+               {DNNL_ARG_DST, as_rows(out_[i])},
+               {DNNL_ARG_SCALE, scale},
+               {DNNL_ARG_SHIFT, shift}};
+  memory mean, variance;
+  if (train_) {
+    mean = Make(pd.mean_desc());
+    variance = Make(pd.variance_desc());
+    args[DNNL_ARG_MEAN] = mean;
+    args[DNNL_ARG_VARIANCE] = variance;
+  }
+  Run(forward_, dnnl::batch_normalization_forward(pd), args);
+  if (!train_) return;
+  const auto bpd = NormalizationBackwardPd<dnnl::batch_normalization_backward>(
+      engine_, rows, rows, static_cast<float>(l.epsilon), flags, pd);
+  const memory d_scale = Make(nc_md), d_shift = Make(nc_md);
+  memory grad = GradTarget(x, i, maps);
+  Args back = {{DNNL_ARG_SRC, as_rows(src)},
+               {DNNL_ARG_MEAN, mean},
+               {DNNL_ARG_VARIANCE, variance},
+               {DNNL_ARG_DIFF_DST, as_rows(InBackward(i, diff_[i], maps))},
+               {DNNL_ARG_SCALE, scale},
+               {DNNL_ARG_DIFF_SRC, as_rows(grad)},
+               {DNNL_ARG_DIFF_SCALE, d_scale},
+               {DNNL_ARG_DIFF_SHIFT, d_shift}};
+  if (kBatchNormBackwardTakesShift) back[DNNL_ARG_SHIFT] = shift;
+  Run(backward_[i], dnnl::batch_normalization_backward(bpd), back);
+  Push(backward_[i], OpClass::kElementwise, "instance norm scale",
+       [=, dw = w.grad, db = b.grad] {
+         const float* ps = static_cast<const float*>(d_scale.get_data_handle());
+         const float* pt = static_cast<const float*>(d_shift.get_data_handle());
+         float* pw = static_cast<float*>(dw.get_data_handle());
+         float* pb = static_cast<float*>(db.get_data_handle());
+         std::fill(pw, pw + c, 0.f);
+         std::fill(pb, pb + c, 0.f);
+         for (int64_t k = 0; k < n * c; ++k) {
+           pw[k % c] += ps[k];
+           pb[k % c] += pt[k];
+         }
+       });
+  if (Grad(x)) Deliver(x, i, grad);
 }
 
 // Batch and layer normalization's backward take the same arguments, but

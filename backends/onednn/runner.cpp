@@ -632,6 +632,12 @@ void OnednnRunner::Build(int i) {
     case Op::kResize:
       BuildResize(i, l);
       break;
+    case Op::kInstanceNorm:
+      BuildInstanceNorm(i, l);
+      break;
+    case Op::kMaps:
+      BuildMaps(i, l);
+      break;
   }
 }
 

@@ -303,8 +303,19 @@ class OnednnRunner : public Runner {
   void BuildDense(int i, const Layer& l);
 
   void BuildConv(int i, const Layer& l);
+  // A weight-normed convolution's parameters v and g, and the weights made
+  // from them in the convolution's format `md`: that memory and, in
+  // training, the weights' gradient's (in `grad_md`).
+  std::pair<memory, memory> WeightNormed(int i, const Layer& l,
+                                         const memory::desc& plain,
+                                         const memory::desc& md,
+                                         const memory::desc& grad_md);
+  // The gradients of v and g from the weights'.
+  void WeightNormBackward(int i, const Layer& l, const memory::desc& plain,
+                          const memory& w_grad);
 
   void BuildBatchNorm(int i, const Layer& l);
+  void BuildInstanceNorm(int i, const Layer& l);
 
   // alpha and beta as the algorithm reads them (EltwisePd).
   void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
@@ -361,6 +372,7 @@ class OnednnRunner : public Runner {
 
   // A vision transformer's token layers (tokens.cpp).
   void BuildSequence(int i, const Layer& l);
+  void BuildMaps(int i, const Layer& l);
   void BuildClassToken(int i, const Layer& l);
   void BuildFirstToken(int i, const Layer& l);
 
@@ -427,6 +439,8 @@ class OnednnRunner : public Runner {
   const FusionPlan plan_;
   // The bias a folded batch norm gives a convolution that had none.
   std::unordered_map<int, memory> folded_bias_;
+  // A weight-normed convolution's norms |v|, from its forward pass.
+  std::unordered_map<int, memory> norms_;
   const Dt dt_;
   dnnl::engine engine_;
   dnnl::stream stream_;

@@ -35,6 +35,24 @@ void OnednnRunner::BuildSequence(int i, const Layer& l) {
   Deliver(x, i, grad);
 }
 
+// [H x W, N, C] -> [N, C, H, W], plain: one reorder of the sequence's rows
+// read as maps with the sequence's strides, and backward the other way.
+void OnednnRunner::BuildMaps(int i, const Layer& l) {
+  const int x = l.inputs[0];
+  const memory rows = PlainRows(x);
+  SetOut(i, memory::desc(l.shape, dt_, Tag::abcd));
+  const Dims& d = l.shape;  // N, C, H, W
+  const memory::desc as_maps(d, dt_,
+                             Dims{d[1], 1, d[3] * d[0] * d[1], d[0] * d[1]});
+  Reorder(forward_, memory(as_maps, engine_, rows.get_data_handle()), out_[i],
+          false);
+  if (!Grad(x)) return;
+  memory grad = GradTarget(x, i, diff_[x].get_desc());
+  Reorder(backward_[i], diff_[i],
+          memory(as_maps, engine_, grad.get_data_handle()), false);
+  Deliver(x, i, grad);
+}
+
 // [L, N, E] -> [1 + L, N, E]: position 0 is the token in every example
 // (ones [N, 1] x token [1, E]), the rest a copy of the input; backward the
 // token's gradient is position 0's summed over the batch (ones [1, N] x

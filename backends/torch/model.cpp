@@ -30,6 +30,25 @@ TorchModel::TorchModel(const Graph& g)
         m.base = m.linear.get();
         break;
       case Op::kConv2d:
+        if (l.weight_norm >= 0) {
+          // PyTorch's weight_norm: the tensors v and g, the weights made
+          // from them as the layer runs.
+          const int64_t in = g.layer(l.inputs[0]).shape[1] / l.groups;
+          std::vector<int64_t> magnitudes(4, 1);
+          const std::vector<int64_t> w = {l.units, in, l.kernel, l.kernel_w};
+          magnitudes[l.weight_norm] = w[l.weight_norm];
+          m.table =
+              register_module(name, std::make_shared<torch::nn::Module>());
+          m.weight_v = m.table->register_parameter("weight_v", torch::empty(w));
+          m.weight_u =
+              m.table->register_parameter("weight_g", torch::empty(magnitudes));
+          if (l.bias) {
+            m.bias =
+                m.table->register_parameter("bias", torch::empty({l.units}));
+          }
+          m.base = m.table.get();
+          break;
+        }
         m.conv = register_module(
             name, torch::nn::Conv2d(
                       torch::nn::Conv2dOptions(g.layer(l.inputs[0]).shape[1],
@@ -114,6 +133,13 @@ TorchModel::TorchModel(const Graph& g)
           m.causal_mask =
               torch::ones({l.shape[0], l.shape[0]}, torch::kBool).triu(1);
         }
+        break;
+      case Op::kInstanceNorm:
+        m.table = register_module(name, std::make_shared<torch::nn::Module>());
+        m.weight_u =
+            m.table->register_parameter("weight", torch::empty({l.units}));
+        m.bias = m.table->register_parameter("bias", torch::empty({l.units}));
+        m.base = m.table.get();
         break;
       case Op::kRmsNorm:
       case Op::kClassToken:
@@ -254,6 +280,13 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         y = m.linear(x);
         break;
       case Op::kConv2d:
+        if (l.weight_norm >= 0) {
+          y = torch::conv2d(
+              x, torch::_weight_norm(m.weight_v, m.weight_u, l.weight_norm),
+              l.bias ? m.bias : torch::Tensor(), {l.stride, l.stride},
+              {l.pad, l.pad_w}, {l.dilation, l.dilation}, l.groups);
+          break;
+        }
         y = m.folded_bias.defined()
                 ? torch::conv2d(x, m.conv->weight, m.folded_bias,
                                 {l.stride, l.stride}, {l.pad, l.pad_w},
@@ -323,6 +356,10 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kLayerScale:
         y = x * m.positional.view({1, l.units, 1, 1});
         break;
+      case Op::kInstanceNorm:
+        // torchaudio's: GroupNorm with a group per channel.
+        y = torch::group_norm(x, l.units, m.weight_u, m.bias, l.epsilon);
+        break;
       case Op::kResize:
         y = torch::nn::functional::interpolate(
             x.dim() == 2 ? x.view({x.size(0), x.size(1), 1, 1}) : x,
@@ -333,6 +370,12 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
         break;
       case Op::kGelu:
         y = torch::gelu(x);
+        // LibTorch 1.13's CPU gelu_backward misreads an output gradient
+        // that is not contiguous (values of 1e34): a sequence's view of the
+        // maps after it, Wav2Vec2's feature encoder's, gives it one.
+        if (y.requires_grad()) {
+          y.register_hook([](torch::Tensor g) { return g.contiguous(); });
+        }
         break;
       case Op::kPositional:
         y = x + m.positional.unsqueeze(1);
@@ -419,6 +462,11 @@ torch::Tensor TorchModel::Forward(const std::vector<torch::Tensor>& inputs,
       case Op::kSequence:
         // A view; the class token's concat after it copies, as eager's.
         y = x.flatten(2).permute({2, 0, 1});
+        break;
+      case Op::kMaps:
+        // Eager's transpose of [N, L, C] to [N, C, L] before a convolution
+        // is a view; the convolution reads it as it lies.
+        y = x.permute({1, 2, 0}).unflatten(2, {l.shape[2], l.shape[3]});
         break;
       case Op::kClassToken:
         y = torch::cat(

@@ -31,7 +31,9 @@ struct LayerModules {
   // scale's holder, and the tensor.
   std::shared_ptr<torch::nn::Module> table;
   torch::Tensor positional;
-  // A cross layer's tensors in `table`: V and U, or W (in weight_u), and b.
+  // A cross layer's tensors in `table`: V and U, or W (in weight_u), and b;
+  // a weight-normed convolution's v, g (in weight_u) and bias; an instance
+  // norm's scale (in weight_u) and shift.
   torch::Tensor weight_v, weight_u, bias;
   torch::nn::Module* base = nullptr;  // whichever of the above is set
   torch::Tensor causal_mask;          // attention: true above the diagonal

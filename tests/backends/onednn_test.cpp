@@ -756,6 +756,88 @@ TEST_CASE("a 3-D convolution sums a voxel's neighbours, on both backends",
   StepBothModes(*onednn, *torch, g);
 }
 
+// Speech's layers, by hand: an instance norm (each example's channel
+// normalized over its positions, then the channel's scale and shift), and
+// a weight-normed convolution (w = g v / |v|, |v| per tap over outputs and
+// inputs, as torchaudio's positional convolution). Then Wav2Vec2's
+// pattern at small sizes, stepped on both backends: 1-D convolutions over
+// [N, C, 1, L], the sequence of their frames, back to maps for a grouped
+// weight-normed convolution cut to the sequence's length, added to it.
+TEST_CASE(
+    "speech's layers: an instance norm and a weight norm, on both "
+    "backends",
+    "[onednn]") {
+  auto torch = MakeTorchBackend(false);
+  auto onednn = MakeOnednnBackend();
+  {
+    Graph g;
+    const int x = g.Input({2, 3, 1, 4});
+    const int norm = g.InstanceNorm(x);
+    const std::vector<float> scale = {1.f, 2.f, -0.5f}, shift = {0.f, 1.f, 3.f};
+    g.SetValues(norm, {std::make_shared<const std::vector<float>>(scale),
+                       std::make_shared<const std::vector<float>>(shift)});
+    g.SoftmaxCrossEntropy(g.Flatten(norm));
+    const std::vector<float> in = InitInput(g, 11, x);
+    std::vector<float> want;
+    for (int n = 0; n < 2; ++n) {
+      for (int c = 0; c < 3; ++c) {
+        const float* row = &in[(n * 3 + c) * 4];
+        double mean = 0, var = 0;
+        for (int t = 0; t < 4; ++t) mean += row[t] / 4.0;
+        for (int t = 0; t < 4; ++t)
+          var += (row[t] - mean) * (row[t] - mean) / 4;
+        for (int t = 0; t < 4; ++t) {
+          want.push_back(static_cast<float>(
+              (row[t] - mean) / std::sqrt(var + kNormEpsilon) * scale[c] +
+              shift[c]));
+        }
+      }
+    }
+    CheckOutputs(*torch, *onednn, g, want, kFp32Tolerance);
+  }
+  {
+    Graph g;
+    const int x = g.Input({1, 1, 1, 5});
+    const int conv = g.WeightNorm(g.Conv2d(x, 2, {1, 3}, 1, {0, 1}), 3);
+    const std::vector<float> v = {3, 1, -2, 4, 2, 0}, magnitude = {2, 5, 1};
+    g.SetValues(conv, {std::make_shared<const std::vector<float>>(v),
+                       std::make_shared<const std::vector<float>>(magnitude)});
+    g.SoftmaxCrossEntropy(g.Flatten(conv));
+    const std::vector<float> in = InitInput(g, 11, x);
+    // Tap k's weights, out 0 and 1: v[k] and v[3 + k] over their norm.
+    double w[2][3];
+    for (int k = 0; k < 3; ++k) {
+      const double norm = std::hypot(v[k], v[3 + k]);
+      for (int o = 0; o < 2; ++o) w[o][k] = v[o * 3 + k] / norm * magnitude[k];
+    }
+    std::vector<float> want;
+    for (int o = 0; o < 2; ++o) {
+      for (int t = 0; t < 5; ++t) {
+        double sum = 0;
+        for (int k = 0; k < 3; ++k) {
+          if (t + k - 1 >= 0 && t + k - 1 < 5) sum += w[o][k] * in[t + k - 1];
+        }
+        want.push_back(static_cast<float>(sum));
+      }
+    }
+    CheckOutputs(*torch, *onednn, g, want, kFp32Tolerance);
+  }
+  Graph g;
+  const int wave = g.Input({2, 1, 1, 67});
+  const int c1 =
+      g.Gelu(g.InstanceNorm(g.Conv2d(wave, 8, {1, 6}, 3, 0, 1, false)));
+  const int c2 = g.Gelu(g.Conv2d(c1, 8, {1, 3}, 2, 0, 1, false));
+  CHECK(g.layer(c2).shape == Shape{2, 8, 1, 10});
+  const int x = g.Dense(g.LayerNorm(g.Sequence(c2)), 12);
+  const int maps = g.Maps(x, 1);
+  CHECK(g.layer(maps).shape == Shape{2, 12, 1, 10});
+  const int pos = g.WeightNorm(g.Conv2d(maps, 12, {1, 4}, 1, {0, 2}, 4), 3);
+  const int cut = g.Gelu(g.Slice(pos, 3, 0, 10));
+  const int y = g.LayerNorm(g.Add(x, g.Sequence(cut)));
+  g.SoftmaxCrossEntropy(g.Dense(y, 5));
+  StepBothModes(*onednn, *torch, g);
+}
+
 // A vision transformer's layers: patches of the image as a sequence (from
 // maps in oneDNN's blocked format), the class token first, an encoder
 // layer, the class token's output; its every layer with a gradient to pass.

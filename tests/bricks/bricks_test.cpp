@@ -241,6 +241,27 @@ TEST_CASE("brick names round-trip", "[bricks]") {
       ParseBrickName("BRICK/conv3d/in:2x3x4x16x16/units:8/kernel:3x7/stride:1/"
                      "pad:1/grad:0/torch/fp32/train"),
       ContainsSubstring("expected one value or depth x height x width"));
+  // Speech's layers name what builds them again: an instance norm, maps
+  // of a sequence (their height), a weight-normed convolution (its axis).
+  Graph speech;
+  const int heard = speech.Sequence(speech.InstanceNorm(
+      speech.Conv2d(speech.Input({2, 1, 1, 40}), 4, {1, 10}, 5, 0)));
+  speech.WeightNorm(
+      speech.Conv2d(speech.Maps(heard, 1), 4, {1, 4}, 1, {0, 2}, 2, true), 3);
+  const std::vector<Brick> spoken = BricksOf(speech, Mode::kTrain);
+  CHECK(spoken.at(1).Key() == "instance_norm/in:2x4x1x7/grad:1");
+  CHECK(spoken.at(3).Key() == "maps/in:7x2x4/height:1/grad:1");
+  CHECK(spoken.at(4).Key() ==
+        "conv2d/in:2x4x1x7/units:4/kernel:1x4/stride:1/pad:0x2/groups:2/"
+        "bias:1/weight_norm:3/grad:1");
+  for (const Brick& b : spoken) {
+    const std::string name =
+        BrickCase{b, "onednn", DType::kFp32, Mode::kTrain}.Name();
+    CHECK(ParseBrickName(name).Name() == name);
+    const Graph rebuilt = ParseBrickName(name).brick.BuildGraph(Mode::kTrain);
+    CHECK(rebuilt.layer(1).op == b.op);
+    CHECK(rebuilt.layer(1).weight_norm == b.weight_norm);
+  }
   // A loss over a class per pixel names its classes' dimension; one over
   // the last dimension names none.
   Graph pixels;

@@ -160,6 +160,33 @@ TEST_CASE("INCEPTION: non-square kernels and averages counting padding",
   CHECK(clipped.layer(2).shape == Shape{2, 6, 4, 4, 4});
   CHECK(clipped.layer(2).pad == 3);
   CHECK(clipped.layer(2).pad_d == 1);
+  // Speech: a 1-D convolution over maps of height 1, an instance norm, the
+  // frames as a sequence and back, a weight-normed grouped convolution.
+  const FamilyDef speech = ParseFamily(
+      "family: SPEECH\nparams: [batch]\ngraph:\n"
+      "  - {op: input, shape: [batch, 1, 1, 400]}\n"
+      "  - {op: conv2d, channels: 8, kernel: 1, kernel_w: 10, stride: 5, "
+      "pad: 0, pad_w: 0}\n"
+      "  - {op: instance_norm}\n  - {op: sequence}\n"
+      "  - {op: maps, height: 1}\n"
+      "  - {op: conv2d, channels: 8, kernel: 1, kernel_w: 4, pad: 0, "
+      "groups: 2, bias: 1, weight_norm: 3}\n"
+      "  - {op: avgpool}\n  - {op: softmax_xent}\n",
+      "speech.yaml");
+  s.family = speech.name;
+  const Graph spoken = speech.build(s);
+  CHECK(spoken.layer(1).shape == Shape{2, 8, 1, 79});
+  CHECK(spoken.layer(2).op == Op::kInstanceNorm);
+  CHECK(spoken.layer(3).shape == Shape{79, 2, 8});
+  CHECK(spoken.layer(4).shape == Shape{2, 8, 1, 79});
+  CHECK(spoken.layer(5).shape == Shape{2, 8, 1, 80});
+  CHECK(spoken.layer(5).weight_norm == 3);
+  // 8 x 10 weights; a scale and shift per channel; v (8 x 4 x 4), a
+  // magnitude per tap (4) and a bias (8); 8 x 8 + 8 dense... none: the
+  // loss reads the pool directly.
+  int64_t params = 0;
+  for (const ParamTensor& p : spoken.Params()) params += Elements(p.shape);
+  CHECK(params == 80 + 16 + 128 + 4 + 8);
 }
 
 TEST_CASE("a family declared only in YAML: params and FLOPs by hand",
@@ -322,7 +349,8 @@ TEST_CASE("bad family files: the file, the line, the value, what was expected",
         "cross, "
         "dense, embedding, "
         "embedding_bag, first_token, flatten, gelu, hardsigmoid, hardswish, "
-        "input, last_position, layer_scale, layernorm, maxpool, positional, "
+        "input, instance_norm, last_position, layer_scale, layernorm, maps, "
+        "maxpool, positional, "
         "recurrent, "
         "relu, relu6, resize, rmsnorm, rope, sequence, sigmoid, silu, slice, "
         "softmax_xent, "
