@@ -308,33 +308,76 @@ Operator OperatorTable::Conv() {
             "a `dense` layer of it. Of video's `[N, C, D, H, W]` (R3D's), a "
             "`conv3d`: any kernel, one stride across height and width, the "
             "same padding before and after each axis, one group, no "
-            "dilation");
+            "dilation. Of a signal's `[N, C, L]` (speech's; its weights "
+            "`[out, in, k]`), a `conv2d` over maps of height 1, any groups, "
+            "weight-normed where its weights are made so (see `ReduceL2`); of "
+            "a sequence read as one, over `maps` of it");
   op.check = [](const Mapper& m, const onnx::NodeProto& n) {
     const std::string where = m.Where(n);
+    const auto normed = m.weight_norms_.find(n.input(1));
+    const std::string weights =
+        normed != m.weight_norms_.end() ? normed->second.v : n.input(1);
     const size_t rank =
-        m.IsInitializer(n.input(1)) ? m.InitializerDims(n.input(1)).size() : 0;
-    if (rank != 4 && rank != 5) {
-      return where + ": weights not a 2-D or 3-D kernel in the file";
+        m.IsInitializer(weights) ? m.InitializerDims(weights).size() : 0;
+    if (rank < 3 || rank > 5) {
+      return where + ": weights not a 1-D, 2-D or 3-D kernel in the file";
     }
-    const std::vector<int64_t>& w = m.InitializerDims(n.input(1));
+    const std::vector<int64_t>& w = m.InitializerDims(weights);
     if (n.input_size() > 2 && !n.input(2).empty() &&
         (!m.IsInitializer(n.input(2)) || m.Count(n.input(2)) != w[0])) {
       return where + ": a bias not of one value per output channel in the file";
     }
     if (rank == 5) return Window3d(m, n);
+    if (rank == 3) return Window1d(m, n);
     return Window(m, n, {w[2], w[3]}, false);
   };
   op.apply = [](Mapper& m, int, const onnx::NodeProto& n) {
     const Attributes a(n);
-    const int x = Input(m, n);
-    const std::vector<int64_t>& w = m.InitializerDims(n.input(1));
+    // A sequence [L, N, E] read as a signal [N, E, L] (Wav2Vec2's
+    // positional convolution): maps of height 1 again.
+    std::optional<View> v = m.ViewOf(n.input(0));
+    if (v && v->layer < 0) v = m.Realize(*v);
+    const bool frames =
+        v && v->layer >= 0 && m.BatchAxis(v->layer) == 1 &&
+        m.LayerShape(v->layer).size() == 3 && v->offset == 0 && v->scale == 1 &&
+        Canonical(*v).strides ==
+            Canonical(
+                Permuted(Whole(v->layer, m.LayerShape(v->layer)), {1, 2, 0}))
+                .strides &&
+        Canonical(*v).shape ==
+            Permuted(Whole(v->layer, m.LayerShape(v->layer)), {1, 2, 0}).shape;
+    const int x = frames ? m.graph_.Maps(v->layer, 1) : Input(m, n);
+    const auto normed = m.weight_norms_.find(n.input(1));
+    const bool norm = normed != m.weight_norms_.end();
+    const std::string weights = norm ? normed->second.v : n.input(1);
+    const std::vector<int64_t>& w = m.InitializerDims(weights);
     const bool bias = n.input_size() > 2 && !n.input(2).empty();
     const int64_t groups = a.Int("group", 1);
-    m.params_ += m.Count(n.input(1)) + (bias ? w[0] : 0);
-    std::vector<std::pair<std::string, bool>> tensors = {{n.input(1), false}};
+    m.params_ += m.Count(weights) + (bias ? w[0] : 0);
+    std::vector<std::pair<std::string, bool>> tensors = {{weights, false}};
+    if (norm) {
+      m.params_ += m.Count(normed->second.g);
+      tensors.push_back({normed->second.g, false});
+    }
     if (bias) tensors.push_back({n.input(2), false});
     int layer = 0;
-    if (w.size() == 5) {
+    if (w.size() == 3) {
+      // Over a signal: maps of height 1, the kernel 1 x k.
+      const paradnn::Shape& in = m.ShapeOf(x);
+      if (in.size() != 4 || in[2] != 1) {
+        throw GraphError("a 1-D convolution of " + ToString(in) +
+                         ": expected a signal [N, C, L]");
+      }
+      layer = m.graph_.Conv2d(x, w[0], {1, w[2]}, Uniform(a.Ints("strides"), 1),
+                              {0, Uniform(a.Ints("pads"), 0)}, groups, bias,
+                              Uniform(a.Ints("dilations"), 1));
+      // The file's [out, in, k] axes: 0, 1 and the graph's 3.
+      const int64_t axis = norm ? normed->second.axis : -1;
+      if (norm) m.graph_.WeightNorm(layer, axis == 2 ? 3 : axis);
+    } else if (norm) {
+      throw GraphError("a weight norm of " + ToString(w) +
+                       " weights: built for 1-D convolutions'");
+    } else if (w.size() == 5) {
       const std::vector<int64_t> strides = a.Ints("strides");
       const std::vector<int64_t> pads = a.Ints("pads");
       auto at = [](const std::vector<int64_t>& v, size_t k, int64_t none) {

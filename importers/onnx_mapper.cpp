@@ -53,6 +53,15 @@ Mapper::Mapper(const onnx::GraphProto& g, int64_t opset, int64_t batch,
       if (w != weights_.end()) weights_[n.output(0)] = w->second;
     }
   }
+  // A signal: the data [N, L] or [N, C, L] and a 1-D convolution of it
+  // (weights [out, in, k] in the file).
+  for (const onnx::NodeProto& n : g.node()) {
+    if (n.op_type() == "Conv" && n.input_size() > 1 &&
+        initializers_.count(n.input(1)) &&
+        initializers_.at(n.input(1)).size() == 3) {
+      signal_ = true;
+    }
+  }
   for (const onnx::ValueInfoProto& v : g.input()) {
     if (initializers_.count(v.name())) continue;
     std::vector<int64_t> dims;
@@ -71,7 +80,16 @@ Mapper::Mapper(const onnx::GraphProto& g, int64_t opset, int64_t batch,
         Fail("input " + v.name() + " has a dimension of unknown size");
       }
     }
-    if (!failed_) Bind(v.name(), graph_.Input(dims));
+    if (failed_) break;
+    if (signal_ && (dims.size() == 2 || dims.size() == 3)) {
+      // [N, C, 1, L] maps, the file's [N, (C,) L] a view of them.
+      const Shape maps = {dims[0], dims.size() == 3 ? dims[1] : 1, 1,
+                          dims.back()};
+      const int input = graph_.Input(maps);
+      SetView(v.name(), *Reshaped(Whole(input, maps), dims));
+    } else {
+      Bind(v.name(), graph_.Input(dims));
+    }
     break;  // one data input
   }
 }
@@ -125,7 +143,10 @@ std::optional<Graph> Mapper::Finish(std::string* why,
     const auto view = views_.find(g_.output(0).name());
     if (view != views_.end()) {
       try {
-        Bind(view->first, AsLayer(view->second));
+        // A sequence's output batch first ([N, L, E], speech's frames):
+        // its [L, N, E] layer, each position's classes last.
+        Bind(view->first, SequenceFirst(view->second) ? view->second.layer
+                                                      : AsLayer(view->second));
       } catch (const GraphError& e) {
         Fail("the output: " + std::string(e.what()));
       }
@@ -137,13 +158,16 @@ std::optional<Graph> Mapper::Finish(std::string* why,
       Fail("the output " + g_.output(0).name() + " is made by no layer");
     } else {
       // Classes last, or along the channels of maps: a class per pixel
-      // (segmentation's [batch, classes, height, width]).
+      // (segmentation's [batch, classes, height, width]); a sequence's
+      // classes per position.
       const Shape& out = graph_.layer(it->second).shape;
-      if (out.size() == 2 || out.size() == 4) {
+      const bool sequence = out.size() == 3 && BatchAxis(it->second) == 1;
+      if (out.size() == 2 || out.size() == 4 || sequence) {
         graph_.SoftmaxCrossEntropy(it->second, out.size() == 4 ? 1 : -1);
       } else {
         Fail("the output is " + ToString(out) +
-             ", not [batch, classes] or [batch, classes, height, width]");
+             ", not [batch, classes], [batch, classes, height, width] or "
+             "[batch, length, classes]");
       }
     }
   }

@@ -222,7 +222,11 @@ class Mapper {
 
   int64_t BatchStride(int layer) const;
 
+  // A value as a view of a layer; a signal's maps without their height.
   std::optional<View> ViewOf(const std::string& name) const;
+  // The float values of a tensor in the file, however large (the values
+  // kept otherwise are small ones'); empty where it holds none.
+  std::vector<float> FileValues(const std::string& name) const;
 
   void SetView(const std::string& name, const View& given);
 
@@ -288,6 +292,8 @@ class Mapper {
   // The input of node k other than `value`.
   std::string Other(int k, const std::string& value) const;
 
+  // Whether v is a sequence layer's [L, N, E] read batch first, [N, L, E].
+  bool SequenceFirst(const View& v) const;
   // Whether v is a layer's [N, C, H, W] maps read channels-last.
   bool IsMaps(const View& v) const;
 
@@ -315,6 +321,18 @@ class Mapper {
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, int> slices_;
   int64_t batch_ = 0;
   int64_t file_batch_ = 0;  // the input's, as the file gives it (0: any)
+  // The data is a signal, [N, L] or [N, C, L], read by 1-D convolutions
+  // (speech's): the graph holds [N, C, 1, L] maps, which the file's nodes
+  // see without their height (ViewOf).
+  bool signal_ = false;
+  // A weight-normed convolution's weights (PyTorch's weight_norm: v / |v|
+  // x g, as ReduceL2, Div and Mul of the file's v and g): the Mul's output
+  // -> v, g and the axis of the magnitudes.
+  struct WeightNormOf {
+    std::string v, g;
+    int64_t axis = 0;
+  };
+  std::map<std::string, WeightNormOf> weight_norms_;
   bool failed_ = false;
   std::string why_;
   int64_t params_ = 0;

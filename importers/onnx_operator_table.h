@@ -266,6 +266,30 @@ struct OperatorTable {
   static Operator ReduceMean();
 
   static Operator Softmax();
+
+  // ---- Speech's (importers/onnx_speech.cpp).
+
+  // Why a 1-D convolution's window does not fit the graph's, or "".
+  static std::string Window1d(const Mapper& m, const onnx::NodeProto& n);
+
+  // The file's tensor a value is, directly or through an Unsqueeze of it;
+  // "" for any other value.
+  static std::string FileTensor(const Mapper& m, const std::string& value);
+
+  // A weight norm as PyTorch exports it, v / ReduceL2(v) x g read by a
+  // convolution as its weights, from its ReduceL2 node: the Div and Mul.
+  struct WeightNormNodes {
+    int div = -1, mul = -1;
+    Mapper::WeightNormOf of;
+  };
+  static std::optional<WeightNormNodes> WeightNormAt(const Mapper& m,
+                                                     const onnx::NodeProto& n);
+
+  static Operator InstanceNormalization();
+
+  static Operator ReduceL2();
+
+  static Operator ReduceMax();
 };
 
 }  // namespace paradnn

@@ -27,7 +27,33 @@ std::optional<View> Mapper::ViewOf(const std::string& name) const {
   if (v != views_.end()) return v->second;
   const auto l = layer_of_.find(name);
   if (l == layer_of_.end()) return std::nullopt;
-  return Whole(l->second, ShapeOf(l->second));
+  const Shape& s = ShapeOf(l->second);
+  if (signal_ && s.size() == 4 && s[2] == 1) {
+    return Reshaped(Whole(l->second, s), {s[0], s[1], s[3]});
+  }
+  return Whole(l->second, s);
+}
+
+bool Mapper::SequenceFirst(const View& v) const {
+  if (v.layer < 0 || BatchAxis(v.layer) != 1 || v.scale != 1) return false;
+  const Shape& s = LayerShape(v.layer);
+  return s.size() == 3 && v.offset == 0 &&
+         Canonical(v).shape == Shape{s[1], s[0], s[2]} &&
+         Canonical(v).strides ==
+             Canonical(Permuted(Whole(v.layer, s), {1, 0, 2})).strides;
+}
+
+std::vector<float> Mapper::FileValues(const std::string& name) const {
+  for (const onnx::TensorProto& t : g_.initializer()) {
+    if (t.name() == name) return TensorValues<float>(t);
+  }
+  for (const onnx::NodeProto& n : g_.node()) {
+    if (n.op_type() != "Constant" || n.output(0) != name) continue;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.name() == "value") return TensorValues<float>(a.t());
+    }
+  }
+  return {};
 }
 
 void Mapper::SetView(const std::string& name, const View& given) {
@@ -225,6 +251,15 @@ std::optional<View> Mapper::Shuffled(const View& v, const Shape& to) {
 std::optional<View> Mapper::Sliced(const View& v) {
   if (v.layer < 0 || v.scale != 1) return std::nullopt;
   const Shape s = LayerShape(v.layer);
+  if (signal_ && v.shape.size() == 3 && s.size() == 4 && s[2] == 1) {
+    // A signal's range: of its maps, their height put back.
+    View maps = v;
+    maps.shape.insert(maps.shape.begin() + 2, 1);
+    maps.strides.insert(maps.strides.begin() + 2, 0);
+    const std::optional<View> cut = Sliced(maps);
+    if (!cut) return std::nullopt;
+    return Reshaped(*cut, v.shape);
+  }
   if (v.shape.size() != s.size() || BatchAxis(v.layer) != 0) {
     return std::nullopt;
   }
