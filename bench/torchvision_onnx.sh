@@ -13,7 +13,9 @@
 # pretrained backbones, traced at two examples (DeepLabV3's image pooling
 # normalizes one value per channel and example, which PyTorch refuses to
 # train on one). Video models likewise (video.r3d_18), on clips of 16
-# frames of 112 x 112, as torchvision's are trained. A model the exporter
+# frames of 112 x 112, as torchvision's are trained. torchaudio's models
+# by their name there (torchaudio.wav2vec2_base), their dropouts and layer
+# drop off, on a second of 16 kHz audio. A model the exporter
 # cannot write is named on stderr with the exporter's error and left out.
 #   bench/torchvision_onnx.sh DIR BATCHES NAME...   (BATCHES: "2, 8")
 set -euo pipefail
@@ -35,14 +37,25 @@ torch.manual_seed(0)
 name = sys.argv[2]
 inception = ("inception_v3", "googlenet")
 segmentation = name.startswith("segmentation.")
+audio = name.startswith("torchaudio.")
 kwargs = dict(aux_logits=False, init_weights=True) if name in inception else {}
 if segmentation:
     kwargs = dict(weights_backbone=None)
-m = functools.reduce(getattr, name.split("."), torchvision.models)(**kwargs)
+if audio:
+    kwargs = dict(encoder_projection_dropout=0.0, encoder_attention_dropout=0.0,
+                  encoder_ff_interm_dropout=0.0, encoder_dropout=0.0,
+                  encoder_layer_drop=0.0)
+if audio:
+    import torchaudio
+models = torchaudio.models if audio else torchvision.models
+path = name.split(".")[1:] if audio else name.split(".")
+m = functools.reduce(getattr, path, models)(**kwargs)
 size = 299 if name == "inception_v3" else 224
 x = torch.randn(2 if segmentation else 1, 3, size, size)
 if name.startswith("video."):
     x = torch.randn(1, 3, 16, 112, 112)
+if audio:
+    x = torch.randn(1, 16000)
 if sys.argv[3] == "infer":
     m.eval()
     torch.onnx.export(m, x, sys.argv[1], input_names=["input"],

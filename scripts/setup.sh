@@ -28,10 +28,12 @@ case "${VERSION_ID:-}" in
 esac
 case "${1:-}" in
   # xz-utils: yaml-cpp's source tarball (scripts/host_sources.sh) is .tar.xz.
-  # python3-torchvision, python3-onnx: real models exported by PyTorch's
-  # own ONNX exporter (which needs the onnx module from PyTorch 2).
+  # python3-torchvision, python3-torchaudio, python3-onnx: real models
+  # exported by PyTorch's own ONNX exporter (which needs the onnx module
+  # from PyTorch 2).
   --test) packages+=(chromium clang "$clang_rt" slurm-wlm munge openmpi-bin
-                     python3 xz-utils python3-torchvision python3-onnx) ;;
+                     python3 xz-utils python3-torchvision python3-torchaudio
+                     python3-onnx) ;;
   --bench) packages+=(python3-torch time bc) ;;
 esac
 

@@ -84,10 +84,13 @@ std::map<std::string, Update> ReadUpdates(const std::string& base) {
   return out;
 }
 // `name`: the model's constructor under torchvision.models
-// ("segmentation.fcn_resnet50"); `args`: its arguments; `example`: one
-// example's input shape ([3, H, W], video's [3, frames, H, W]); `output`:
-// its logits' shape, a class per pixel
-// where it has four dimensions (segmentation's, the output named `out`).
+// ("segmentation.fcn_resnet50"), or under torchaudio.models, so named
+// ("torchaudio.wav2vec2_base"); `args`: its arguments; `example`: one
+// example's input shape ([3, H, W], video's [3, frames, H, W], speech's
+// [samples]); `output`: its logits' shape as the graph has them, a class
+// per pixel where it has four dimensions (segmentation's, the output named
+// `out`), a class per position of [length, batch, classes] where three
+// (speech's features, the first of torchaudio's outputs, batch first).
 Reference Export(const std::string& name, const std::string& kind,
                  const std::string& args, const Shape& example,
                  const Shape& output) {
@@ -118,15 +121,34 @@ Reference Export(const std::string& name, const std::string& kind,
   std::ofstream(base + ".labels", std::ios::binary)
       .write(reinterpret_cast<const char*>(labels.data()),
              labels.size() * sizeof(int64_t));
+  const bool audio = name.rfind("torchaudio.", 0) == 0;
+  const std::string constructor =
+      audio ? name.substr(11) : std::string("torchvision.models.") + name;
   const std::string script =
-      "import torch, torchvision\n"
+      "import torch, torchvision" + std::string(audio ? ", torchaudio" : "") +
+      "\n"
       "torch.manual_seed(0)\n"
+      // LibTorch 1.13's CPU gelu_backward misreads an output gradient that
+      // is not contiguous (values of 1e34; the LibTorch backend gives it a
+      // contiguous one): where it does, eager's GELU is given one too, or
+      // its float32 step (Wav2Vec2's) is no reference.
+      "y = torch.randn(2, 3, 4)\n"
+      "g = torch.randn(4, 2, 3).permute(1, 2, 0)\n"
+      "if not torch.allclose(torch.ops.aten.gelu_backward(g, y),\n"
+      "                      torch.ops.aten.gelu_backward(g.contiguous(), "
+      "y)):\n"
+      "  class Contiguous(torch.autograd.Function):\n"
+      "    forward = staticmethod(lambda ctx, x: x.clone())\n"
+      "    backward = staticmethod(lambda ctx, g: g.contiguous())\n"
+      "  gelu = torch.nn.functional.gelu\n"
+      "  torch.nn.functional.gelu = lambda x, approximate='none': "
+      "Contiguous.apply(gelu(x, approximate=approximate))\n"
       // As the LibTorch backend, where oneDNN misreads the caches.
       "torch.backends.mkldnn.enabled = " +
       std::string(TorchOneDnnMisreadsCaches() ? "False" : "True") +
       "\n"
-      "m = torchvision.models." +
-      name + "(" + args +
+      "m = " +
+      (audio ? "torchaudio.models." + constructor : constructor) + "(" + args +
       ")\n"
       "train = '" +
       kind +
@@ -138,7 +160,16 @@ Reference Export(const std::string& name, const std::string& kind,
       // GoogLeNet in training mode gives its auxiliary classifiers' logits
       // too; segmentation models a dict of maps.
       "def out(y):\n"
-      "  return y['out'] if isinstance(y, dict) else getattr(y, 'logits', y)\n"
+      "  if isinstance(y, dict): return y['out']\n"
+      "  if hasattr(y, 'logits'): return y.logits\n"
+      "  if isinstance(y, tuple): return y[0].transpose(0, 1).contiguous()\n"
+      "  return y\n"
+      // The graph's loss: over the last dimension's classes of every
+      // position, or over the channels of every pixel.
+      "def loss(y, labels):\n"
+      "  if y.dim() == 3: y = y.reshape(-1, y.shape[-1])\n"
+      "  return torch.nn.functional.cross_entropy(y, labels.reshape(-1) if "
+      "y.dim() == 2 else labels)\n"
       "m.train(train)\n"
       "eval_random()\n"
       "torch.onnx.export(m, torch.randn(" +
@@ -173,7 +204,7 @@ Reference Export(const std::string& name, const std::string& kind,
       "  def step(m, x):\n"
       "    params = dict(m.named_parameters())\n"
       "    before = {k: p.detach().clone() for k, p in params.items()}\n"
-      "    torch.nn.functional.cross_entropy(out(m(x)), labels).backward()\n"
+      "    loss(out(m(x)), labels).backward()\n"
       "    with torch.no_grad():\n"
       "      for p in params.values():\n"
       "        p -= " +
@@ -509,6 +540,24 @@ TEST_CASE("ONNX with its weights: R3D-18 gives PyTorch eager's logits",
             {3, 4, 64, 64}, {kBatch, 400});
   CheckBoth("video.r3d_18", "eval", {Mode::kInfer}, "", {3, 4, 64, 64},
             {kBatch, 400});
+}
+
+// Speech: torchaudio's Wav2Vec2 base (its dropouts and layer drop off, as
+// the graph has them) on a second of 16 kHz audio: 1-D convolutions, a
+// group norm with a group per channel, a weight-normed grouped positional
+// convolution over the frames, a transformer encoder whose attention
+// subtracts the scores' maximum; its features per frame ([2, 49, 768],
+// the graph's [49, 2, 768]) trained as classes.
+constexpr const char* kWav2Vec2 =
+    "encoder_projection_dropout=0.0, encoder_attention_dropout=0.0, "
+    "encoder_ff_interm_dropout=0.0, encoder_dropout=0.0, "
+    "encoder_layer_drop=0.0";
+TEST_CASE("ONNX with its weights: Wav2Vec2 gives PyTorch eager's features",
+          "[onnx][torchaudio]") {
+  CheckBoth("torchaudio.wav2vec2_base", "train", {Mode::kTrain, Mode::kInfer},
+            kWav2Vec2, {16000}, {49, kBatch, 768});
+  CheckBoth("torchaudio.wav2vec2_base", "eval", {Mode::kInfer}, kWav2Vec2,
+            {16000}, {49, kBatch, 768});
 }
 
 }  // namespace

@@ -466,12 +466,14 @@ struct Exported {
   int64_t params = 0, flops = 0;
 };
 // `name`: the model's constructor under torchvision.models
-// ("segmentation.fcn_resnet50"); `args`: its arguments; `example`: one
-// example's input shape ([3, H, W], video's [3, frames, H, W]); `batch`:
-// the trace's (DeepLabV3's image pooling normalizes one value per channel
-// and example, which PyTorch refuses to train on one example). PyTorch's
-// profiler counts no 3-D convolution's FLOPs: those are counted from each
-// one's output, channels and kernel as it runs.
+// ("segmentation.fcn_resnet50"), or under torchaudio.models, so named
+// ("torchaudio.wav2vec2_base"); `args`: its arguments; `example`: one
+// example's input shape ([3, H, W], video's [3, frames, H, W], speech's
+// [samples]); `batch`: the trace's (DeepLabV3's image pooling normalizes
+// one value per channel and example, which PyTorch refuses to train on one
+// example). PyTorch's profiler counts no 1-D or 3-D convolution's FLOPs:
+// those are counted from each one's output, channels and kernel as it
+// runs.
 Exported Torchvision(const std::string& name, const std::string& args,
                      const Shape& example, int64_t batch) {
   std::string size;
@@ -481,10 +483,15 @@ Exported Torchvision(const std::string& name, const std::string& args,
   const std::string count = test::Scratch("onnx/" + name + ".params").string();
   const std::string log = test::Scratch("onnx/" + name + ".log").string();
   // Debian's Python (another one on PATH may have no torch).
+  const bool audio = name.rfind("torchaudio.", 0) == 0;
   const std::string cmd =
-      "/usr/bin/python3 -c \"import torch, torchvision\n"
-      "m = torchvision.models." +
-      name + "(" + args +
+      "/usr/bin/python3 -c \"import math, torch, torchvision" +
+      std::string(audio ? ", torchaudio" : "") +
+      "\n"
+      "m = " +
+      (audio ? "torchaudio.models." + name.substr(11)
+             : "torchvision.models." + name) +
+      "(" + args +
       ")\nm.train()\n"
       "for d in m.modules():\n"
       "  if isinstance(d, (torch.nn.Dropout, "
@@ -496,19 +503,20 @@ Exported Torchvision(const std::string& name, const std::string& args,
       "training=torch.onnx.TrainingMode.PRESERVE, "
       "do_constant_folding=False, opset_version=14)\n"
       "m.eval()\n"
-      "video = []\n"
+      "uncounted = []\n"
       "def count(c, i, o):\n"
-      "  video.append(2 * o.numel() * c.in_channels // c.groups *\n"
-      "               c.kernel_size[0] * c.kernel_size[1] * c.kernel_size[2])\n"
+      "  uncounted.append(2 * o.numel() * c.in_channels // c.groups *\n"
+      "                   math.prod(c.kernel_size))\n"
       "for c in m.modules():\n"
-      "  if isinstance(c, torch.nn.Conv3d): c.register_forward_hook(count)\n"
+      "  if isinstance(c, (torch.nn.Conv1d, torch.nn.Conv3d)):\n"
+      "    c.register_forward_hook(count)\n"
       "with torch.no_grad(), torch.profiler.profile(with_flops=True) as p:\n"
       "  m(torch.randn(8, " +
       size +
       ")\n"
       "matrix = ('aten::conv2d', 'aten::addmm', 'aten::mm', 'aten::bmm')\n"
       "flops = sum(e.flops for e in p.key_averages() if e.key in matrix)\n"
-      "flops += sum(video)\n"
+      "flops += sum(uncounted)\n"
       "open('" +
       count +
       "', 'w').write('%d %d' % (sum(p.numel() for p in "
@@ -679,6 +687,20 @@ TEST_CASE(
 TEST_CASE("ONNX: torchvision's R3D-18 has torchvision's parameters",
           "[onnx][torchvision]") {
   CheckTorchvision("video.r3d_18", 33371472, "", "", {3, 4, 64, 64});
+}
+
+// Speech: 1-D convolutions over the signal, a group norm with a group per
+// channel, a weight-normed grouped convolution over the frames, a
+// transformer encoder (its dropouts and layer drop off, as the graph has
+// them).
+TEST_CASE("ONNX: torchaudio's Wav2Vec2 base has torchaudio's parameters",
+          "[onnx][torchaudio]") {
+  CheckTorchvision("torchaudio.wav2vec2_base", 94370944, "",
+                   "encoder_projection_dropout=0.0, "
+                   "encoder_attention_dropout=0.0, "
+                   "encoder_ff_interm_dropout=0.0, encoder_dropout=0.0, "
+                   "encoder_layer_drop=0.0",
+                   {16000});
 }
 
 }  // namespace
