@@ -160,6 +160,12 @@ struct NormAxis {
     for (size_t k = axis + 1; k < w.size(); ++k) inner *= w[k];
   }
   int64_t Of(int64_t e) const { return e / inner % size; }
+  // Per magnitude, the sum of a x b over the elements it scales.
+  std::vector<double> Dots(const float* a, const float* b) const {
+    std::vector<double> sums(size, 0.0);
+    for (int64_t e = 0; e < count; ++e) sums[Of(e)] += double{a[e]} * b[e];
+    return sums;
+  }
 };
 
 Shape TorchWeights(const Graph& g, const Layer& l) {
@@ -190,10 +196,7 @@ std::pair<memory, memory> OnednnRunner::WeightNormed(
     const float* pg = static_cast<const float*>(g.get_data_handle());
     float* pw = static_cast<float*>(w.get_data_handle());
     float* pn = static_cast<float*>(norms.get_data_handle());
-    std::vector<double> squares(axis.size, 0.0);
-    for (int64_t e = 0; e < axis.count; ++e) {
-      squares[axis.Of(e)] += double{pv[e]} * pv[e];
-    }
+    const std::vector<double> squares = axis.Dots(pv, pv);
     for (int64_t j = 0; j < axis.size; ++j) {
       pn[j] = static_cast<float>(std::sqrt(squares[j]));
     }
@@ -227,10 +230,7 @@ void OnednnRunner::WeightNormBackward(int i, const Layer& l,
          const float* pn = static_cast<const float*>(norms.get_data_handle());
          float* pdv = static_cast<float*>(dvm.get_data_handle());
          float* pdg = static_cast<float*>(dgm.get_data_handle());
-         std::vector<double> dots(axis.size, 0.0);
-         for (int64_t e = 0; e < axis.count; ++e) {
-           dots[axis.Of(e)] += double{pdw[e]} * pv[e];
-         }
+         const std::vector<double> dots = axis.Dots(pdw, pv);
          for (int64_t j = 0; j < axis.size; ++j) {
            pdg[j] = static_cast<float>(dots[j] / pn[j]);
          }

@@ -93,13 +93,8 @@ void OnednnRunner::BuildInstanceNorm(int i, const Layer& l) {
                {DNNL_ARG_DST, as_rows(out_[i])},
                {DNNL_ARG_SCALE, scale},
                {DNNL_ARG_SHIFT, shift}};
-  memory mean, variance;
-  if (train_) {
-    mean = Make(pd.mean_desc());
-    variance = Make(pd.variance_desc());
-    args[DNNL_ARG_MEAN] = mean;
-    args[DNNL_ARG_VARIANCE] = variance;
-  }
+  const auto [mean, variance] =
+      TrainingStatistics(pd.mean_desc(), pd.variance_desc(), &args);
   Run(forward_, dnnl::batch_normalization_forward(pd), args);
   if (!train_) return;
   const auto bpd = NormalizationBackwardPd<dnnl::batch_normalization_backward>(
@@ -130,6 +125,15 @@ void OnednnRunner::BuildInstanceNorm(int i, const Layer& l) {
          }
        });
   if (Grad(x)) Deliver(x, i, grad);
+}
+
+std::pair<memory, memory> OnednnRunner::TrainingStatistics(
+    const memory::desc& mean_md, const memory::desc& variance_md, Args* args) {
+  if (!train_) return {memory(), memory()};
+  const memory mean = Make(mean_md), variance = Make(variance_md);
+  (*args)[DNNL_ARG_MEAN] = mean;
+  (*args)[DNNL_ARG_VARIANCE] = variance;
+  return {mean, variance};
 }
 
 // Batch and layer normalization's backward take the same arguments, but
@@ -189,13 +193,8 @@ void OnednnRunner::BuildLayerNorm(int i, const Layer& l) {
                {DNNL_ARG_DST, rows(out_[i])},
                {DNNL_ARG_SCALE, scale.value},
                {DNNL_ARG_SHIFT, shift.value}};
-  memory mean, variance;
-  if (train_) {
-    mean = Make(pd.mean_desc());
-    variance = Make(pd.variance_desc());
-    args[DNNL_ARG_MEAN] = mean;
-    args[DNNL_ARG_VARIANCE] = variance;
-  }
+  const auto [mean, variance] =
+      TrainingStatistics(pd.mean_desc(), pd.variance_desc(), &args);
   Run(forward_, dnnl::layer_normalization_forward(pd), args);
   if (!train_) return;
   const auto bpd = NormalizationBackwardPd<dnnl::layer_normalization_backward>(

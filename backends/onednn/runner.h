@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "backends/backend.h"
 #include "backends/onednn/compat.h"
@@ -316,6 +317,12 @@ class OnednnRunner : public Runner {
 
   void BuildBatchNorm(int i, const Layer& l);
   void BuildInstanceNorm(int i, const Layer& l);
+  // A normalization's mean and variance, which training's forward pass
+  // writes into `args` for backward to read; none in inference, which
+  // computes them on the fly.
+  std::pair<memory, memory> TrainingStatistics(const memory::desc& mean_md,
+                                               const memory::desc& variance_md,
+                                               Args* args);
 
   // alpha and beta as the algorithm reads them (EltwisePd).
   void BuildEltwise(int i, const Layer& l, dnnl::algorithm alg,
