@@ -313,10 +313,17 @@ View Mapper::Reshape(const onnx::NodeProto& n, const View& given) {
     if (!out && v.layer < 0) out = Reshaped(Realize(v), to);
     return out;
   };
+  // A -1 beside a batch the file fixed takes the batch into it, and the
+  // elements then move (torchaudio 2's heads merged by reshape(batch, -1,
+  // units) after its attention): the batch is put back where it was fixed.
+  const bool rest_took_batch =
+      rest >= 0 && file_batch_ > 0 && batch_ != file_batch_;
   if (Elements(shape) == elements) {
     if (const auto out = reshaped(given, shape)) return *out;
-    throw GraphError("a reshape of " + Describe(given) + " to " +
-                     ToString(shape) + " that moves elements");
+    if (!rest_took_batch) {
+      throw GraphError("a reshape of " + Describe(given) + " to " +
+                       ToString(shape) + " that moves elements");
+    }
   }
   // Fixed at the file's batch.
   std::optional<View> best;
@@ -324,9 +331,17 @@ View Mapper::Reshape(const onnx::NodeProto& n, const View& given) {
   int candidates = 0;
   if (file_batch_ > 0) {
     for (size_t k = 0; k < shape.size(); ++k) {
-      if (shape[k] % file_batch_ != 0) continue;
+      if (shape[k] % file_batch_ != 0 || static_cast<int64_t>(k) == rest) {
+        continue;
+      }
       Shape to = shape;
       to[k] = shape[k] / file_batch_ * batch_;
+      if (rest >= 0) {
+        to[rest] = 1;
+        const int64_t others = Elements(to);
+        if (others <= 0 || elements % others != 0) continue;
+        to[rest] = elements / others;
+      }
       if (Elements(to) != elements) continue;
       std::optional<View> out = reshaped(given, to);
       if (!out) continue;
