@@ -473,7 +473,7 @@ struct Exported {
 // one value per channel and example, which PyTorch refuses to train on one
 // example). PyTorch's profiler counts no 1-D or 3-D convolution's FLOPs:
 // those are counted from each one's output, channels and kernel as it
-// runs.
+// runs; nor PyTorch 2's fused attention's (below).
 Exported Torchvision(const std::string& name, const std::string& args,
                      const Shape& example, int64_t batch) {
   std::string size;
@@ -510,6 +510,16 @@ Exported Torchvision(const std::string& name, const std::string& args,
       "for c in m.modules():\n"
       "  if isinstance(c, (torch.nn.Conv1d, torch.nn.Conv3d)):\n"
       "    c.register_forward_hook(count)\n"
+      // PyTorch 2's fused attention on the CPU (flash attention: torchaudio
+      // 2's Wav2Vec2 calls it) has no FLOPs in the profiler either: those
+      // are counted from each call's shapes where that kernel ran.
+      "fused = []\n"
+      "sdpa = getattr(torch.nn.functional, 'scaled_dot_product_attention', "
+      "None)\n"
+      "def counted(q, k, v, *args, **kwargs):\n"
+      "  fused.append(4 * q.shape[:-1].numel() * k.shape[-2] * q.shape[-1])\n"
+      "  return sdpa(q, k, v, *args, **kwargs)\n"
+      "if sdpa: torch.nn.functional.scaled_dot_product_attention = counted\n"
       "with torch.no_grad(), torch.profiler.profile(with_flops=True) as p:\n"
       "  m(torch.randn(8, " +
       size +
@@ -517,6 +527,8 @@ Exported Torchvision(const std::string& name, const std::string& args,
       "matrix = ('aten::conv2d', 'aten::addmm', 'aten::mm', 'aten::bmm')\n"
       "flops = sum(e.flops for e in p.key_averages() if e.key in matrix)\n"
       "flops += sum(uncounted)\n"
+      "if any('flash_attention' in e.key for e in p.key_averages()):\n"
+      "  flops += sum(fused)\n"
       "open('" +
       count +
       "', 'w').write('%d %d' % (sum(p.numel() for p in "
