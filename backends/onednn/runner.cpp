@@ -237,7 +237,7 @@ Tag OnednnRunner::PlainTag(size_t rank) {
   static const Tag kPlain[] = {Tag::undef, Tag::a,    Tag::ab,
                                Tag::abc,   Tag::abcd, Tag::abcde};
   PARADNN_CHECK(rank < std::size(kPlain),
-                "a tensor of " + std::to_string(rank) + " dimensions");
+                "a plain tensor of more than 5 dimensions");
   return kPlain[rank];
 }
 
