@@ -88,16 +88,15 @@ int64_t BackwardFlops(const Graph& g, int i,
 
 namespace {
 
-int64_t ForwardElementwise(const Graph& g, const Layer& l) {
+int64_t ForwardElementwise(const Graph& g, int i) {
+  const Layer& l = g.layer(i);
   switch (l.op) {
     case Op::kDense:
     case Op::kConv2d:
     case Op::kConv3d: {
       // Weight norm: each weight squared into its norm, then scaled.
-      const int64_t weights = l.weight_norm < 0
-                                  ? 0
-                                  : l.units * g.layer(l.inputs[0]).shape[1] /
-                                        l.groups * l.kernel * l.kernel_w;
+      const int64_t weights =
+          l.weight_norm < 0 ? 0 : Elements(g.ConvWeights(i));
       return (l.bias ? Elements(l.shape) : 0) + 2 * weights;
     }
     case Op::kSigmoid:
@@ -221,7 +220,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype,
     if (loss && !train) continue;
     const int64_t fwd = ForwardFlops(g, i);
     c.flops += fwd;
-    c.elementwise += ForwardElementwise(g, l);
+    c.elementwise += ForwardElementwise(g, i);
     const int64_t out = Elements(l.shape);
     // A fused group writes its output only: what its layers pass each
     // other stays in registers and is never written.
@@ -244,7 +243,7 @@ Cost ComputeCost(const Graph& g, Mode mode, DType dtype,
     }
     if (!train) continue;
     c.flops += BackwardFlops(g, i, needs_grad);
-    c.elementwise += ForwardElementwise(g, l);
+    c.elementwise += ForwardElementwise(g, i);
     if (needs_grad[i] && !IsView(l)) gradient_bytes += out * e;
     // Recurrent layers keep every step's gate pre-activations, of the input
     // and of the hidden products, and the gates' activations for backward;

@@ -763,22 +763,16 @@ std::vector<ParamTensor> Graph::Params() const {
       }
       case Op::kConv2d:
       case Op::kConv3d: {
+        const Shape w = ConvWeights(i);
         // A filter reads its group's channels only.
-        const int64_t in = layer(l.inputs[0]).shape[1] / l.groups;
-        const int64_t fan_in = in * l.kernel_d * l.kernel * l.kernel_w;
-        const Shape w =
-            l.op == Op::kConv3d
-                ? Shape{l.units, in, l.kernel_d, l.kernel, l.kernel_w}
-                : Shape{l.units, in, l.kernel, l.kernel_w};
+        const int64_t fan_in = Elements(w) / l.units;
         if (l.weight_norm < 0) {
           add(i, "weight", w, fan_in);
         } else {
           // Unit magnitudes unless a file gives them (PyTorch starts g at
           // |v|, which a seed-drawn v has no reason to keep).
           add(i, "weight_v", w, fan_in);
-          Shape g(w.size(), 1);
-          g[l.weight_norm] = w[l.weight_norm];
-          add(i, "weight_g", g, fan_in);
+          add(i, "weight_g", WeightNormMagnitudes(i), fan_in);
           params.back().bound = 0;
           params.back().fill = 1;
         }
@@ -838,6 +832,21 @@ std::vector<ParamTensor> Graph::Params() const {
     }
   }
   return params;
+}
+
+Shape Graph::ConvWeights(int i) const {
+  const Layer& l = layer(i);
+  const int64_t in = layer(l.inputs[0]).shape[1] / l.groups;
+  return l.op == Op::kConv3d
+             ? Shape{l.units, in, l.kernel_d, l.kernel, l.kernel_w}
+             : Shape{l.units, in, l.kernel, l.kernel_w};
+}
+
+Shape Graph::WeightNormMagnitudes(int i) const {
+  const Shape w = ConvWeights(i);
+  Shape g(w.size(), 1);
+  g[layer(i).weight_norm] = w[layer(i).weight_norm];
+  return g;
 }
 
 std::vector<bool> Graph::NeedsGrad() const {

@@ -320,6 +320,13 @@ class Graph {
 
   // Trainable tensors in a fixed order.
   std::vector<ParamTensor> Params() const;
+
+  // Convolution i's weights as LibTorch lays them out: [out, in / groups,
+  // h, w], a 3-D one's [out, in, d, h, w] (a weight norm's v).
+  Shape ConvWeights(int i) const;
+  // Convolution i's weight norm magnitudes g: one per index of its axis,
+  // the weights' other axes of one element.
+  Shape WeightNormMagnitudes(int i) const;
   // True when the layer's output depends on a trainable tensor, so backward
   // must produce its gradient.
   std::vector<bool> NeedsGrad() const;

@@ -337,16 +337,9 @@ Operator OperatorTable::Conv() {
     // positional convolution): maps of height 1 again.
     std::optional<View> v = m.ViewOf(n.input(0));
     if (v && v->layer < 0) v = m.Realize(*v);
-    const bool frames =
-        v && v->layer >= 0 && m.BatchAxis(v->layer) == 1 &&
-        m.LayerShape(v->layer).size() == 3 && v->offset == 0 && v->scale == 1 &&
-        Canonical(*v).strides ==
-            Canonical(
-                Permuted(Whole(v->layer, m.LayerShape(v->layer)), {1, 2, 0}))
-                .strides &&
-        Canonical(*v).shape ==
-            Permuted(Whole(v->layer, m.LayerShape(v->layer)), {1, 2, 0}).shape;
-    const int x = frames ? m.graph_.Maps(v->layer, 1) : Input(m, n);
+    const int x = v && m.SequenceRead(*v, {1, 2, 0})
+                      ? m.graph_.Maps(v->layer, 1)
+                      : Input(m, n);
     const auto normed = m.weight_norms_.find(n.input(1));
     const bool norm = normed != m.weight_norms_.end();
     const std::string weights = norm ? normed->second.v : n.input(1);
@@ -372,8 +365,10 @@ Operator OperatorTable::Conv() {
                               {0, Uniform(a.Ints("pads"), 0)}, groups, bias,
                               Uniform(a.Ints("dilations"), 1));
       // The file's [out, in, k] axes: 0, 1 and the graph's 3.
-      const int64_t axis = norm ? normed->second.axis : -1;
-      if (norm) m.graph_.WeightNorm(layer, axis == 2 ? 3 : axis);
+      if (norm) {
+        const int64_t axis = normed->second.axis;
+        m.graph_.WeightNorm(layer, axis == 2 ? 3 : axis);
+      }
     } else if (norm) {
       throw GraphError("a weight norm of " + ToString(w) +
                        " weights: built for 1-D convolutions'");

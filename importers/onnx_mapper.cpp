@@ -30,6 +30,13 @@ Mapper::Mapper(const onnx::GraphProto& g, int64_t opset, int64_t batch,
       ++readers_[in];
       reader_nodes_[in].push_back(k);
     }
+    // A signal: the data [N, L] or [N, C, L] and a 1-D convolution of it
+    // (weights [out, in, k] in the file).
+    if (n.op_type() == "Conv" && n.input_size() > 1 &&
+        initializers_.count(n.input(1)) &&
+        initializers_.at(n.input(1)).size() == 3) {
+      signal_ = true;
+    }
     // A Constant node's tensor is a weight like an initializer's.
     if (n.op_type() == "Constant" && n.output_size() == 1) {
       for (const onnx::AttributeProto& a : n.attribute()) {
@@ -51,15 +58,6 @@ Mapper::Mapper(const onnx::GraphProto& g, int64_t opset, int64_t batch,
       if (known != known_.end()) known_[n.output(0)] = known->second;
       const auto w = weights_.find(n.input(0));
       if (w != weights_.end()) weights_[n.output(0)] = w->second;
-    }
-  }
-  // A signal: the data [N, L] or [N, C, L] and a 1-D convolution of it
-  // (weights [out, in, k] in the file).
-  for (const onnx::NodeProto& n : g.node()) {
-    if (n.op_type() == "Conv" && n.input_size() > 1 &&
-        initializers_.count(n.input(1)) &&
-        initializers_.at(n.input(1)).size() == 3) {
-      signal_ = true;
     }
   }
   for (const onnx::ValueInfoProto& v : g.input()) {
@@ -145,8 +143,9 @@ std::optional<Graph> Mapper::Finish(std::string* why,
       try {
         // A sequence's output batch first ([N, L, E], speech's frames):
         // its [L, N, E] layer, each position's classes last.
-        Bind(view->first, SequenceFirst(view->second) ? view->second.layer
-                                                      : AsLayer(view->second));
+        Bind(view->first, SequenceRead(view->second, {1, 0, 2})
+                              ? view->second.layer
+                              : AsLayer(view->second));
       } catch (const GraphError& e) {
         Fail("the output: " + std::string(e.what()));
       }

@@ -292,8 +292,10 @@ class Mapper {
   // The input of node k other than `value`.
   std::string Other(int k, const std::string& value) const;
 
-  // Whether v is a sequence layer's [L, N, E] read batch first, [N, L, E].
-  bool SequenceFirst(const View& v) const;
+  // Whether v is a sequence layer's [L, N, E] read with its axes permuted
+  // by `perm`: batch first, [N, L, E] ({1, 0, 2}); as a signal, [N, E, L]
+  // ({1, 2, 0}).
+  bool SequenceRead(const View& v, const std::vector<int64_t>& perm) const;
   // Whether v is a layer's [N, C, H, W] maps read channels-last.
   bool IsMaps(const View& v) const;
 

@@ -272,9 +272,13 @@ struct OperatorTable {
   // Why a 1-D convolution's window does not fit the graph's, or "".
   static std::string Window1d(const Mapper& m, const onnx::NodeProto& n);
 
-  // The file's tensor a value is, directly or through an Unsqueeze of it;
-  // "" for any other value.
-  static std::string FileTensor(const Mapper& m, const std::string& value);
+  // The file's tensor a value is, directly or through an Unsqueeze of it
+  // (that node's index, else -1); "" for any other value.
+  struct FileTensorOf {
+    std::string tensor;
+    int unsqueeze = -1;
+  };
+  static FileTensorOf FileTensor(const Mapper& m, const std::string& value);
 
   // A weight norm as PyTorch exports it, v / ReduceL2(v) x g read by a
   // convolution as its weights, from its ReduceL2 node: the Div and Mul.

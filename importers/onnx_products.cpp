@@ -34,13 +34,16 @@ std::optional<View> Mapper::ViewOf(const std::string& name) const {
   return Whole(l->second, s);
 }
 
-bool Mapper::SequenceFirst(const View& v) const {
-  if (v.layer < 0 || BatchAxis(v.layer) != 1 || v.scale != 1) return false;
-  const Shape& s = LayerShape(v.layer);
-  return s.size() == 3 && v.offset == 0 &&
-         Canonical(v).shape == Shape{s[1], s[0], s[2]} &&
-         Canonical(v).strides ==
-             Canonical(Permuted(Whole(v.layer, s), {1, 0, 2})).strides;
+bool Mapper::SequenceRead(const View& v,
+                          const std::vector<int64_t>& perm) const {
+  if (v.layer < 0 || BatchAxis(v.layer) != 1 || v.scale != 1 || v.offset != 0 ||
+      LayerShape(v.layer).size() != 3) {
+    return false;
+  }
+  const View read =
+      Canonical(Permuted(Whole(v.layer, LayerShape(v.layer)), perm));
+  return Canonical(v).shape == read.shape &&
+         Canonical(v).strides == read.strides;
 }
 
 std::vector<float> Mapper::FileValues(const std::string& name) const {

@@ -23,17 +23,18 @@ std::string OperatorTable::Window1d(const Mapper& m, const onnx::NodeProto& n) {
          ": the graph's 1-D convolutions pad both ends alike";
 }
 
-std::string OperatorTable::FileTensor(const Mapper& m,
-                                      const std::string& value) {
-  if (m.IsInitializer(value)) return value;
-  for (const onnx::NodeProto& p : m.g_.node()) {
+OperatorTable::FileTensorOf OperatorTable::FileTensor(
+    const Mapper& m, const std::string& value) {
+  if (m.IsInitializer(value)) return {value};
+  for (int k = 0; k < m.g_.node_size(); ++k) {
+    const onnx::NodeProto& p = m.g_.node(k);
     if (p.output_size() == 1 && p.output(0) == value) {
       return p.op_type() == "Unsqueeze" && m.IsInitializer(p.input(0))
-                 ? p.input(0)
-                 : "";
+                 ? FileTensorOf{p.input(0), k}
+                 : FileTensorOf{};
     }
   }
-  return "";
+  return {};
 }
 
 std::optional<OperatorTable::WeightNormNodes> OperatorTable::WeightNormAt(
@@ -176,22 +177,19 @@ Operator OperatorTable::InstanceNormalization() {
             "an instance norm of scale 1 and bias 0 not followed by a "
             "scale and a shift per channel (the graph's are trained)");
       }
-      scale = FileTensor(m, m.Other(mul, m.g_.node(back).output(0)));
-      shift = FileTensor(m, m.Other(add, m.g_.node(mul).output(0)));
+      const FileTensorOf factor =
+          FileTensor(m, m.Other(mul, m.g_.node(back).output(0)));
+      const FileTensorOf term =
+          FileTensor(m, m.Other(add, m.g_.node(mul).output(0)));
+      scale = factor.tensor;
+      shift = term.tensor;
       if (scale.empty() || shift.empty() || m.Count(scale) != c ||
           m.Count(shift) != c) {
         throw GraphError("an instance norm's scale and shift after it: not " +
                          std::to_string(c) + " values each in the file");
       }
-      for (int k : {back, mul, add}) m.fused_.insert(k);
-      for (const std::string& t : {m.Other(mul, m.g_.node(back).output(0)),
-                                   m.Other(add, m.g_.node(mul).output(0))}) {
-        for (int k = 0; k < m.g_.node_size(); ++k) {
-          if (m.g_.node(k).output_size() == 1 && m.g_.node(k).output(0) == t &&
-              t != scale && t != shift) {
-            m.fused_.insert(k);
-          }
-        }
+      for (int k : {back, mul, add, factor.unsqueeze, term.unsqueeze}) {
+        if (k >= 0) m.fused_.insert(k);
       }
       out = m.g_.node(add).output(0);
     } else if (!m.IsInitializer(scale) || !m.IsInitializer(shift) ||

@@ -168,11 +168,6 @@ struct NormAxis {
   }
 };
 
-Shape TorchWeights(const Graph& g, const Layer& l) {
-  return {l.units, g.layer(l.inputs[0]).shape[1] / l.groups, l.kernel,
-          l.kernel_w};
-}
-
 }  // namespace
 
 // w = g v / |v| (PyTorch's weight_norm), made in plain f32 each forward
@@ -181,10 +176,8 @@ Shape TorchWeights(const Graph& g, const Layer& l) {
 std::pair<memory, memory> OnednnRunner::WeightNormed(
     int i, const Layer& l, const memory::desc& plain, const memory::desc& md,
     const memory::desc& grad_md) {
-  const NormAxis axis(TorchWeights(graph_, l), l.weight_norm);
-  Shape g_dims(4, 1);
-  g_dims[l.weight_norm] = axis.size;
-  const memory::desc g_md(g_dims, Dt::f32, Tag::abcd);
+  const NormAxis axis(graph_.ConvWeights(i), l.weight_norm);
+  const memory::desc g_md(graph_.WeightNormMagnitudes(i), Dt::f32, Tag::abcd);
   AddParam(i, "weight_v", plain, plain, plain);
   AddParam(i, "weight_g", g_md, g_md, g_md);
   const memory v = ParamOf(i, "weight_v").value;
@@ -216,7 +209,7 @@ std::pair<memory, memory> OnednnRunner::WeightNormed(
 void OnednnRunner::WeightNormBackward(int i, const Layer& l,
                                       const memory::desc& plain,
                                       const memory& w_grad) {
-  const NormAxis axis(TorchWeights(graph_, l), l.weight_norm);
+  const NormAxis axis(graph_.ConvWeights(i), l.weight_norm);
   const memory dw = Make(plain);
   Reorder(backward_[i], w_grad, dw, false);
   Weight& v = ParamOf(i, "weight_v");

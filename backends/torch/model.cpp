@@ -33,15 +33,12 @@ TorchModel::TorchModel(const Graph& g)
         if (l.weight_norm >= 0) {
           // PyTorch's weight_norm: the tensors v and g, the weights made
           // from them as the layer runs.
-          const int64_t in = g.layer(l.inputs[0]).shape[1] / l.groups;
-          std::vector<int64_t> magnitudes(4, 1);
-          const std::vector<int64_t> w = {l.units, in, l.kernel, l.kernel_w};
-          magnitudes[l.weight_norm] = w[l.weight_norm];
           m.table =
               register_module(name, std::make_shared<torch::nn::Module>());
-          m.weight_v = m.table->register_parameter("weight_v", torch::empty(w));
-          m.weight_u =
-              m.table->register_parameter("weight_g", torch::empty(magnitudes));
+          m.weight_v = m.table->register_parameter(
+              "weight_v", torch::empty(g.ConvWeights(i)));
+          m.weight_u = m.table->register_parameter(
+              "weight_g", torch::empty(g.WeightNormMagnitudes(i)));
           if (l.bias) {
             m.bias =
                 m.table->register_parameter("bias", torch::empty({l.units}));

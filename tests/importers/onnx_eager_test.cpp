@@ -122,8 +122,8 @@ Reference Export(const std::string& name, const std::string& kind,
       .write(reinterpret_cast<const char*>(labels.data()),
              labels.size() * sizeof(int64_t));
   const bool audio = name.rfind("torchaudio.", 0) == 0;
-  const std::string constructor =
-      audio ? name.substr(11) : std::string("torchvision.models.") + name;
+  const std::string constructor = audio ? "torchaudio.models." + name.substr(11)
+                                        : "torchvision.models." + name;
   const std::string script =
       "import torch, torchvision" + std::string(audio ? ", torchaudio" : "") +
       "\n"
@@ -148,7 +148,7 @@ Reference Export(const std::string& name, const std::string& kind,
       std::string(TorchOneDnnMisreadsCaches() ? "False" : "True") +
       "\n"
       "m = " +
-      (audio ? "torchaudio.models." + constructor : constructor) + "(" + args +
+      constructor + "(" + args +
       ")\n"
       "train = '" +
       kind +
